@@ -1,0 +1,42 @@
+"""compat_clone: clone any Keras model correctly, whatever Keras owns it.
+
+`compat_clone.clone_model(model)` works on standalone Keras 2.0-2.3,
+tf.keras 2.4-2.15, `tf_keras`, and Keras 3 on TensorFlow, JAX and PyTorch.
+Importing this package imports no framework: the family is read from the
+model object.
+"""
+
+from __future__ import annotations
+
+from compat_clone._api import clone_model, copy_weights, family_of
+from compat_clone._dispatch import FamilyInfo
+from compat_clone._errors import (
+    CloneFunctionError,
+    CompatCloneError,
+    DeviceNotFoundError,
+    InputTensorsError,
+    InvalidArgumentError,
+    NotAModelError,
+    UnsupportedFeatureError,
+    UnsupportedModelError,
+    WeightsMismatchError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "clone_model",
+    "copy_weights",
+    "family_of",
+    "FamilyInfo",
+    "CompatCloneError",
+    "NotAModelError",
+    "UnsupportedModelError",
+    "InvalidArgumentError",
+    "InputTensorsError",
+    "CloneFunctionError",
+    "WeightsMismatchError",
+    "DeviceNotFoundError",
+    "UnsupportedFeatureError",
+    "__version__",
+]

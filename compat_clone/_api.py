@@ -1,0 +1,196 @@
+"""The public functions: validate, dispatch to the model's family, finish."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from compat_clone import _dispatch, _weights
+from compat_clone._errors import (
+    InvalidArgumentError,
+    NotAModelError,
+)
+
+__all__ = ["clone_model", "copy_weights", "family_of"]
+
+family_of = _dispatch.family_of
+
+
+def _check_callable(value: Any, argname: str) -> None:
+    if value is not None and not callable(value):
+        raise InvalidArgumentError(
+            f"Expected `{argname}` to be a callable taking a layer (or None). "
+            f"Received: {argname}={value!r} of type {type(value).__name__}."
+        )
+
+
+def _check_bool(value: Any, argname: str) -> None:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"Expected `{argname}` to be True or False. Received: "
+            f"{argname}={value!r} of type {type(value).__name__}."
+        )
+
+
+def clone_model(
+    model: Any,
+    input_tensors: Any = None,
+    clone_function: Optional[Callable[[Any], Any]] = None,
+    *,
+    call_function: Optional[Callable[..., Any]] = None,
+    recursive: bool = False,
+    copy_weights: bool = False,
+    device: Any = None,
+    name: Optional[str] = None,
+    **kwargs: Any,
+) -> Any:
+    """Clones a Keras model, whichever Keras owns it.
+
+    A drop-in replacement for `keras.models.clone_model` (Keras 3),
+    `tf.keras.models.clone_model` / `tf_keras.models.clone_model` (Keras
+    2.4-2.15) and standalone `keras.models.clone_model` (Keras 2.0-2.3): the
+    positional arguments and defaults are the native ones, so a call that
+    worked natively gives the same clone. The implementation is chosen from
+    the model object (see `family_of`). Where the native call of a version is
+    wrong or lacks a feature, `compat_clone` corrects or supplies it (the
+    README's compatibility table lists them).
+
+    The clone has new layers and new, freshly initialized variables unless
+    `copy_weights=True`. Its variables live where the source's live (same
+    device, same `tf.distribute` strategy or JAX layout) unless `device` names
+    another place.
+
+    Args:
+        model: a Functional or Sequential model (or a subclass with a usable
+            `get_config`) of any supported family.
+        input_tensors: optional tensors to build the clone on, in the
+            structure of `model.inputs` (forms accepted by the owning Keras:
+            `Input` tensors, and for standalone Keras 2 also placeholders and
+            variables).
+        clone_function: callable `fn(layer) -> new_layer` applied to every
+            non-input layer. Defaults to a config round trip
+            (`layer.__class__.from_config(layer.get_config())`).
+        call_function: callable `fn(layer, *args, **kwargs) -> outputs` used
+            to call each cloned layer in a functional model (to wrap or add
+            layers around a call). Supplied on Keras versions that lack it.
+        recursive: whether to clone nested models layer by layer, applying
+            `clone_function` (and `call_function`) at every nesting level,
+            instead of passing them whole to `clone_function`.
+        copy_weights: whether to copy every variable of the source (trainable
+            or not, e.g. BatchNormalization statistics) into the clone,
+            matched layer by layer, device to device.
+        device: where to create the clone's variables: `None` (where the
+            source's are), or a device string of the backend (`"/CPU:0"`,
+            `"/GPU:0"`, `"cpu"`, `"cuda:0"`) or a JAX device.
+        name: optional new name for the clone (defaults to the source's).
+
+    Returns:
+        A new model of the same family and (where the family can) the same
+        class as `model`.
+
+    Raises:
+        NotAModelError: (`TypeError`) `model` is not a Keras model.
+        InvalidArgumentError: an argument has an unusable value or an unknown
+            keyword was passed.
+        InputTensorsError: `input_tensors` does not fit the model.
+        CloneFunctionError: `clone_function` or `call_function` failed; the
+            message names the layer.
+        UnsupportedModelError: a subclassed model cannot be rebuilt from its
+            config.
+        WeightsMismatchError: with `copy_weights=True`, when a variable
+            differs (names it, with both shapes).
+        DeviceNotFoundError: `device` does not exist.
+
+    Example:
+
+    >>> import keras
+    >>> import compat_clone
+    >>> inputs = keras.Input((4,))
+    >>> model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    >>> clone = compat_clone.clone_model(model, copy_weights=True, name="copy")
+    >>> clone.name
+    'copy'
+    """
+    if kwargs:
+        raise InvalidArgumentError(
+            f"Unexpected keyword argument(s): {', '.join(sorted(kwargs))}. "
+            "Expected any of: input_tensors, clone_function, call_function, "
+            "recursive, copy_weights, device, name."
+        )
+    info = _dispatch.family_of(model)
+    _check_callable(clone_function, "clone_function")
+    _check_callable(call_function, "call_function")
+    _check_bool(recursive, "recursive")
+    _check_bool(copy_weights, "copy_weights")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise InvalidArgumentError(
+            f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
+        )
+    adapter = _dispatch.adapter_for(info)
+    clone, layer_map = adapter.clone(
+        model,
+        input_tensors=input_tensors,
+        clone_function=clone_function,
+        call_function=call_function,
+        recursive=recursive,
+        device=device,
+        name=name,
+        info=info,
+    )
+    if copy_weights:
+        _copy(adapter, model, clone, layer_map)
+    return clone
+
+
+def _copy(adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap]) -> None:
+    pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
+    adapter.assign_pairs(pairs)
+
+
+def copy_weights(source: Any, target: Any) -> Any:
+    """Copies every variable of `source` into `target`, device to device.
+
+    Variables are matched layer by layer (by unique layer names, else by the
+    order of the layers that hold weights), trainable or not, so
+    BatchNormalization statistics travel too. Every shape and dtype is
+    checked before anything is written: on a mismatch `target` is left
+    exactly as it was. The copy never goes through host memory: variable to
+    variable on TensorFlow and torch; on JAX the arrays are shared (they are
+    immutable) when source and target placement agree.
+
+    Args:
+        source: the model to copy from.
+        target: a model of the same family and architecture (e.g. a clone).
+
+    Returns:
+        `target`, for chaining.
+
+    Raises:
+        NotAModelError: either argument is not a Keras model.
+        InvalidArgumentError: the two models belong to different families.
+        WeightsMismatchError: names the first mismatching variable, with the
+            shape and dtype received and expected.
+
+    Example:
+
+    >>> import keras
+    >>> import compat_clone
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    >>> clone = compat_clone.clone_model(model)
+    >>> clone = compat_clone.copy_weights(model, clone)
+    """
+    src_info = _dispatch.family_of(source)
+    try:
+        tgt_info = _dispatch.family_of(target)
+    except NotAModelError as exc:
+        raise NotAModelError(str(exc).replace("`model`", "`target`")) from None
+    if (src_info.family, src_info.package) != (tgt_info.family, tgt_info.package):
+        raise InvalidArgumentError(
+            f"`source` is a {src_info.package} {src_info.version} model "
+            f"({src_info.family}) but `target` is a {tgt_info.package} "
+            f"{tgt_info.version} model ({tgt_info.family}). Expected two models "
+            "of the same Keras; clone the source with `compat_clone.clone_model`."
+        )
+    adapter = _dispatch.adapter_for(src_info)
+    _copy(adapter, source, target, None)
+    return target
+

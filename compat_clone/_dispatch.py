@@ -1,0 +1,233 @@
+"""Which implementation serves a model: decided from the model's class.
+
+The family is read off the classes in the model's MRO: the first class whose
+defining module belongs to a Keras-owning package (``keras``, ``tf_keras`` or
+``tensorflow``) names the package, and that package's ``__version__`` (the
+package is imported already: the model object exists) names the family.
+Nothing is imported on a guess, and nothing depends on what else happens to be
+installed: in one process a ``tf_keras`` model and a Keras 3 model each go to
+their own adapter. The answer is cached per class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from types import ModuleType
+from typing import Any, Dict, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from compat_clone._errors import NotAModelError
+
+__all__ = ["FamilyInfo", "family_of", "adapter_for", "family_of_class"]
+
+KERAS3 = "keras3"
+TF_KERAS = "tf_keras"
+KERAS2 = "keras2"
+
+# Packages whose classes can own a Keras model, in the order they are tried
+# for one class's module. `tensorflow` covers the old in-tree
+# `tensorflow.python.keras` (TF <= 2.5) and is served by the tf.keras adapter.
+_OWNER_PACKAGES = ("keras", "tf_keras", "tensorflow")
+
+# Class names that mark "this object is a model" in every family:
+# standalone Keras 2.0-2.3 has Model(Network); tf.keras has Model(Functional)
+# since 2.4 (Network before); Keras 3 has Model / Functional / Sequential.
+_MODEL_CLASS_NAMES = frozenset({"Model", "Network", "Functional", "Sequential"})
+_LAYER_CLASS_NAMES = frozenset({"Layer"})
+
+# Implementation module per family (imported lazily: each imports its
+# framework inside its functions only).
+_ADAPTERS = {
+    KERAS3: "compat_clone._keras3",
+    TF_KERAS: "compat_clone._tfkeras",
+    KERAS2: "compat_clone._keras2",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyInfo:
+    """Which implementation serves a model, and the versions behind it.
+
+    Attributes:
+        family: ``"keras3"``, ``"tf_keras"`` (tf.keras 2.4-2.15 and the
+            ``tf_keras`` package) or ``"keras2"`` (standalone Keras 2.0-2.3).
+        package: the top-level package that defines the model's class
+            (``"keras"``, ``"tf_keras"`` or ``"tensorflow"``).
+        version: that package's ``__version__``.
+        backend: for Keras 3 the backend name (``"tensorflow"``, ``"jax"``,
+            ``"torch"``, ``"numpy"``); for standalone Keras 2 its backend
+            (``"tensorflow"``, ``"theano"``, ``"cntk"``); ``"tensorflow"`` for
+            the tf.keras family.
+        implementation: the `compat_clone` module that clones it.
+    """
+
+    family: str
+    package: str
+    version: str
+    backend: Optional[str]
+    implementation: str
+
+
+_CACHE: Dict[type, Tuple[str, str, str]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _root(module_name: str) -> str:
+    return module_name.partition(".")[0]
+
+
+def _package_version(module: ModuleType) -> str:
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str):
+        return version
+    # tf_keras < 2.16 kept its version in a submodule only.
+    sub = getattr(module, "version", None)
+    return str(getattr(sub, "__version__", "0"))
+
+
+def _family_for(package: str, version: str) -> str:
+    if package == "tf_keras" or package == "tensorflow":
+        return TF_KERAS
+    try:
+        parsed = Version(version)
+    except InvalidVersion:  # e.g. a development tree: fall back to major digit
+        parsed = Version(version.split(".")[0] + ".0" if version[:1].isdigit() else "3.0")
+    if parsed >= Version("3.0.0.dev0"):
+        return KERAS3
+    # keras 2.4 is the release that became a thin front to tf.keras, and
+    # 2.6-2.15 are the package tf.keras itself: all served by the tf.keras
+    # adapter. 2.0-2.3 are the standalone, multi-backend package.
+    if parsed >= Version("2.4.0.dev0"):
+        return TF_KERAS
+    return KERAS2
+
+
+def _describe(obj: Any) -> str:
+    cls = type(obj)
+    shape = getattr(obj, "shape", None)
+    extra = f" with shape={tuple(shape)!r}" if shape is not None and not callable(shape) else ""
+    return f"{cls.__module__}.{cls.__qualname__}{extra}"
+
+
+def _classify(cls: type) -> Optional[Tuple[str, str, str]]:
+    """Returns (family, package, version) for a model class, or None."""
+    owner: Optional[str] = None
+    is_model = False
+    for klass in cls.__mro__:
+        root = _root(getattr(klass, "__module__", "") or "")
+        if root not in _OWNER_PACKAGES:
+            continue
+        if owner is None:
+            owner = root
+        if root == owner and klass.__name__ in _MODEL_CLASS_NAMES:
+            is_model = True
+            break
+    if owner is None or not is_model:
+        return None
+    module = sys.modules.get(owner)
+    if module is None:  # cannot happen for a live object; be explicit anyway
+        return None
+    version = _package_version(module)
+    return _family_for(owner, version), owner, version
+
+
+def family_of_class(cls: type) -> Optional[Tuple[str, str, str]]:
+    """Cached classification of a class; None when it is not a Keras model."""
+    try:
+        return _CACHE[cls]
+    except KeyError:
+        pass
+    result = _classify(cls)
+    if result is not None:
+        with _CACHE_LOCK:
+            _CACHE[cls] = result
+    return result
+
+
+def _is_keras_layer(obj: Any) -> bool:
+    for klass in type(obj).__mro__:
+        if _root(getattr(klass, "__module__", "") or "") in _OWNER_PACKAGES and (
+            klass.__name__ in _LAYER_CLASS_NAMES
+        ):
+            return True
+    return False
+
+
+def _backend(family: str, package: str) -> Optional[str]:
+    module = sys.modules.get(package)
+    if family == KERAS3 and module is not None:
+        backend_mod = getattr(module, "backend", None)
+        fn = getattr(backend_mod, "backend", None)
+        if callable(fn):
+            return str(fn())
+        return None
+    if family == KERAS2 and module is not None:
+        backend_mod = getattr(module, "backend", None)
+        fn = getattr(backend_mod, "backend", None)
+        if callable(fn):
+            return str(fn())
+        return None
+    return "tensorflow"
+
+
+def family_of(model: Any) -> FamilyInfo:
+    """Tells which implementation serves `model`, and the versions behind it.
+
+    The answer is read from the model's class (its defining module and that
+    package's version), never from what is installed, and is cached per class.
+    Nothing is imported.
+
+    Args:
+        model: a Keras model of any supported family.
+
+    Returns:
+        A frozen `FamilyInfo` record.
+
+    Raises:
+        NotAModelError: (a `TypeError`) when `model` is not a Keras model.
+
+    Example:
+
+    >>> import keras
+    >>> import compat_clone
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    >>> compat_clone.family_of(model).family
+    'keras3'
+    """
+    if isinstance(model, type):
+        raise NotAModelError(
+            "Expected `model` to be a Keras model instance, received the class "
+            f"{model.__module__}.{model.__qualname__}. Instantiate it first."
+        )
+    found = family_of_class(type(model))
+    if found is None:
+        if _is_keras_layer(model):
+            raise NotAModelError(
+                "Expected `model` to be a Keras model (Functional, Sequential or "
+                f"a Model subclass). Received a layer: {_describe(model)}. "
+                "To clone a single layer use `layer.__class__.from_config("
+                "layer.get_config())`, or wrap it in a model."
+            )
+        raise NotAModelError(
+            "Expected `model` to be a Keras model (keras, tf.keras or tf_keras "
+            f"`Model`). Received: model={_describe(model)}. Pass the model "
+            "object itself, e.g. `compat_clone.clone_model(model)`."
+        )
+    family, package, version = found
+    return FamilyInfo(
+        family=family,
+        package=package,
+        version=version,
+        backend=_backend(family, package),
+        implementation=_ADAPTERS[family],
+    )
+
+
+def adapter_for(info: FamilyInfo) -> ModuleType:
+    """Imports (once) and returns the implementation module for a family."""
+    import importlib
+
+    return importlib.import_module(info.implementation)

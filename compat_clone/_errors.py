@@ -1,0 +1,58 @@
+"""The package's exception hierarchy.
+
+Every error raised on purpose by `compat_clone` derives from
+`CompatCloneError`, and also from the built-in exception a caller would
+expect (`TypeError` for an argument of the wrong kind, `ValueError` for a
+value of the right kind that cannot be used), so `except TypeError` keeps
+working in code written against the native `clone_model`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CompatCloneError",
+    "NotAModelError",
+    "UnsupportedModelError",
+    "InvalidArgumentError",
+    "InputTensorsError",
+    "CloneFunctionError",
+    "WeightsMismatchError",
+    "DeviceNotFoundError",
+    "UnsupportedFeatureError",
+]
+
+
+class CompatCloneError(Exception):
+    """Base class of every error `compat_clone` raises on purpose."""
+
+
+class NotAModelError(CompatCloneError, TypeError):
+    """The object passed as a model is not a Keras model of a known family."""
+
+
+class UnsupportedModelError(CompatCloneError, ValueError):
+    """A Keras model that cannot be cloned as it is (e.g. no `get_config`)."""
+
+
+class InvalidArgumentError(CompatCloneError, ValueError):
+    """An argument has an unusable value (unknown keyword, wrong type...)."""
+
+
+class InputTensorsError(CompatCloneError, ValueError):
+    """`input_tensors` does not fit the model (count, structure or family)."""
+
+
+class CloneFunctionError(CompatCloneError, ValueError):
+    """A user `clone_function` / `call_function` failed or returned a non-layer."""
+
+
+class WeightsMismatchError(CompatCloneError, ValueError):
+    """Source and target weights differ in count, shape or dtype."""
+
+
+class DeviceNotFoundError(CompatCloneError, ValueError):
+    """The requested device does not exist for the model's backend."""
+
+
+class UnsupportedFeatureError(CompatCloneError, NotImplementedError):
+    """A feature the owning Keras version cannot provide (names the versions that can)."""

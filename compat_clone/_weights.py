@@ -1,0 +1,127 @@
+"""Weight copy shared by every family: pair variables by layer, check, copy.
+
+Variables are matched layer by layer (a clone's layer map when the clone was
+just made, else by unique layer names, else by position among the layers that
+hold weights), never by the flat order of `model.weights`, so a
+`clone_function` or `call_function` that changes or adds layers does not
+misalign them. Every pair is checked (shape and dtype) before the first
+assignment: a mismatch raises and leaves the target exactly as it was.
+The assignment itself is the adapter's (`assign_pairs`): variable to variable,
+on the device, never through host memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from compat_clone._errors import WeightsMismatchError
+
+__all__ = ["LayerMap", "plan_copy", "iter_layers"]
+
+# id(source layer) -> (source layer, cloned layer)
+LayerMap = Dict[int, Tuple[Any, Any]]
+Spec = Callable[[Any], Tuple[Tuple[Optional[int], ...], str]]
+
+
+def _sublayers(layer: Any) -> Sequence[Any]:
+    layers = getattr(layer, "layers", None)
+    if isinstance(layers, (list, tuple)) and _is_container(layer):
+        return layers
+    return ()
+
+
+def _is_container(layer: Any) -> bool:
+    for klass in type(layer).__mro__:
+        if klass.__name__ in ("Model", "Network", "Functional", "Sequential"):
+            return True
+    return False
+
+
+def iter_layers(model: Any) -> Iterator[Any]:
+    """All leaf layers of `model`, nested models expanded, depth first (iterative)."""
+    stack: List[Any] = list(reversed(_sublayers(model)))
+    seen = set()
+    while stack:
+        layer = stack.pop()
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        children = _sublayers(layer)
+        if children:
+            stack.extend(reversed(children))
+        else:
+            yield layer
+
+
+def _own_weights(layer: Any) -> List[Any]:
+    return list(getattr(layer, "weights", []) or [])
+
+
+def _layer_pairs(source: Any, target: Any, layer_map: Optional[LayerMap]) -> List[Tuple[Any, Any]]:
+    src_layers = [layer for layer in iter_layers(source) if _own_weights(layer)]
+    if layer_map:
+        pairs = []
+        for layer in src_layers:
+            entry = layer_map.get(id(layer))
+            if entry is None:
+                break
+            pairs.append((layer, entry[1]))
+        else:
+            return pairs
+    tgt_layers = [layer for layer in iter_layers(target) if _own_weights(layer)]
+    src_names = [layer.name for layer in src_layers]
+    tgt_by_name = {layer.name: layer for layer in tgt_layers}
+    if (
+        len(set(src_names)) == len(src_names)
+        and len(tgt_by_name) == len(tgt_layers)
+        and all(name in tgt_by_name for name in src_names)
+    ):
+        return [(layer, tgt_by_name[layer.name]) for layer in src_layers]
+    if len(src_layers) != len(tgt_layers):
+        raise WeightsMismatchError(
+            f"Cannot pair the layers of `source` ({len(src_layers)} layers with "
+            f"weights) with those of `target` ({len(tgt_layers)} layers with "
+            "weights): their names differ and their counts differ. Expected a "
+            "target built from the same architecture (e.g. a clone of the source)."
+        )
+    return list(zip(src_layers, tgt_layers))
+
+
+def plan_copy(
+    source: Any,
+    target: Any,
+    spec: Spec,
+    layer_map: Optional[LayerMap] = None,
+) -> List[Tuple[Any, Any]]:
+    """Returns checked (source variable, target variable) pairs.
+
+    Raises:
+        WeightsMismatchError: naming the first variable whose count, shape or
+            dtype differs; nothing has been assigned at that point.
+    """
+    pairs: List[Tuple[Any, Any]] = []
+    for src_layer, tgt_layer in _layer_pairs(source, target, layer_map):
+        src_vars = _own_weights(src_layer)
+        tgt_vars = _own_weights(tgt_layer)
+        if len(src_vars) != len(tgt_vars):
+            raise WeightsMismatchError(
+                f"Layer {src_layer.name!r} of the source holds {len(src_vars)} "
+                f"variables but its counterpart {tgt_layer.name!r} in the target "
+                f"holds {len(tgt_vars)}. Expected the same layer structure; build "
+                "the target from the same architecture (or a `clone_function` "
+                "that keeps each layer's weights)."
+            )
+        for src_var, tgt_var in zip(src_vars, tgt_vars):
+            src_shape, src_dtype = spec(src_var)
+            tgt_shape, tgt_dtype = spec(tgt_var)
+            if src_shape != tgt_shape or src_dtype != tgt_dtype:
+                name = getattr(tgt_var, "path", None) or getattr(tgt_var, "name", "?")
+                raise WeightsMismatchError(
+                    f"Variable {name!r} of layer {tgt_layer.name!r}: the source "
+                    f"has shape={src_shape} dtype={src_dtype}, the target expects "
+                    f"shape={tgt_shape} dtype={tgt_dtype}. Nothing was copied. "
+                    "Make the target's layer match the source's (units, kernel "
+                    "size, dtype policy)."
+                )
+            pairs.append((src_var, tgt_var))
+    return pairs

@@ -1,0 +1,111 @@
+"""Shared test set-up: which Keras family this environment serves.
+
+The matrix runner (`compat-clone matrix`) sets, per environment:
+
+* ``COMPAT_CLONE_ENV``              the environment's name in the matrix table;
+* ``COMPAT_CLONE_EXPECT_FAMILY``    ``keras3`` | ``tf_keras`` | ``keras2``;
+* ``COMPAT_CLONE_EXPECT_VERSION``   the version the family's package must have
+                                    (prefix match: ``2.2.4``, ``3.15``);
+* ``COMPAT_CLONE_EXPECT_BACKEND``   Keras 3 backend (``tensorflow``/``jax``/``torch``);
+* ``COMPAT_CLONE_RESULTS``          folder where feature results are written.
+
+Without them (plain ``pytest`` in the default ``.venv``) every family the
+environment can import is tested: Keras 3 and ``tf_keras``.
+
+The ``K`` fixture is the Keras module of the family under test, so one test
+body runs on every family: ``K.Input``, ``K.layers``, ``K.Model``,
+``K.models.clone_model``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, List
+
+import pytest
+
+FAMILIES = ("keras3", "tf_keras", "keras2")
+
+
+def expected_family() -> str | None:
+    return os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        return False
+    return True
+
+
+def families_under_test() -> List[str]:
+    """The families this run tests (one in a matrix env, all importable otherwise)."""
+    fam = expected_family()
+    if fam:
+        return [fam]
+    found = []
+    if _importable("keras"):
+        import keras
+
+        major = keras.__version__.split(".")[0]
+        if major == "3":
+            found.append("keras3")
+        elif keras.__version__ < "2.4":
+            found.append("keras2")
+        else:
+            found.append("tf_keras")
+    if "tf_keras" not in found and _importable("tf_keras"):
+        found.append("tf_keras")
+    return found
+
+
+def keras_module(family: str) -> Any:
+    """The importable Keras module that serves `family` in this environment."""
+    if family == "keras3":
+        import keras
+
+        return keras
+    if family == "tf_keras":
+        try:
+            import tf_keras
+
+            return tf_keras
+        except ImportError:
+            import tensorflow as tf
+
+            return tf.keras
+    if family == "keras2":
+        import keras
+
+        return keras
+    raise ValueError(family)
+
+
+def pytest_configure(config: Any) -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+@pytest.fixture(params=families_under_test())
+def K(request: Any) -> Any:
+    """The Keras module of the family under test."""
+    return keras_module(request.param)
+
+
+@pytest.fixture
+def family(K: Any) -> str:
+    import compat_clone
+
+    inputs = K.Input((2,))
+    model = K.models.Model(inputs, K.layers.Dense(1)(inputs))
+    return compat_clone.family_of(model).family
+
+
+def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
+    """Skips tests marked for a family this run does not test."""
+    active = set(families_under_test())
+    for item in items:
+        for fam in FAMILIES:
+            if item.get_closest_marker(fam) and fam not in active:
+                item.add_marker(pytest.mark.skip(reason=f"{fam} is not tested in this environment"))
