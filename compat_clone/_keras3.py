@@ -50,9 +50,11 @@ def _classes() -> Tuple[type, type, type, type]:
     from keras.src.layers.core.lambda_layer import Lambda
     from keras.src.models.functional import Functional
     from keras.src.models.sequential import Sequential
-    from keras.src.layers.layer import Layer
+    # Functional graphs hold Operations too (e.g. the `not_equal` of a mask
+    # in 3.15): the native clone passes them to clone_function like layers.
+    from keras.src.ops.operation import Operation
 
-    return Functional, Sequential, Lambda, Layer
+    return Functional, Sequential, Lambda, Operation
 
 
 def _flatten(structure: Any) -> List[Any]:
@@ -145,7 +147,7 @@ def _wrap(
                 ) from exc
             if not isinstance(new, layer_cls):
                 raise CloneFunctionError(
-                    f"`clone_function` must return a Keras layer; for layer "
+                    f"`clone_function` must return a Keras layer (or operation); for layer "
                     f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
                     "Return `layer.__class__.from_config(layer.get_config())` "
                     "or another `keras.layers.Layer`."

@@ -1,0 +1,301 @@
+"""tf.keras 2.4-2.15 (the `keras` package behind `tf.keras`) and `tf_keras`.
+
+A thin adapter over the family's own `clone_model(model, input_tensors,
+clone_function)`. What it adds or fixes, with the versions:
+
+* `model.trainable = False` is not carried to the clone by the native call
+  (tf.keras 2.4-2.15, tf_keras 2.14-2.21): restored, then each layer's own flag.
+* A layer called on a one-element list, e.g. `Concatenate()([x])`, fails to
+  clone natively: `functional.reconstruct_from_config` unpacks the list and
+  calls the layer on a bare tensor (keras-team/keras #17700; seen in 2.15 and
+  tf_keras 2.21). Such graphs, and every `call_function`, go through our own
+  graph walk, which calls each layer with the exact argument structure its
+  node recorded.
+* `recursive=True` (absent natively): nested functional / Sequential models
+  are cloned layer by layer with `clone_function` at every level.
+* `call_function` (absent natively): supplied by the same walk for functional
+  models; refused for Sequential models, whose layers are not called.
+* `name=` renames the clone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from compat_clone import _placement
+from compat_clone._errors import (
+    CloneFunctionError,
+    InputTensorsError,
+    UnsupportedModelError,
+)
+from compat_clone._weights import LayerMap
+
+__all__ = ["clone", "variable_spec", "assign_pairs"]
+
+
+def _keras_module(info: Any) -> Any:
+    if info.package == "tensorflow":  # the in-tree tf.python.keras (TF <= 2.5)
+        import tensorflow as tf
+
+        return tf.keras
+    return importlib.import_module(info.package)
+
+
+def _tf() -> Any:
+    import tensorflow as tf
+
+    return tf
+
+
+def _class_named(obj: Any, name: str) -> Optional[type]:
+    for klass in type(obj).__mro__:
+        if klass.__name__ == name:
+            return klass
+    return None
+
+
+def _is_graph_model(layer: Any) -> bool:
+    return bool(getattr(layer, "_is_graph_network", False)) and _class_named(layer, "Model") is not None
+
+
+def _is_sequential(layer: Any) -> bool:
+    return _class_named(layer, "Sequential") is not None
+
+
+def _default_clone_layer(layer: Any) -> Any:
+    # The native default, tf.keras 2.4-2.15 and tf_keras alike.
+    return layer.__class__.from_config(layer.get_config())
+
+
+class _Cloner:
+    """One clone call: the layer map, the family's module, the user callables."""
+
+    def __init__(
+        self,
+        keras: Any,
+        clone_function: Optional[Callable[[Any], Any]],
+        call_function: Optional[Callable[..., Any]],
+        recursive: bool,
+    ) -> None:
+        self.keras = keras
+        self.clone_function = clone_function
+        self.call_function = call_function
+        self.recursive = recursive
+        self.layer_map: LayerMap = {}
+        self.layer_cls = keras.layers.Layer
+
+    # -- one layer ---------------------------------------------------------
+
+    def clone_layer(self, layer: Any) -> Any:
+        entry = self.layer_map.get(id(layer))
+        if entry is not None:  # shared layer: cloned once, still shared
+            return entry[1]
+        if self.recursive and (_is_graph_model(layer) or _is_sequential(layer)):
+            new = self.clone_graph(layer, None)
+        elif self.clone_function is None:
+            new = _default_clone_layer(layer)
+        else:
+            try:
+                new = self.clone_function(layer)
+            except Exception as exc:
+                raise CloneFunctionError(
+                    f"`clone_function` raised {type(exc).__name__} on layer "
+                    f"{layer.name!r} ({type(layer).__name__}): {exc}"
+                ) from exc
+            if not isinstance(new, self.layer_cls):
+                raise CloneFunctionError(
+                    f"`clone_function` must return a Keras layer; for layer "
+                    f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
+                    "Return `layer.__class__.from_config(layer.get_config())` "
+                    "or another layer of the same Keras."
+                )
+        self.layer_map[id(layer)] = (layer, new)
+        return new
+
+    # -- one model ---------------------------------------------------------
+
+    def clone_graph(self, model: Any, input_tensors: Any) -> Any:
+        keras = self.keras
+        if _is_sequential(model):
+            if self.call_function is not None:
+                raise CloneFunctionError(
+                    "`call_function` is not supported with Sequential models: "
+                    "their layers are listed, not called. Received the "
+                    f"Sequential model {model.name!r}; convert it to a "
+                    "functional model first."
+                )
+            if input_tensors is not None and len(_tf().nest.flatten(input_tensors)) != 1:
+                raise InputTensorsError(
+                    "Expected `input_tensors` to hold exactly one tensor for a "
+                    f"Sequential model. Received {len(_tf().nest.flatten(input_tensors))}."
+                )
+            new = keras.models.clone_model(model, input_tensors=input_tensors, clone_function=self.clone_layer)
+        elif _is_graph_model(model) and not (
+            # A Functional subclass with its own get_config and nothing passed:
+            # the native call rebuilds it from config, and so do we.
+            not getattr(model.get_config, "_is_default", False)
+            and self.clone_function is None
+            and self.call_function is None
+            and input_tensors is None
+            and not self.recursive
+        ):
+            if input_tensors is not None:
+                _check_count(model, input_tensors)
+            if self.call_function is not None or _has_single_list_call(model):
+                new = self._walk_clone(model, input_tensors)
+            else:
+                new = keras.models.clone_model(model, input_tensors=input_tensors, clone_function=self.clone_layer)
+        else:
+            if self.clone_function is not None or input_tensors is not None or self.call_function:
+                raise UnsupportedModelError(
+                    "`clone_function`, `call_function` and `input_tensors` need "
+                    "a Functional or Sequential model, whose layer graph is "
+                    f"known. Received a subclassed model of type "
+                    f"{type(model).__name__}. Rebuild it with "
+                    "`model.__class__.from_config(model.get_config())`."
+                )
+            new = _clone_subclassed(model)
+        _restore_trainable(model, new, self.layer_map)
+        return new
+
+    def _new_inputs(self, model: Any, input_tensors: Any) -> List[Any]:
+        keras = self.keras
+        if input_tensors is None:
+            made = []
+            for layer in model._input_layers:
+                config = layer.get_config()
+                made.append(
+                    keras.Input(
+                        batch_shape=config.get("batch_input_shape") or config.get("batch_shape"),
+                        dtype=config.get("dtype"),
+                        sparse=config.get("sparse", False),
+                        ragged=config.get("ragged", False),
+                        name=config.get("name"),
+                    )
+                )
+            return made
+        flat = _tf().nest.flatten(input_tensors)
+        out = []
+        for tensor, layer in zip(flat, model._input_layers):
+            if not keras.backend.is_keras_tensor(tensor):
+                tensor = keras.Input(tensor=tensor, name="input_wrapper_for_" + layer.name)
+            out.append(tensor)
+        return out
+
+    def _walk_clone(self, model: Any, input_tensors: Any) -> Any:
+        """Our graph walk: each node's call replayed with its own argument structure."""
+        tf = _tf()
+        inputs = self._new_inputs(model, input_tensors)
+        tensor_map: Dict[int, Any] = {id(x): y for x, y in zip(model.inputs, inputs)}
+
+        def swap(value: Any) -> Any:
+            return tensor_map.get(id(value), value)
+
+        call = self.call_function
+        for depth in sorted(model._nodes_by_depth.keys(), reverse=True):
+            for node in model._nodes_by_depth[depth]:
+                if node.is_input:
+                    continue
+                if any(id(x) not in tensor_map for x in tf.nest.flatten(node.keras_inputs)):
+                    continue
+                args = tf.nest.map_structure(swap, node.call_args)
+                kwargs = tf.nest.map_structure(swap, node.call_kwargs)
+                layer = self.clone_layer(node.layer)
+                if call is None:
+                    outputs = layer(*args, **kwargs)
+                else:
+                    try:
+                        outputs = call(layer, *args, **kwargs)
+                    except Exception as exc:
+                        raise CloneFunctionError(
+                            f"`call_function` raised {type(exc).__name__} on layer "
+                            f"{layer.name!r}: {exc}"
+                        ) from exc
+                for old, new in zip(tf.nest.flatten(node.outputs), tf.nest.flatten(outputs)):
+                    tensor_map[id(old)] = new
+        new_inputs = tf.nest.pack_sequence_as(model._nested_inputs, inputs)
+        new_outputs = tf.nest.pack_sequence_as(
+            model._nested_outputs, [tensor_map[id(x)] for x in model.outputs]
+        )
+        functional_mod = sys.modules[_class_named(model, "Functional").__module__] if _class_named(
+            model, "Functional"
+        ) else None
+        like = getattr(functional_mod, "has_functional_like_constructor", None)
+        if like is not None and like(model.__class__):
+            return model.__class__(new_inputs, new_outputs, name=model.name)
+        return self.keras.Model(new_inputs, new_outputs, name=model.name)
+
+
+def _check_count(model: Any, input_tensors: Any) -> None:
+    flat = _tf().nest.flatten(input_tensors)
+    if len(flat) != len(model.inputs):
+        raise InputTensorsError(
+            f"Expected `input_tensors` to hold {len(model.inputs)} tensor(s), one "
+            f"per model input ({[x.name for x in model.inputs]}). Received "
+            f"{len(flat)}."
+        )
+
+
+def _has_single_list_call(model: Any) -> bool:
+    """True when a node called its layer on a one-element list (keras #17700)."""
+    for nodes in model._nodes_by_depth.values():
+        for node in nodes:
+            args = getattr(node, "call_args", None)
+            if args and isinstance(args[0], (list, tuple)) and len(args[0]) == 1:
+                return True
+    return False
+
+
+def _clone_subclassed(model: Any) -> Any:
+    try:
+        return model.__class__.from_config(model.get_config())
+    except NotImplementedError as exc:
+        raise UnsupportedModelError(
+            f"Cannot clone the subclassed model {model.name!r} of type "
+            f"{type(model).__name__}: it has no usable `get_config()` ({exc}). "
+            "Implement `get_config()` (and `from_config()` if needed), or build "
+            "the model functionally and use `clone_function`."
+        ) from exc
+
+
+def _restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:
+    # The native call drops `model.trainable = False` (tf.keras 2.4-2.15,
+    # tf_keras 2.14-2.21); setting it back resets every layer, so each
+    # cloned layer's own flag is restored after.
+    if model.trainable != new.trainable:
+        new.trainable = model.trainable
+        for src, dst in layer_map.values():
+            if dst is not new and dst.trainable != src.trainable:
+                dst.trainable = src.trainable
+
+
+def clone(
+    model: Any,
+    *,
+    input_tensors: Any,
+    clone_function: Optional[Callable[[Any], Any]],
+    call_function: Optional[Callable[..., Any]],
+    recursive: bool,
+    device: Any,
+    name: Optional[str],
+    info: Any,
+) -> Tuple[Any, LayerMap]:
+    """Clones a tf.keras / tf_keras model; returns the clone and its layer map."""
+    cloner = _Cloner(_keras_module(info), clone_function, call_function, recursive)
+    with _placement.scope(model, device, info):
+        new = cloner.clone_graph(model, input_tensors)
+    if name is not None:
+        new._name = name
+    return new, cloner.layer_map
+
+
+def variable_spec(variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
+    dtype = getattr(variable.dtype, "base_dtype", variable.dtype)
+    return tuple(variable.shape.as_list()), str(getattr(dtype, "name", dtype))
+
+
+def assign_pairs(pairs: List[Tuple[Any, Any]]) -> None:
+    """Variable to variable (`dst.assign(src)`): stays on the device."""
+    _placement.assign_tf(pairs)

@@ -1,0 +1,347 @@
+"""The feature suite: one check per cloning feature, run natively and through compat_clone.
+
+Each feature is a plain function `check(K, clone)`: `K` is the Keras module
+of the family under test, `clone(model, **kwargs)` either the native
+`clone_model` (see `native_clone`) or `compat_clone.clone_model`. A check
+raises on failure. `NativeLacks` means the native API has no way to express
+the feature (an argument that does not exist); `NotApplicable` means the
+feature does not exist in that family / backend at all.
+
+`tests/test_features.py` runs every feature both ways, requires the
+compat_clone side to pass, and records both results for COMPATIBILITY.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+
+
+class NativeLacks(Exception):
+    """The native clone_model has no argument for this feature."""
+
+
+class NotApplicable(Exception):
+    """The feature does not exist in this family or backend."""
+
+
+FEATURES: Dict[str, Callable[[Any, Callable[..., Any]], None]] = {}
+DESCRIPTIONS: Dict[str, str] = {}
+
+
+def feature(description: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        FEATURES[fn.__name__] = fn
+        DESCRIPTIONS[fn.__name__] = description
+        return fn
+
+    return register
+
+
+# -- helpers ---------------------------------------------------------------
+
+
+def native_clone(K: Any) -> Callable[..., Any]:
+    """The native `clone_model` behind the compat_clone signature."""
+    params = inspect.signature(K.models.clone_model).parameters
+
+    def clone(model: Any, input_tensors: Any = None, clone_function: Any = None, *,
+              copy_weights: bool = False, name: Any = None, **kwargs: Any) -> Any:
+        if name is not None:
+            raise NativeLacks("no `name` argument")
+        args: Dict[str, Any] = {}
+        if input_tensors is not None:
+            args["input_tensors"] = input_tensors
+        if clone_function is not None:
+            if "clone_function" not in params:
+                raise NativeLacks("no `clone_function` argument")
+            args["clone_function"] = clone_function
+        for key, value in kwargs.items():
+            if key not in params:
+                raise NativeLacks(f"no `{key}` argument")
+            args[key] = value
+        new = K.models.clone_model(model, **args)
+        if copy_weights:
+            new.set_weights(model.get_weights())
+        return new
+
+    return clone
+
+
+def family_name(K: Any) -> str:
+    name = K.__name__.split(".")[0]
+    version = K.__version__
+    if name == "keras" and version.startswith("3"):
+        return "keras3"
+    if name == "keras" and version < "2.4":
+        return "keras2"
+    return "tf_keras"
+
+
+def backend_name(K: Any) -> str:
+    if family_name(K) == "keras3":
+        return str(K.backend.backend())
+    return "tensorflow"
+
+
+def data(shape: Any, seed: int = 0, dtype: str = "float32") -> np.ndarray:
+    return np.random.RandomState(seed).rand(*shape).astype(dtype)
+
+
+def predict(model: Any, x: Any) -> List[np.ndarray]:
+    out = model.predict(x, verbose=0) if family_name_of_model(model) != "keras2" else model.predict(x)
+    if isinstance(out, (list, tuple)):
+        return [np.asarray(o) for o in out]
+    if isinstance(out, dict):
+        return [np.asarray(out[k]) for k in sorted(out)]
+    return [np.asarray(out)]
+
+
+def family_name_of_model(model: Any) -> str:
+    import compat_clone
+
+    return compat_clone.family_of(model).family
+
+
+def assert_same_predictions(source: Any, clone: Any, x: Any) -> None:
+    a, b = predict(source, x), predict(clone, x)
+    assert len(a) == len(b), f"{len(a)} outputs vs {len(b)}"
+    for i, (u, v) in enumerate(zip(a, b)):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6, err_msg=f"output {i}")
+
+
+def weights_snapshot(model: Any) -> List[np.ndarray]:
+    return [np.array(w, copy=True) for w in model.get_weights()]
+
+
+def two_in_two_out_layer(K: Any) -> Any:
+    """A custom layer with two inputs, two outputs and no mask support (#12202)."""
+
+    class TwoInTwoOut(K.layers.Layer):
+        def call(self, inputs: Any) -> Any:
+            a, b = inputs
+            return [a + b, a - b]
+
+        def compute_output_shape(self, input_shape: Any) -> Any:
+            return [input_shape[0], input_shape[0]]
+
+    return TwoInTwoOut
+
+
+# -- features --------------------------------------------------------------
+
+
+@feature("functional model, predictions equal after weight copy")
+def functional_basic(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((4,))
+    h = K.layers.Dense(8, activation="relu")(x)
+    m = K.models.Model(x, K.layers.Dense(2)(h))
+    c = clone(m, copy_weights=True)
+    assert c is not m and c.layers[-1] is not m.layers[-1]
+    assert_same_predictions(m, c, data((3, 4)))
+
+
+@feature("Sequential model")
+def sequential_basic(K: Any, clone: Callable[..., Any]) -> None:
+    m = K.models.Sequential([K.layers.Dense(5, input_shape=(3,)), K.layers.Dense(2)])
+    c = clone(m, copy_weights=True)
+    assert type(c).__name__ == "Sequential"
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("layer with two outputs and no mask support (keras #12202)")
+def multi_output_no_mask(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    pair = K.layers.Lambda(lambda t: [t + 1, t], output_shape=lambda s: [s, s])(x)
+    a, b = two_in_two_out_layer(K)()(pair)
+    m = K.models.Model(x, K.layers.Concatenate()([a, b]))
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("Lambda returning [x, x] into Add (keras #12202)")
+def lambda_pair_into_add(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    pair = K.layers.Lambda(lambda t: [t, t], output_shape=lambda s: [s, s])(x)
+    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Add()(pair)))
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("Lambda with a Python lambda (Keras 3 safe mode)")
+def lambda_python_function(K: Any, clone: Callable[..., Any]) -> None:
+    scale = 3.0
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Lambda(lambda t: t * scale)(x))
+    c = clone(m)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("masks survive (Embedding mask_zero -> LSTM)")
+def mask_embedding_lstm(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((5,), dtype="int32")
+    e = K.layers.Embedding(10, 4, mask_zero=True)(x)
+    m = K.models.Model(x, K.layers.LSTM(3)(e))
+    c = clone(m, copy_weights=True)
+    ids = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
+    assert_same_predictions(m, c, ids)
+    # the mask matters: padding steps must be ignored by the clone too
+    ids2 = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
+    ids2[0, 3] = 0
+    assert_same_predictions(c, m, ids2)
+
+
+@feature("shared layers stay shared")
+def shared_layers(K: Any, clone: Callable[..., Any]) -> None:
+    a, b = K.Input((3,)), K.Input((3,))
+    dense = K.layers.Dense(4)
+    m = K.models.Model([a, b], K.layers.Add()([dense(a), dense(b)]))
+    c = clone(m, copy_weights=True)
+    denses = [layer for layer in c.layers if type(layer).__name__ == "Dense"]
+    assert len(denses) == 1, f"expected one shared Dense, found {len(denses)}"
+    assert len(c.weights) == len(m.weights)
+    assert_same_predictions(m, c, [data((2, 3), 1), data((2, 3), 2)])
+
+
+@feature("nested model")
+def nested_model(K: Any, clone: Callable[..., Any]) -> None:
+    inner_in = K.Input((3,))
+    inner = K.models.Model(inner_in, K.layers.Dense(4)(inner_in), name="inner")
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(1)(inner(x)))
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("multi-input, multi-output")
+def multi_io(K: Any, clone: Callable[..., Any]) -> None:
+    a, b = K.Input((3,), name="a"), K.Input((2,), name="b")
+    h = K.layers.Concatenate()([a, b])
+    m = K.models.Model([a, b], [K.layers.Dense(1)(h), K.layers.Dense(2)(h)])
+    c = clone(m, copy_weights=True)
+    assert len(c.outputs) == 2
+    assert_same_predictions(m, c, [data((2, 3)), data((2, 2))])
+
+
+@feature("BatchNormalization moving statistics copied")
+def batchnorm_statistics(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    bn = K.layers.BatchNormalization()
+    m = K.models.Model(x, bn(K.layers.Dense(3)(x)))
+    # make the moving statistics differ from their initial values
+    values = bn.get_weights()
+    bn.set_weights([v + np.float32(i + 1) for i, v in enumerate(values)])
+    c = clone(m, copy_weights=True)
+    for u, v in zip(m.get_weights(), c.get_weights()):
+        np.testing.assert_array_equal(u, v)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("model.trainable = False survives")
+def trainable_false(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(x))
+    m.trainable = False
+    c = clone(m)
+    assert c.trainable is False, "clone.trainable is True"
+    assert len(c.trainable_weights) == 0
+
+
+@feature("single-input Concatenate (keras #17700)")
+def single_input_concatenate(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Concatenate()([x])))
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("sparse=True input stays sparse")
+def sparse_input(K: Any, clone: Callable[..., Any]) -> None:
+    fam, backend = family_name(K), backend_name(K)
+    if fam == "keras2" or backend not in ("tensorflow", "jax"):
+        raise NotApplicable(f"no sparse inputs on {fam}/{backend}")
+    x = K.Input((5,), sparse=True)
+    m = K.models.Model(x, K.layers.Dense(2)(x))
+    c = clone(m)
+    tensor = c.inputs[0]
+    sparse = getattr(tensor, "sparse", None)
+    if sparse is None:  # tf.keras KerasTensor: a SparseTensorSpec
+        sparse = type(getattr(tensor, "type_spec", None)).__name__ == "SparseTensorSpec"
+    assert sparse, "the clone's input is dense"
+
+
+@feature("clone_function applied to every layer")
+def clone_function_every_layer(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2, name="d2")(K.layers.Dense(4, name="d1")(x)))
+    seen: List[str] = []
+
+    def fn(layer: Any) -> Any:
+        seen.append(layer.name)
+        return layer.__class__.from_config(layer.get_config())
+
+    clone(m, clone_function=fn)
+    assert sorted(seen) == ["d1", "d2"], seen
+
+
+@feature("recursive=True applies clone_function inside nested models")
+def recursive_nested(K: Any, clone: Callable[..., Any]) -> None:
+    i1 = K.Input((3,))
+    level1 = K.models.Model(i1, K.layers.Dense(3, name="deep")(i1), name="level1")
+    i2 = K.Input((3,))
+    level2 = K.models.Model(i2, K.layers.Dense(3, name="mid")(level1(i2)), name="level2")
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(1, name="top")(level2(x)))
+    seen: List[str] = []
+
+    def fn(layer: Any) -> Any:
+        seen.append(layer.name)
+        return layer.__class__.from_config(layer.get_config())
+
+    clone(m, clone_function=fn, recursive=True)
+    assert {"deep", "mid", "top"} <= set(seen), seen
+    assert not {"level1", "level2"} & set(seen), f"nested models passed whole: {seen}"
+    c = clone(m, recursive=True, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("call_function wraps each layer call")
+def call_function(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Dense(4)(x)))
+    calls: List[str] = []
+
+    def fn(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(type(layer).__name__)
+        out = layer(*args, **kwargs)
+        if type(layer).__name__ == "Dense":
+            return K.layers.Dropout(0.5)(out)
+        return out
+
+    c = clone(m, call_function=fn)
+    kinds = [type(layer).__name__ for layer in c.layers]
+    assert kinds.count("Dropout") == 2, kinds
+    assert calls.count("Dense") == 2
+
+
+@feature("name= renames the clone")
+def rename(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(x), name="orig")
+    c = clone(m, name="renamed")
+    assert c.name == "renamed" and m.name == "orig"
+
+
+@feature("source untouched, clone independent")
+def source_untouched(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2, name="d")(x), name="src")
+    before = weights_snapshot(m)
+    names = [layer.name for layer in m.layers]
+    c = clone(m, copy_weights=True)
+    c.layers[-1].set_weights([w + 1 for w in c.layers[-1].get_weights()])
+    for u, v in zip(before, m.get_weights()):
+        np.testing.assert_array_equal(u, v)
+    assert [layer.name for layer in m.layers] == names and m.name == "src"
