@@ -1,0 +1,216 @@
+"""COMPATIBILITY.md: the feature x environment table, native vs compat_clone.
+
+The test suite (``tests/test_features.py``) appends one JSON line per feature
+and side to ``$COMPAT_CLONE_RESULTS/<env>.jsonl`` in every matrix environment::
+
+    {"env": "tf_keras-2.21", "feature": "copy_weights", "description": "...",
+     "side": "native" | "compat_clone", "outcome": "pass" | "fail" | "n/a" | "missing",
+     "detail": "...", "keras": "tf_keras 2.21.0"}
+
+(one record holding both sides, ``{"native": ..., "compat": ...}``, is read as
+well). `write` aggregates every environment's file into ``COMPATIBILITY.md``
+and, when the README has the markers ``<!-- compat-table:start -->`` /
+``<!-- compat-table:end -->``, rewrites the table between them.
+
+Run it through ``compat-clone matrix --report COMPATIBILITY.md [--readme
+README.md]`` (after a matrix run, or alone with no command).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = ["ReportError", "load_results", "render_table", "render_report", "update_readme", "write"]
+
+START_MARKER = "<!-- compat-table:start -->"
+END_MARKER = "<!-- compat-table:end -->"
+_SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone"}
+_OUTCOMES = ("pass", "fail", "missing", "n/a")
+# When several records meet in one cell (a default env testing two families,
+# a rerun appending), the worst wins.
+_SEVERITY = {"fail": 3, "missing": 2, "pass": 1, "n/a": 0}
+_SYMBOL = {"pass": "✅", "fail": "❌", "missing": "➖", "n/a": "·", None: " "}
+
+# env -> feature -> side -> (outcome, detail)
+Results = Dict[str, Dict[str, Dict[str, Tuple[str, str]]]]
+
+
+class ReportError(ValueError):
+    """A results file holds a line that is not a feature record."""
+
+
+def _merge(cell: Dict[str, Tuple[str, str]], side: str, outcome: str, detail: str) -> None:
+    old = cell.get(side)
+    if old is None or _SEVERITY[outcome] > _SEVERITY[old[0]]:
+        cell[side] = (outcome, detail)
+
+
+def load_results(results_dir: Path) -> Tuple[Results, Dict[str, str], Dict[str, str]]:
+    """Reads every ``<env>.jsonl`` in `results_dir`.
+
+    Returns:
+        ``(results, descriptions, keras_versions)``: results per env, feature
+        and side; a description per feature; the ``keras`` field per env.
+
+    Raises:
+        ReportError: a line that is not JSON, or lacks the fields above.
+    """
+    results: Results = {}
+    descriptions: Dict[str, str] = {}
+    versions: Dict[str, str] = {}
+    files = sorted(results_dir.glob("*.jsonl")) if results_dir.is_dir() else []
+    for path in files:
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise ReportError(f"{where} is not a JSON line ({e}). Received: {line[:120]!r}.") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("feature"), str):
+                raise ReportError(f"Expected {where} to be an object with a `feature` string. Received: {line[:120]!r}.")
+            env = str(rec.get("env") or path.stem)
+            feature = rec["feature"]
+            cell = results.setdefault(env, {}).setdefault(feature, {})
+            pairs: List[Tuple[str, Any]] = []
+            if "side" in rec:
+                pairs.append((str(rec["side"]), rec.get("outcome")))
+            for key in ("native", "compat", "compat_clone"):
+                if key in rec:
+                    pairs.append((key, rec[key]))
+            if not pairs:
+                raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
+            for side, outcome in pairs:
+                if side not in _SIDES or outcome not in _OUTCOMES:
+                    raise ReportError(
+                        f"Expected {where} to have side in {sorted(set(_SIDES))} and outcome in "
+                        f"{list(_OUTCOMES)}. Received: side={side!r}, outcome={outcome!r}."
+                    )
+                _merge(cell, _SIDES[side], outcome, str(rec.get("detail", "")))
+            if isinstance(rec.get("description"), str):
+                descriptions.setdefault(feature, rec["description"])
+            if isinstance(rec.get("keras"), str):
+                versions.setdefault(env, rec["keras"])
+    return results, descriptions, versions
+
+
+def _env_order(results: Results, env_names: Sequence[str]) -> List[str]:
+    return [e for e in env_names if e in results] + sorted(e for e in results if e not in env_names)
+
+
+def render_table(results: Results, env_names: Sequence[str] = (), descriptions: Optional[Mapping[str, str]] = None) -> str:
+    """The markdown table: one row per feature, one column per environment.
+
+    Each cell is ``native compat_clone``: ✅ passes, ❌ fails, ➖ the native
+    `clone_model` has no argument for it, · does not exist in that family.
+    """
+    envs = _env_order(results, env_names)
+    if not envs:
+        return "_No results yet: run `make test` (or `compat-clone matrix --report ...`)._\n"
+    features = sorted({f for e in envs for f in results[e]})
+    header = "| feature | " + " | ".join(f"`{e}`" for e in envs) + " |"
+    rule = "|---|" + "|".join(":-:" for _ in envs) + "|"
+    rows = [header, rule]
+    for f in features:
+        cells = []
+        for e in envs:
+            cell = results[e].get(f)
+            if not cell:
+                cells.append(" ")
+                continue
+            native = cell.get("native", (None, ""))[0]
+            compat = cell.get("compat_clone", (None, ""))[0]
+            cells.append(f"{_SYMBOL[native]} {_SYMBOL[compat]}")
+        label = f"`{f}`"
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    legend = (
+        "\nEach cell: native `clone_model` first, then `compat_clone.clone_model`. "
+        "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
+        "`·` the feature does not exist in that family.\n"
+    )
+    return "\n".join(rows) + "\n" + legend
+
+
+def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Optional[Mapping[str, str]] = None,
+                  versions: Optional[Mapping[str, str]] = None, statuses: Optional[Mapping[str, str]] = None) -> str:
+    """The whole COMPATIBILITY.md text.
+
+    Args:
+        results: from `load_results`.
+        envs: the matrix table's `Env` records (for column order and pins).
+        descriptions: feature -> one-line description.
+        versions: env -> the Keras it loaded (``"keras 2.2.4"``).
+        statuses: env -> status of the run that produced the results.
+    """
+    descriptions = descriptions or {}
+    versions = versions or {}
+    statuses = statuses or {}
+    names = [e.name for e in envs]
+    out = [
+        "<!-- Generated by `compat-clone matrix --report` (`make test`) from .matrix/_results/*.jsonl.",
+        "     Do not edit: changes are overwritten on the next run. -->",
+        "# Compatibility",
+        "",
+        "Every cloning feature of the test suite, run in every environment of the version",
+        "matrix ([`compat_clone/matrix.toml`](compat_clone/matrix.toml)) twice: with the",
+        "family's native `clone_model` and with `compat_clone.clone_model`.",
+        "",
+        render_table(results, names, descriptions),
+    ]
+    envs_in = _env_order(results, names)
+    missing = [e for e in names if e not in results]
+    if envs_in:
+        out += ["## Environments", "", "| env | loaded | pins |", "|---|---|---|"]
+        by_name = {e.name: e for e in envs}
+        for name in envs_in:
+            env = by_name.get(name)
+            pins = " ".join(f"`{p}`" for p in (tuple(env.packages) + tuple(env.no_deps))
+                            if not p.startswith(("pytest", "hypothesis", "packaging"))) if env else ""
+            out.append(f"| `{name}` | {versions.get(name, '')} | {pins} |")
+        out.append("")
+    if missing:
+        out += ["No results for: " + ", ".join(
+            f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in missing) + ".", ""]
+    notes = []
+    for env in envs_in:
+        for feature in sorted(results[env]):
+            for side in ("native", "compat_clone"):
+                outcome, detail = results[env][feature].get(side, (None, ""))
+                if outcome in ("fail", "missing") and detail:
+                    notes.append(f"- `{feature}` in `{env}`, {side}: {outcome}: {detail.splitlines()[0][:200]}")
+    if descriptions:
+        out += ["## Features", ""]
+        out += [f"- `{f}`: {descriptions[f]}" for f in sorted(descriptions)]
+        out.append("")
+    if notes:
+        out += ["## Failures and gaps", ""] + notes + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def update_readme(readme: Path, table: str) -> bool:
+    """Rewrites the text between the compat-table markers; False if absent."""
+    if not readme.is_file():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    start = text.find(START_MARKER)
+    end = text.find(END_MARKER, start + len(START_MARKER)) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return False
+    new = text[: start + len(START_MARKER)] + "\n" + table.rstrip() + "\n" + text[end:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True
+
+
+def write(results_dir: Path, envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
+          statuses: Optional[Mapping[str, str]] = None) -> List[Path]:
+    """Writes `report` (and the README table); returns the files written."""
+    results, descriptions, versions = load_results(results_dir)
+    report.write_text(render_report(results, envs, descriptions, versions, statuses), encoding="utf-8")
+    written = [report]
+    if readme is not None and update_readme(readme, render_table(results, [e.name for e in envs], descriptions)):
+        written.append(readme)
+    return written

@@ -1,0 +1,363 @@
+"""`compat-clone matrix`: the table, stamps, summary, report, and one real run.
+
+The unit tests need no framework and build no environment (a stand-in
+environment is the running interpreter behind a stamp). The end-to-end test
+builds one real environment with uv and runs the sample user project's tests
+in it (`-m "not slow"` deselects it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from compat_clone import _matrix, _report
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = Path(__file__).resolve().parent / "sample_project"
+
+
+# --------------------------------------------------------------------------- table
+
+
+def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
+    envs = {e.name: e for e in _matrix.load_table()}
+    claims = {name: dict(e.expect) for name, e in envs.items()}
+    for name, claim in claims.items():
+        assert {"family", "version", "backend"} <= set(claim), f"{name} claims {claim}"
+    enabled = [e for e in envs.values() if e.enabled]
+    versions = {(dict(e.expect)["family"], dict(e.expect)["version"]) for e in enabled}
+    assert {("keras2", "2.2.4"), ("keras2", "2.2.5")} <= versions
+    assert {("tf_keras", "2.12"), ("tf_keras", "2.15"), ("tf_keras", "2.16"), ("tf_keras", "2.21")} <= versions
+    assert {("keras3", "3.0"), ("keras3", "3.15")} <= versions
+    backends = {dict(e.expect)["backend"] for e in enabled if dict(e.expect)["family"] == "keras3"}
+    assert backends == {"tensorflow", "jax", "torch"}
+
+
+def test_builtin_table_pins_are_exact_and_safe() -> None:
+    for env in _matrix.load_table():
+        family = dict(env.expect)["family"]
+        # the family's own package is pinned exactly
+        own = {"keras2": "keras==", "keras3": "keras==", "tf_keras": "tensorflow-cpu=="}[family]
+        assert any(p.startswith(own) for p in env.packages + env.no_deps), (env.name, env.packages)
+        # every environment gets the test tools
+        assert any(p.startswith("pytest-xdist") for p in env.packages), env.name
+        if family == "keras2":
+            assert env.fixup == "keras2_on_tf2" and any(p.startswith("keras==2.") for p in env.no_deps)
+        if dict(env.expect)["family"] == "tf_keras" and dict(env.expect)["version"] >= "2.16":
+            assert dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", env.name
+        if "torch" in " ".join(env.packages):
+            # only the local CPU wheel carries the +cpu label: never a CUDA build
+            assert "torch==2.13.0+cpu" in env.packages and "/opt/wheels" in env.pip_args
+        backend = dict(env.expect)["backend"]
+        if family == "keras3":
+            assert dict(env.env).get("KERAS_BACKEND") == backend, env.name
+
+
+def _table(**env: Any) -> Dict[str, Any]:
+    entry = {"name": "a", "packages": ["keras==3.15.1"]}
+    entry.update(env)
+    return {"defaults": {"packages": ["pytest"], "env": {"X": "1"}}, "env": [entry]}
+
+
+def test_defaults_merge_into_every_env() -> None:
+    (env,) = _matrix.parse_table(_table(env={"Y": "2"}, no_deps=["tf_keras==2.21.0"]))
+    assert env.packages == ("keras==3.15.1", "pytest")
+    assert dict(env.env) == {"X": "1", "Y": "2"}
+    assert env.no_deps == ("tf_keras==2.21.0",)
+    assert env.enabled and env.install_compat_clone
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"pacakges": ["x"]}, "Unknown key(s) 'pacakges'"),
+        ({"name": "../up"}, "folder-safe name"),
+        ({"packages": "keras==3.15.1"}, "list of strings"),
+        ({"expect": {"family": "keras4"}}, "keras3, tf_keras, keras2"),
+        ({"expect": {"famly": "keras3"}}, "Unknown key(s) 'famly'"),
+        ({"env": {"KERAS_BACKEND": 1}}, "table of strings"),
+        ({"enabled": "no"}, "true or false"),
+    ],
+)
+def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message: str) -> None:
+    with pytest.raises(_matrix.TableError) as info:
+        _matrix.parse_table(_table(**change), "my.toml")
+    assert message in str(info.value) and "my.toml" in str(info.value)
+
+
+def test_duplicate_and_missing_fields() -> None:
+    data = _table()
+    data["env"].append(dict(data["env"][0]))
+    with pytest.raises(_matrix.TableError, match="Duplicate environment name 'a'"):
+        _matrix.parse_table(data)
+    with pytest.raises(_matrix.TableError, match="Missing `packages`"):
+        _matrix.parse_table({"env": [{"name": "a"}]})
+    with pytest.raises(_matrix.TableError, match="at least one environment"):
+        _matrix.parse_table({"defaults": {}})
+
+
+def test_table_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(_matrix.TableError, match="Cannot read the matrix table"):
+        _matrix.load_table(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[env]\nname=", encoding="utf-8")
+    with pytest.raises(_matrix.TableError, match="not valid TOML"):
+        _matrix.load_table(bad)
+    good = tmp_path / "good.toml"
+    good.write_text((SAMPLE / "matrix.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert [e.name for e in _matrix.load_table(good)] == ["keras3-jax"]
+
+
+def test_select_by_name_glob_and_disabled() -> None:
+    envs = _matrix.load_table()
+    default = _matrix.select_envs(envs, None)
+    assert "keras-2.3.1" not in [e.name for e in default]  # disabled
+    assert [e.name for e in _matrix.select_envs(envs, ["keras-2.3.1"])] == ["keras-2.3.1"]
+    picked = [e.name for e in _matrix.select_envs(envs, ["keras-3.15-*", "tf_keras-2.21"])]
+    assert picked == ["tf_keras-2.21", "keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch"]  # table order
+    assert [e.name for e in _matrix.select_envs(envs, ["keras-2.2.4,keras-2.2.5"])] == ["keras-2.2.4", "keras-2.2.5"]
+    with pytest.raises(_matrix.TableError, match="No environment matches --env 'keras-9'"):
+        _matrix.select_envs(envs, ["keras-9"])
+
+
+# --------------------------------------------------------------------------- stamps and runs
+
+
+def test_stamp_follows_pins_not_runtime_settings() -> None:
+    (env,) = _matrix.parse_table(_table())
+    source = ("editable", REPO)
+    stamp = _matrix.env_stamp(env, source)
+    assert stamp == _matrix.env_stamp(env, source)
+    (moved,) = _matrix.parse_table(_table(packages=["keras==3.15.0"]))
+    assert _matrix.env_stamp(moved, source) != stamp
+    (no_deps,) = _matrix.parse_table(_table(no_deps=["x==1"]))
+    assert _matrix.env_stamp(no_deps, source) != stamp
+    # variables and notes apply at run time: no rebuild
+    (runtime,) = _matrix.parse_table(_table(env={"KERAS_BACKEND": "jax"}, note="n"))
+    assert _matrix.env_stamp(runtime, source) == stamp
+    assert _matrix.env_stamp(env, ("copy", REPO / "compat_clone")) != stamp
+
+
+def _standin_env(root: Path, env: Any) -> Path:
+    """An 'environment' that is the running interpreter, stamped as up to date."""
+    env_dir = root / env.name
+    (env_dir / "bin").mkdir(parents=True)
+    (env_dir / "bin" / "python").symlink_to(sys.executable)
+    (env_dir / ".compat-clone-stamp").write_text(_matrix.env_stamp(env) + "\n")
+    return env_dir
+
+
+def _run(env: Any, root: Path, command: List[str], uv: List[str]) -> Any:
+    return _matrix._run_one(
+        env, root=root, results=root / "_results", command=command, uv=uv,
+        source=_matrix._self_source(), procs=_matrix._Procs(), timeout=60, rebuild=False,
+        say=lambda name, text: None,
+    )
+
+
+def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None:
+    (env,) = _matrix.parse_table(_table(
+        install_compat_clone=False, env={"KERAS_BACKEND": "jax"},
+        expect={"family": "keras3", "version": "3.15", "backend": "jax"},
+    ))
+    env_dir = _standin_env(tmp_path, env)
+    script = (
+        "import os, sys; "
+        "print(*[k + '=' + os.environ.get(k, '') for k in ('COMPAT_CLONE_ENV', 'COMPAT_CLONE_EXPECT_FAMILY', "
+        "'COMPAT_CLONE_EXPECT_BACKEND', 'KERAS_BACKEND', 'X', 'VIRTUAL_ENV')]); "
+        "print(os.environ['PATH'].split(os.pathsep)[0]); print('2 passed, 1 skipped in 0.01s')"
+    )
+    out = _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"])  # uv is never called
+    log = (env_dir / "last.log").read_text()
+    assert out.build == "reused" and out.status == "ok", log
+    assert out.counts is not None and out.counts["passed"] == 2 and out.counts["skipped"] == 1
+    assert "COMPAT_CLONE_ENV=a COMPAT_CLONE_EXPECT_FAMILY=keras3 COMPAT_CLONE_EXPECT_BACKEND=jax" in log
+    assert f"KERAS_BACKEND=jax X=1 VIRTUAL_ENV={env_dir}" in log
+    assert f"\n{env_dir / 'bin'}\n" in log
+
+
+def test_stale_stamp_rebuilds_and_a_build_failure_fails_the_env(tmp_path: Path) -> None:
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    env_dir = _standin_env(tmp_path, env)
+    (env_dir / ".compat-clone-stamp").write_text("stale\n")
+    out = _run(env, tmp_path, [sys.executable, "-c", "print('ran')"], uv=["false"])  # `false venv ...` fails
+    assert out.build == "FAILED" and out.status == "BUILD FAILED" and not out.ok
+    log = (env_dir / "last.log").read_text()
+    assert "building a failed" in log and "ran" not in log
+    assert not (env_dir / "bin").exists()  # the stale environment was removed
+
+
+@pytest.mark.parametrize(
+    "script, status",
+    [
+        ("print('3 passed in 0.1s')", "ok"),
+        ("import sys; print('1 failed, 2 passed in 0.1s'); sys.exit(1)", "FAILED"),
+        ("import sys; print('no tests ran in 0.01s'); sys.exit(5)", "NO TESTS"),
+        ("print('4 skipped in 0.1s')", "NONE PASSED"),
+        ("print('not pytest at all')", "ok"),
+        ("import sys; sys.exit(3)", "FAILED"),
+    ],
+)
+def test_status_from_exit_code_and_summary(tmp_path: Path, script: str, status: str) -> None:
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    _standin_env(tmp_path, env)
+    assert _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"]).status == status
+
+
+def test_results_of_a_previous_run_are_cleared(tmp_path: Path) -> None:
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    _standin_env(tmp_path, env)
+    old = tmp_path / "_results" / "a.jsonl"
+    old.parent.mkdir()
+    old.write_text('{"feature": "old"}\n')
+    _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"], uv=["false"])
+    assert not old.exists()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("..\n=== 3 passed, 1 skipped, 2 warnings in 2.10s ===", {"passed": 3, "skipped": 1}),
+        ("1 failed, 10 passed, 2 xfailed, 1 error in 1.00s", {"failed": 1, "passed": 10, "xfailed": 2, "errors": 1}),
+        ("== 2 errors in 0.5s ==", {"errors": 2}),
+        ("no tests ran in 0.01s", {}),
+        ("5 passed, 3 deselected in 3.2s (0:00:03)", {"passed": 5, "deselected": 3}),
+        ("5 passed in 1.0s\nteardown noise\n", {"passed": 5}),
+    ],
+)
+def test_parse_pytest_summary(text: str, expected: Dict[str, int]) -> None:
+    counts = _matrix.parse_pytest_summary(text)
+    assert counts is not None
+    assert {k: v for k, v in counts.items() if v} == expected
+
+
+def test_parse_pytest_summary_without_pytest() -> None:
+    assert _matrix.parse_pytest_summary("hello\nTraceback ...\nImportError: x") is None
+
+
+def test_summary_table_names_failing_envs() -> None:
+    ok = _matrix._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
+    bad = _matrix._Outcome("b", build="FAILED", status="BUILD FAILED")
+    text = _matrix.format_summary([ok, bad], 61.0)
+    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s$", text, re.M), text
+    assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED", text, re.M), text
+    assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
+
+
+def test_default_jobs_is_at_least_one() -> None:
+    assert 1 <= _matrix.default_jobs() <= (os.cpu_count() or 1)
+
+
+def test_cli_list_and_bad_env(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _matrix.main(["--list", "--env", "tf_keras-*"]) == 0
+    out = capsys.readouterr().out
+    assert "tf_keras-2.16" in out and "TF_USE_LEGACY_KERAS=1" in out and "keras-2.2.4" not in out
+    assert _matrix.main(["--env", "nope", "--", "true"]) == 2
+    assert "No environment matches --env 'nope'" in capsys.readouterr().err
+    assert _matrix.main([]) == 2
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _records(env: str, rows: List[Any]) -> str:
+    lines = []
+    for feature, native, compat, detail in rows:
+        for side, outcome in (("native", native), ("compat_clone", compat)):
+            lines.append(json.dumps({"env": env, "feature": feature, "description": f"{feature} works",
+                                     "side": side, "outcome": outcome, "detail": detail if outcome != "pass" else "",
+                                     "keras": "keras 3.15.1"}))
+    return "\n".join(lines) + "\n"
+
+
+def test_report_aggregates_envs_into_tables(tmp_path: Path) -> None:
+    results = tmp_path / "_results"
+    results.mkdir()
+    (results / "keras-3.15-jax.jsonl").write_text(_records("keras-3.15-jax", [
+        ("sequential", "pass", "pass", ""), ("rename", "missing", "pass", "no `name` argument"),
+    ]))
+    (results / "tf_keras-2.21.jsonl").write_text(_records("tf_keras-2.21", [
+        ("sequential", "fail", "pass", "ValueError: boom"), ("torch_device", "n/a", "n/a", "no torch"),
+    ]) + json.dumps({"env": "tf_keras-2.21", "feature": "sequential", "native": "pass", "compat": "pass"}) + "\n")
+    envs = [e for e in _matrix.load_table() if e.name in ("tf_keras-2.21", "keras-3.15-jax", "keras-2.2.4")]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{_report.START_MARKER}\nold table\n{_report.END_MARKER}\n\nrest\n")
+    report = tmp_path / "COMPATIBILITY.md"
+    written = _report.write(results, envs, report, readme, statuses={"keras-2.2.4": "BUILD FAILED"})
+    assert written == [report, readme]
+    text = report.read_text()
+    assert text.startswith("<!-- Generated") and "Do not edit" in text
+    # columns in table order; the worst outcome of a cell wins
+    assert "| feature | `tf_keras-2.21` | `keras-3.15-jax` |" in text
+    assert "| `sequential` | ❌ ✅ | ✅ ✅ |" in text
+    assert "| `rename` |   | ➖ ✅ |" in text
+    assert "| `torch_device` | · · |   |" in text
+    assert "No results for: `keras-2.2.4` (BUILD FAILED)." in text
+    assert "- `sequential` in `tf_keras-2.21`, native: fail: ValueError: boom" in text
+    new_readme = readme.read_text()
+    assert "old table" not in new_readme and "| `sequential` | ❌ ✅ | ✅ ✅ |" in new_readme
+    assert new_readme.endswith(f"{_report.END_MARKER}\n\nrest\n")
+    # regenerating is stable
+    _report.write(results, envs, report, readme)
+    assert report.read_text() == text.replace(" (BUILD FAILED)", "")
+
+
+def test_report_without_markers_leaves_readme_alone(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    written = _report.write(tmp_path / "none", [], tmp_path / "C.md", readme)
+    assert written == [tmp_path / "C.md"] and readme.read_text() == "no markers\n"
+    assert "No results yet" in (tmp_path / "C.md").read_text()
+
+
+def test_report_rejects_malformed_lines(tmp_path: Path) -> None:
+    (tmp_path / "e.jsonl").write_text('{"feature": "f", "side": "native", "outcome": "maybe"}\n')
+    with pytest.raises(_report.ReportError, match="outcome='maybe'"):
+        _report.load_results(tmp_path)
+    (tmp_path / "e.jsonl").write_text("{not json\n")
+    with pytest.raises(_report.ReportError, match=r"e\.jsonl:1 is not a JSON line"):
+        _report.load_results(tmp_path)
+
+
+# --------------------------------------------------------------------------- end to end
+
+# Runs in the default .venv, and in the one matrix environment whose pins the
+# sample table shares (so nested, it only reuses the warm uv cache).
+_E2E_HOSTS = (None, "keras-3.15-jax")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("COMPAT_CLONE_ENV") not in _E2E_HOSTS,
+                    reason="the end-to-end matrix run happens in the default env and in keras-3.15-jax only")
+def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns(".matrix", "__pycache__", ".pytest_cache"))
+    environ = dict(os.environ)
+    local_uv = REPO / ".tools" / "bin" / "uv"
+    if "COMPAT_CLONE_UV" not in environ and local_uv.exists():
+        environ["COMPAT_CLONE_UV"] = str(local_uv)
+    cli = [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--jobs", "1"]
+
+    first = subprocess.run(cli + ["--", "pytest", "-q"], cwd=project, env=environ,
+                           capture_output=True, text=True, timeout=1200)
+    log = project / ".matrix" / "keras3-jax" / "last.log"
+    detail = first.stdout + first.stderr + (log.read_text() if log.exists() else "")
+    assert first.returncode == 0, detail
+    assert re.search(r"^keras3-jax\s+built\s+4\s+0\s+0\s+ok", first.stdout, re.M), detail
+    assert "matrix: all 1 environments passed" in first.stdout
+    assert "4 passed" in log.read_text()
+
+    # Same pins: the environment is reused. A command that collects nothing fails.
+    second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,
+                            capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert re.search(r"^keras3-jax\s+reused\s+0\s+0\s+0\s+NO TESTS", second.stdout, re.M), second.stdout
