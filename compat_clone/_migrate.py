@@ -562,14 +562,14 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
         def visit_Call(self, node: Any) -> None:
             func = node.func
             name = last_name(func)
-            if name == "clone_model":
-                if self.is_clone_target(func):
-                    if isinstance(func, cst.Attribute):
-                        self.a.attr_calls.add(node)
-                        self.a.rewritten_refs.update(chain_nodes(func))
-                    else:
-                        self.a.name_calls.add(node)
-                elif isinstance(func, cst.Attribute):
+            if name is not None and self.is_clone_target(func):  # also `cm(m)` after `... as cm`
+                if isinstance(func, cst.Attribute):
+                    self.a.attr_calls.add(node)
+                    self.a.rewritten_refs.update(chain_nodes(func))
+                else:
+                    self.a.name_calls.add(node)
+            elif name == "clone_model":
+                if isinstance(func, cst.Attribute):
                     base = dotted(func.value) or code(func.value)
                     resolved = self.resolved(func)
                     if resolved and all(n.startswith("compat_clone.") for n in resolved):
@@ -715,9 +715,13 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
             if call not in self.a.attr_calls and call not in self.a.name_calls:
                 return None
             if isinstance(call.func, cst.Name):
-                # the from-import it comes through must be one we rewrite
-                names = self.resolved(call.func)
-                if not names:
+                # every from-import it may come through must be one that is rewritten
+                scope = self.get_metadata(ScopeProvider, call.func, None)
+                bindings = scope[call.func.value] if scope is not None else ()
+                if not bindings or not all(
+                    isinstance(b, ImportAssignment) and b.node in self.a.from_rewrites
+                    for b in bindings
+                ):
                     return None
             source = None
             for arg in call.args:
@@ -913,6 +917,8 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     new[-1] = kept.with_changes(comma=old_last.comma)
             else:
                 rws = rpar.whitespace_before if rpar is not None else None
+                if isinstance(rws, cst.ParenthesizedWhitespace) and rws.first_line.comment:
+                    moved.append(rws.first_line.comment)  # `name  # comment` then `)`
                 if isinstance(kws, cst.ParenthesizedWhitespace) and isinstance(
                     rws, cst.ParenthesizedWhitespace
                 ):
