@@ -19,6 +19,7 @@ __all__ = [
     "WeightsMismatchError",
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
+    "layer_rebuild_error",
 ]
 
 
@@ -56,3 +57,27 @@ class DeviceNotFoundError(CompatCloneError, ValueError):
 
 class UnsupportedFeatureError(CompatCloneError, NotImplementedError):
     """A feature the owning Keras version cannot provide (names the versions that can)."""
+
+
+def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:
+    """The error for a layer whose default clone (a config round trip) failed.
+
+    Shared by every adapter so the advice reads the same in every family.
+    `register_hint` is the family's spelling of the registration decorator,
+    e.g. ``"keras.saving.register_keras_serializable()"``.
+    """
+    cls = type(layer)
+    name = getattr(layer, "name", "?")
+    nested = (
+        " pass `recursive=True` to clone this nested model layer by layer;"
+        if hasattr(layer, "layers")
+        else ""
+    )
+    return UnsupportedModelError(
+        f"Cannot clone layer {name!r} of class {cls.__module__}.{cls.__qualname__}: "
+        f"rebuilding it from its config failed with {type(exc).__name__}: {exc}\n"
+        f"To fix it: make `{cls.__qualname__}.get_config()` return every argument "
+        "of its constructor; register the custom classes its config names with "
+        f"`@{register_hint}`;{nested} or pass a `clone_function` that builds "
+        "this layer."
+    )

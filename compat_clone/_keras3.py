@@ -32,12 +32,16 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from compat_clone import _placement
 from compat_clone._errors import (
     CloneFunctionError,
+    CompatCloneError,
     InputTensorsError,
     UnsupportedModelError,
+    layer_rebuild_error,
 )
 from compat_clone._weights import LayerMap
 
 __all__ = ["clone", "variable_spec", "assign_pairs"]
+
+_REGISTER_HINT = "keras.saving.register_keras_serializable()"
 
 
 def _k() -> Any:
@@ -57,10 +61,38 @@ def _classes() -> Tuple[type, type, type, type]:
     return Functional, Sequential, Lambda, Operation
 
 
-def _flatten(structure: Any) -> List[Any]:
-    from keras.src import tree
+class _Tree:
+    """`keras.src.tree` (3.1+), or dm-tree plus `keras.src.utils.nest` (3.0)."""
 
-    return list(tree.flatten(structure))
+    def __init__(self) -> None:
+        try:
+            from keras.src import tree
+        except ImportError:  # Keras 3.0 used dm-tree directly
+            import tree as dm_tree
+            from keras.src.utils.nest import pack_sequence_as
+
+            self.flatten = dm_tree.flatten
+            self.map_structure = dm_tree.map_structure
+            self.assert_same_structure = dm_tree.assert_same_structure
+            self.pack_sequence_as = pack_sequence_as
+        else:
+            self.flatten = tree.flatten
+            self.map_structure = tree.map_structure
+            self.assert_same_structure = tree.assert_same_structure
+            self.pack_sequence_as = tree.pack_sequence_as
+
+
+_TREE: List[_Tree] = []
+
+
+def _tree() -> _Tree:
+    if not _TREE:
+        _TREE.append(_Tree())
+    return _TREE[0]
+
+
+def _flatten(structure: Any) -> List[Any]:
+    return list(_tree().flatten(structure))
 
 
 # -- cloning one layer ------------------------------------------------------
@@ -138,9 +170,11 @@ def _wrap(
         else:
             try:
                 new = fn(layer)
+            except CompatCloneError:
+                raise
             except Exception as exc:  # re-raised with the layer named
                 if not user_supplied:
-                    raise
+                    raise layer_rebuild_error(layer, exc, _REGISTER_HINT) from exc
                 raise CloneFunctionError(
                     f"`clone_function` raised {type(exc).__name__} on layer "
                     f"{layer.name!r} ({type(layer).__name__}): {exc}"
@@ -173,7 +207,7 @@ def _run_has_call_fn(model: Any) -> bool:
 
 def _new_inputs(model: Any) -> Any:
     """Inputs like the source's, sparse / ragged flags kept (3.15.1 drops them)."""
-    from keras.src import tree
+    tree = _tree()
 
     keras = _k()
     params = inspect.signature(keras.Input).parameters
@@ -188,18 +222,28 @@ def _new_inputs(model: Any) -> Any:
     return tree.map_structure(make, model.input)
 
 
-def _check_input_tensors(model: Any, input_tensors: Any) -> Any:
-    from keras.src import backend, tree
+def _check_symbolic(flat: List[Any]) -> None:
+    from keras.src import backend
 
-    flat = _flatten(input_tensors)
     bad = [x for x in flat if not isinstance(x, backend.KerasTensor)]
     if bad:
+        cls = type(bad[0])
+        text = repr(bad[0])
+        if len(text) > 120:
+            text = text[:117] + "..."
         raise InputTensorsError(
             "Expected `input_tensors` to hold Keras 3 symbolic tensors "
-            f"(`keras.Input(...)`). Received: {type(bad[0]).__module__}."
-            f"{type(bad[0]).__qualname__} {bad[0]!r}. Create them with "
-            "`keras.Input(shape=...)` from the same Keras as the model."
+            f"(`keras.Input(...)`). Received: {cls.__module__}.{cls.__qualname__} "
+            f"{text}. Create them with `keras.Input(shape=...)` from the same "
+            "Keras as the model (Keras 3 `keras`, not `tf_keras` / `tf.keras`)."
         )
+
+
+def _check_input_tensors(model: Any, input_tensors: Any) -> Any:
+    tree = _tree()
+
+    flat = _flatten(input_tensors)
+    _check_symbolic(flat)
     expected = len(model.inputs)
     if len(flat) != expected:
         raise InputTensorsError(
@@ -218,7 +262,7 @@ def _check_input_tensors(model: Any, input_tensors: Any) -> Any:
 
 def _walk(model: Any, inputs: Any, operation_fn: Callable[[Any], Any], call_fn: Callable[..., Any]) -> Any:
     """`Functional._run_through_graph` with `call_fn`, for releases before 3.3.3."""
-    from keras.src import tree
+    tree = _tree()
 
     tensor_dict: Dict[int, Any] = {}
     for x, y in zip(model.inputs, _flatten(inputs)):
@@ -274,11 +318,14 @@ def _clone_graph(
             if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
                 # 3.15.1 rebuilds a Sequential's Input without `sparse`.
                 input_tensors = _new_inputs_from(spec, first.name)
-        elif _flatten(input_tensors) and len(_flatten(input_tensors)) != 1:
-            raise InputTensorsError(
-                "Expected `input_tensors` to hold exactly one tensor for a "
-                f"Sequential model. Received {len(_flatten(input_tensors))}."
-            )
+        else:
+            flat = _flatten(input_tensors)
+            if len(flat) != 1:
+                raise InputTensorsError(
+                    "Expected `input_tensors` to hold exactly one tensor for a "
+                    f"Sequential model. Received {len(flat)}."
+                )
+            _check_symbolic(flat)
         new = keras.models.clone_model(model, input_tensors=input_tensors, clone_function=wrapped)
     elif isinstance(model, functional_cls):
         # Native clone_model always takes the graph path for a Functional
@@ -320,14 +367,27 @@ def _new_inputs_from(spec: Any, name: str) -> Any:
 
 
 def _wrap_call(call_function: Callable[..., Any]) -> Callable[..., Any]:
+    from keras.src import backend
+
     def call(layer: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return call_function(layer, *args, **kwargs)
+            outputs = call_function(layer, *args, **kwargs)
+        except CompatCloneError:
+            raise
         except Exception as exc:
             raise CloneFunctionError(
                 f"`call_function` raised {type(exc).__name__} on layer "
                 f"{getattr(layer, 'name', layer)!r}: {exc}"
             ) from exc
+        flat = _flatten(outputs)
+        if not flat or not all(isinstance(x, backend.KerasTensor) for x in flat):
+            raise CloneFunctionError(
+                "`call_function` must return the symbolic output(s) of calling "
+                f"the layer; for layer {getattr(layer, 'name', layer)!r} it "
+                f"returned {type(outputs).__name__}: {outputs!r}. Return "
+                "`layer(*args, **kwargs)` (or tensors computed from it)."
+            )
+        return outputs
 
     return call
 
@@ -345,15 +405,16 @@ def _clone_custom(model: Any) -> Any:
             "needs more), or pass the layers through a Functional model and use "
             "`clone_function`."
         ) from exc
-    except TypeError as exc:
-        if "get_config" in str(exc) or "__init__" in str(exc) or "argument" in str(exc):
-            raise UnsupportedModelError(
-                f"Cannot rebuild the subclassed model {model.name!r} of type "
-                f"{type(model).__name__} from its config: {exc}. Implement "
-                "`get_config()` returning the constructor's arguments, or use a "
-                "Functional model with `clone_function`."
-            ) from exc
+    except CompatCloneError:
         raise
+    except Exception as exc:  # TypeError, ValueError, KeyError... from from_config
+        raise UnsupportedModelError(
+            f"Cannot rebuild the subclassed model {model.name!r} of type "
+            f"{type(model).__name__} from its config: {type(exc).__name__}: {exc}\n"
+            "Implement `get_config()` returning the constructor's arguments "
+            "(and `from_config()` for objects in it), or build the model "
+            "functionally and use `clone_function`."
+        ) from exc
 
 
 def _restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:
@@ -378,10 +439,11 @@ def clone(
 ) -> Tuple[Any, LayerMap]:
     """Clones a Keras 3 model; returns the clone and its layer map."""
     layer_map: LayerMap = {}
-    with _placement.scope(model, device, info):
+    with _placement.scope(model, device, info) as placement:
         new = _clone_graph(model, input_tensors, clone_function, call_function, recursive, layer_map)
         if name is not None:
             new.name = name
+        placement.finish(new, layer_map)  # JAX shardings / torch devices per variable
     return new, layer_map
 
 

@@ -27,8 +27,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from compat_clone import _placement
 from compat_clone._errors import (
     CloneFunctionError,
+    CompatCloneError,
     InputTensorsError,
     UnsupportedModelError,
+    layer_rebuild_error,
 )
 from compat_clone._weights import LayerMap
 
@@ -95,10 +97,17 @@ class _Cloner:
         if self.recursive and (_is_graph_model(layer) or _is_sequential(layer)):
             new = self.clone_graph(layer, None)
         elif self.clone_function is None:
-            new = _default_clone_layer(layer)
+            try:
+                new = _default_clone_layer(layer)
+            except CompatCloneError:
+                raise
+            except Exception as exc:  # TypeError / NotImplementedError / ValueError
+                raise layer_rebuild_error(layer, exc, _register_hint(self.keras)) from exc
         else:
             try:
                 new = self.clone_function(layer)
+            except CompatCloneError:
+                raise
             except Exception as exc:
                 raise CloneFunctionError(
                     f"`clone_function` raised {type(exc).__name__} on layer "
@@ -126,11 +135,14 @@ class _Cloner:
                     f"Sequential model {model.name!r}; convert it to a "
                     "functional model first."
                 )
-            if input_tensors is not None and len(_tf().nest.flatten(input_tensors)) != 1:
-                raise InputTensorsError(
-                    "Expected `input_tensors` to hold exactly one tensor for a "
-                    f"Sequential model. Received {len(_tf().nest.flatten(input_tensors))}."
-                )
+            if input_tensors is not None:
+                flat = _tf().nest.flatten(input_tensors)
+                if len(flat) != 1:
+                    raise InputTensorsError(
+                        "Expected `input_tensors` to hold exactly one tensor for a "
+                        f"Sequential model. Received {len(flat)}."
+                    )
+                _check_symbolic(keras, flat)
             new = keras.models.clone_model(model, input_tensors=input_tensors, clone_function=self.clone_layer)
         elif _is_graph_model(model) and not (
             # A Functional subclass with its own get_config and nothing passed:
@@ -143,6 +155,7 @@ class _Cloner:
         ):
             if input_tensors is not None:
                 _check_count(model, input_tensors)
+                _check_symbolic(keras, _tf().nest.flatten(input_tensors))
             if self.call_function is not None or _has_single_list_call(model):
                 new = self._walk_clone(model, input_tensors)
             else:
@@ -208,11 +221,21 @@ class _Cloner:
                 else:
                     try:
                         outputs = call(layer, *args, **kwargs)
+                    except CompatCloneError:
+                        raise
                     except Exception as exc:
                         raise CloneFunctionError(
                             f"`call_function` raised {type(exc).__name__} on layer "
                             f"{layer.name!r}: {exc}"
                         ) from exc
+                    flat_out = tf.nest.flatten(outputs)
+                    if not flat_out or not all(_is_symbolic(self.keras, x) for x in flat_out):
+                        raise CloneFunctionError(
+                            "`call_function` must return the symbolic output(s) of "
+                            f"calling the layer; for layer {layer.name!r} it returned "
+                            f"{type(outputs).__name__}: {outputs!r}. Return "
+                            "`layer(*args, **kwargs)` (or tensors computed from it)."
+                        )
                 for old, new in zip(tf.nest.flatten(node.outputs), tf.nest.flatten(outputs)):
                     tensor_map[id(old)] = new
         new_inputs = tf.nest.pack_sequence_as(model._nested_inputs, inputs)
@@ -238,6 +261,46 @@ def _check_count(model: Any, input_tensors: Any) -> None:
         )
 
 
+def _register_hint(keras: Any) -> str:
+    name = getattr(keras, "__name__", "tf_keras")
+    if hasattr(getattr(keras, "saving", None), "register_keras_serializable"):
+        return f"{name}.saving.register_keras_serializable()"
+    return f"{name}.utils.register_keras_serializable()"
+
+
+def _is_symbolic(keras: Any, value: Any) -> bool:
+    try:
+        return bool(keras.backend.is_keras_tensor(value))
+    except ValueError:  # not a tensor at all
+        return False
+
+
+def _check_symbolic(keras: Any, flat: List[Any]) -> None:
+    """Refuses what the native call would fail on deep inside (str, numpy, Keras 3 tensors)."""
+    tf = _tf()
+    for value in flat:
+        if _is_symbolic(keras, value) or (
+            tf.is_tensor(value) and not hasattr(value, "numpy")  # a graph tensor / placeholder
+        ):
+            continue
+        cls = type(value)
+        text = repr(value)
+        if len(text) > 120:
+            text = text[:117] + "..."
+        owner = cls.__module__.partition(".")[0]
+        hint = (
+            f" It comes from a different Keras (`{owner}`) than the model's."
+            if owner in ("keras", "tf_keras") and owner != keras.__name__.partition(".")[0]
+            else ""
+        )
+        raise InputTensorsError(
+            f"Expected `input_tensors` to hold symbolic tensors of the model's Keras "
+            f"(`{keras.__name__}.Input(...)`). Received: {cls.__module__}."
+            f"{cls.__qualname__} {text}.{hint} Create them with "
+            f"`{keras.__name__}.Input(shape=...)`."
+        )
+
+
 def _has_single_list_call(model: Any) -> bool:
     """True when a node called its layer on a one-element list (keras #17700)."""
     for nodes in model._nodes_by_depth.values():
@@ -257,6 +320,16 @@ def _clone_subclassed(model: Any) -> Any:
             f"{type(model).__name__}: it has no usable `get_config()` ({exc}). "
             "Implement `get_config()` (and `from_config()` if needed), or build "
             "the model functionally and use `clone_function`."
+        ) from exc
+    except CompatCloneError:
+        raise
+    except Exception as exc:  # TypeError (missing constructor args), ValueError...
+        raise UnsupportedModelError(
+            f"Cannot rebuild the subclassed model {model.name!r} of type "
+            f"{type(model).__name__} from its config: {type(exc).__name__}: {exc}\n"
+            "Implement `get_config()` returning the constructor's arguments "
+            "(and `from_config()` for objects in it), or build the model "
+            "functionally and use `clone_function`."
         ) from exc
 
 
