@@ -1,0 +1,653 @@
+"""Standalone, multi-backend Keras 2.0-2.3 (`keras.models.clone_model`).
+
+Our own graph walk, kept close to Keras 2.2.5's `keras/models.py`
+(`_clone_functional_model` / `_clone_sequential_model`), with what the native
+releases get wrong or lack corrected; each fix names the upstream bug:
+
+* keras-team/keras #12202 (2.2.0-2.2.4; fixed in 2.2.5 by PR #12205): a layer
+  with several outputs and no mask support makes `compute_mask` return
+  `None`, `to_list` turns it into `[None]`, and zipping that with the outputs
+  drops all outputs but the first; the clone ends in `AssertionError: Could
+  not compute output Tensor(...)`. We keep one mask entry per output: the
+  masks `Layer.__call__` recorded on the cloned node (it pads a single mask to
+  every output, and a layer without mask support records `None`s), padded
+  with `None` if a layer returned fewer.
+* 2.2.0-2.2.4 key the tensor map by the tensors themselves (`tensor_map[x]`):
+  tensors are unhashable on TF 2 unless v1 tensor equality is on. We key by
+  `id()` (as 2.2.5 does), and the layer cache by `id()` as well.
+* Native clones pass `mask=` by mutating `node.arguments` of the *source*
+  model (`kwargs = node.arguments; kwargs['mask'] = ...`, 2.0-2.3.1), so the
+  source changes and a later clone of it (or of the clone) is called with a
+  stale mask from another graph. We copy the arguments, map any tensor in
+  them to its clone, and let `Layer.__call__` collect the masks from the new
+  inputs (the same masks, recorded on the new nodes).
+* No `clone_function` before 2.3.0 (2.3.x: functional only), no
+  `call_function`, no `recursive`: all supplied, for functional and
+  Sequential models. Nested models are one unit for a user
+  `clone_function`; with the default one (or `recursive=True`) they are
+  rebuilt layer by layer, keeping the nesting and layer sharing -- not
+  through `Model.from_config`, whose `Lambda` round trip (`marshal` of the
+  function's code) loses the function's module globals.
+* `Lambda` layers are rebuilt from the live function object, never
+  serialized (same reason).
+* `model.trainable = False` and the flags of nested models are lost by the
+  config round trip (2.0-2.3.1); restored.
+* A Sequential model whose first layer is an explicit `InputLayer` loses it
+  (`model.layers` omits it) and comes back unbuilt (2.2.x); the input is
+  recreated. `Input(tensor=x, name='input_wrapper_for_' + x.name)` puts the
+  tensor's `':0'` into a layer name; we sanitize it.
+* Device placement (what `multi_gpu_model(cpu_relocation=True)` needed, and
+  how #12202 was found): each cloned layer's variables are created under the
+  device of its source layer's variables, unless `device=` names one.
+
+Graph mode only (the TensorFlow backend of standalone Keras never ran
+eagerly): weights are copied by one grouped assign op run in one session
+call, cached per variable list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import weakref
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from compat_clone._errors import (
+    CloneFunctionError,
+    DeviceNotFoundError,
+    InputTensorsError,
+    UnsupportedFeatureError,
+    UnsupportedModelError,
+)
+from compat_clone._weights import LayerMap
+
+__all__ = ["clone", "variable_spec", "assign_pairs", "default_clone_layer"]
+
+
+# -- the Keras module and its classes ---------------------------------------
+
+
+def _k() -> Any:
+    import keras
+
+    return keras
+
+
+def _K() -> Any:
+    from keras import backend
+
+    return backend
+
+
+def _classes() -> Tuple[type, type, type, type, type]:
+    """(Layer, Network-or-Model, Sequential, InputLayer, Lambda)."""
+    keras = _k()
+    from keras.layers import Lambda
+
+    engine = keras.engine
+    layer_cls = engine.Layer if hasattr(engine, "Layer") else keras.layers.Layer
+    # 2.1.3+: Model derives from engine.network.Network; 2.0-2.1: from
+    # engine.topology.Container. Model covers every graph network either way.
+    network_cls = getattr(getattr(engine, "network", None), "Network", None) or keras.models.Model
+    input_layer_cls = getattr(engine, "InputLayer", None) or keras.layers.InputLayer
+    return layer_cls, network_cls, keras.models.Sequential, input_layer_cls, Lambda
+
+
+def _attr(obj: Any, *names: str) -> Any:
+    # 2.0-2.1.2 spell these without the underscore (`input_layers`,
+    # `nodes_by_depth`, `inbound_nodes`); 2.1.3+ with it.
+    for name in names:
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    raise AttributeError(f"{type(obj).__name__} has none of {names}")
+
+
+def _input_layers(model: Any) -> List[Any]:
+    return list(_attr(model, "_input_layers", "input_layers"))
+
+
+def _nodes_by_depth(model: Any) -> Dict[int, List[Any]]:
+    return dict(_attr(model, "_nodes_by_depth", "nodes_by_depth"))
+
+
+def _inbound_nodes(layer: Any) -> List[Any]:
+    return list(_attr(layer, "_inbound_nodes", "inbound_nodes"))
+
+
+def _to_list(x: Any) -> List[Any]:
+    if isinstance(x, list):
+        return x
+    if isinstance(x, tuple):
+        return list(x)
+    return [x]
+
+
+def _has_arg(fn: Any, name: str) -> bool:
+    from keras.utils.generic_utils import has_arg
+
+    return bool(has_arg(fn, name))
+
+
+# -- cloning one layer ------------------------------------------------------
+
+
+def _clone_lambda(layer: Any) -> Any:
+    """Rebuilds a `Lambda` from its live callables: nothing is serialized.
+
+    `Lambda.from_config` rebuilds the function from `marshal`-ed bytecode
+    with `keras.layers.core`'s globals, so a function that reads a global of
+    its own module breaks (every 2.x release).
+    """
+    _, _, _, _, lambda_cls = _classes()
+    layer_cls = _classes()[0]
+    base = layer_cls.get_config(layer)  # name, trainable, input shape, dtype
+    kwargs: Dict[str, Any] = dict(base)
+    kwargs["function"] = layer.function
+    kwargs["output_shape"] = getattr(layer, "_output_shape", None)
+    kwargs["mask"] = getattr(layer, "mask", None)
+    kwargs["arguments"] = dict(getattr(layer, "arguments", None) or {})
+    return layer.__class__(**kwargs)
+
+
+def default_clone_layer(layer: Any) -> Any:
+    """The native default: `layer.__class__.from_config(layer.get_config())`.
+
+    `Lambda` layers are rebuilt from their live function instead.
+    """
+    _, _, _, _, lambda_cls = _classes()
+    if type(layer) is lambda_cls:
+        return _clone_lambda(layer)
+    return layer.__class__.from_config(layer.get_config())
+
+
+# -- device placement -------------------------------------------------------
+
+
+def _tf() -> Any:
+    """The `tensorflow` module Keras' TF backend uses (TF 1.x, or compat.v1)."""
+    from keras.backend import tensorflow_backend
+
+    return tensorflow_backend.tf
+
+
+def _check_device(device: Any, backend: str) -> Optional[str]:
+    """Validates `device` before anything is built; returns it as a string."""
+    if device is None:
+        return None
+    if backend != "tensorflow":
+        raise UnsupportedFeatureError(
+            f"`device=` needs the TensorFlow backend of standalone Keras; this "
+            f"Keras runs on {backend!r}. Received: device={device!r}. Drop "
+            "`device=` (the backend places variables itself)."
+        )
+    if hasattr(device, "to_string"):  # a tf.DeviceSpec
+        device = device.to_string()
+    if not isinstance(device, str) or not device:
+        raise DeviceNotFoundError(
+            f"Expected `device` to be a TensorFlow device string such as "
+            f"'/CPU:0' or '/GPU:0'. Received: device={device!r}."
+        )
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import device_spec
+
+    try:
+        spec = device_spec.DeviceSpecV2.from_string(device)
+    except (ValueError, TypeError) as exc:
+        raise DeviceNotFoundError(
+            f"Cannot parse device {device!r}: {exc}. Expected a TensorFlow "
+            "device string such as '/CPU:0' or '/GPU:0'."
+        ) from None
+    available = []
+    for dev in context.context().list_logical_devices():
+        parsed = device_spec.DeviceSpecV2.from_string(dev.name)
+        available.append(dev.name)
+        if spec.device_type is None or (
+            parsed.device_type.upper() == spec.device_type.upper()
+            and (spec.device_index is None or parsed.device_index == spec.device_index)
+        ):
+            return device
+    raise DeviceNotFoundError(
+        f"Device {device!r} does not exist on this machine. Available: "
+        f"{', '.join(available) or 'none'}. Pass one of them, or device=None "
+        "to create the clone's variables where the source's are."
+    )
+
+
+def _layer_device(layer: Any) -> Optional[str]:
+    """The device of a layer's variables, when they all agree and it is set."""
+    devices = {getattr(w, "device", "") or "" for w in getattr(layer, "weights", []) or []}
+    if len(devices) == 1:
+        only = devices.pop()
+        return only or None
+    return None
+
+
+# -- the graph walk ---------------------------------------------------------
+
+
+class _Cloner:
+    """One clone operation: shared layer cache, options, placement."""
+
+    def __init__(
+        self,
+        clone_function: Optional[Callable[[Any], Any]],
+        call_function: Optional[Callable[..., Any]],
+        recursive: bool,
+        device: Optional[str],
+        layer_map: LayerMap,
+    ) -> None:
+        self.clone_function = clone_function
+        self.call_function = call_function
+        self.recursive = recursive
+        self.device = device
+        self.layer_map = layer_map
+        (self.layer_cls, self.network_cls, self.sequential_cls,
+         self.input_layer_cls, _) = _classes()
+
+    # placement ----------------------------------------------------------
+    @contextlib.contextmanager
+    def placed(self, source_layer: Any) -> Iterator[None]:
+        """Creates what follows on `device=`, else on the source layer's device."""
+        where = self.device or _layer_device(source_layer)
+        if where is None or _K().backend() != "tensorflow":
+            yield
+            return
+        with _tf().device(where):
+            yield
+
+    # layers ---------------------------------------------------------------
+    def is_graph_model(self, layer: Any) -> bool:
+        return isinstance(layer, self.network_cls) and bool(getattr(layer, "_is_graph_network", True))
+
+    def layer(self, layer: Any) -> Any:
+        """The clone of `layer` (made once: shared layers stay shared)."""
+        entry = self.layer_map.get(id(layer))
+        if entry is not None:
+            return entry[1]
+        nested = self.is_graph_model(layer) and getattr(layer, "inputs", None)
+        if nested and (self.recursive or self.clone_function is None):
+            # Layer by layer, nesting kept (recursion over nesting levels
+            # only; each level's graph walk is iterative).
+            new = self.model(layer, None)
+        elif self.clone_function is None:
+            new = default_clone_layer(layer)
+        else:
+            try:
+                new = self.clone_function(layer)
+            except Exception as exc:
+                raise CloneFunctionError(
+                    f"`clone_function` raised {type(exc).__name__} on layer "
+                    f"{layer.name!r} ({type(layer).__name__}): {exc}"
+                ) from exc
+            if not isinstance(new, self.layer_cls):
+                raise CloneFunctionError(
+                    f"`clone_function` must return a Keras layer; for layer "
+                    f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
+                    "Return `layer.__class__.from_config(layer.get_config())` "
+                    "or another `keras.layers.Layer`."
+                )
+        self.layer_map[id(layer)] = (layer, new)
+        return new
+
+    def call(self, source_layer: Any, new_layer: Any, inputs: Any, kwargs: Dict[str, Any]) -> Any:
+        with self.placed(source_layer):
+            if self.call_function is None:
+                return new_layer(inputs, **kwargs)
+            try:
+                return self.call_function(new_layer, inputs, **kwargs)
+            except Exception as exc:
+                raise CloneFunctionError(
+                    f"`call_function` raised {type(exc).__name__} on layer "
+                    f"{source_layer.name!r} ({type(source_layer).__name__}): {exc}"
+                ) from exc
+
+    # models ---------------------------------------------------------------
+    def model(self, model: Any, input_tensors: Any) -> Any:
+        if isinstance(model, self.sequential_cls):
+            new = self.sequential(model, input_tensors)
+        else:
+            new = self.functional(model, input_tensors)
+        # The config round trip drops a model's own `trainable` flag (2.0-2.3.1).
+        if new.trainable != model.trainable:
+            new.trainable = model.trainable
+        return new
+
+    def new_inputs(self, model: Any, input_tensors: Any) -> List[Any]:
+        keras = _k()
+        K = _K()
+        input_layers = _input_layers(model)
+        if input_tensors is None:
+            tensors = []
+            for layer in input_layers:
+                x = keras.layers.Input(
+                    batch_shape=layer.batch_input_shape,
+                    dtype=layer.dtype,
+                    sparse=getattr(layer, "sparse", False),
+                    name=layer.name,
+                )
+                tensors.append(x)
+                self.layer_map[id(layer)] = (layer, x._keras_history[0])
+            return tensors
+        flat = _flat_input_tensors(model, input_tensors, len(input_layers))
+        tensors = []
+        for layer, x in zip(input_layers, flat):
+            if not _is_keras_tensor(K, x):
+                # A raw placeholder or a `K.variable`: wrap it like native.
+                x = keras.layers.Input(tensor=x, name="input_wrapper_for_" + layer.name)
+            origin = x._keras_history[0]
+            if isinstance(origin, self.input_layer_cls):
+                self.layer_map.setdefault(id(layer), (layer, origin))
+            tensors.append(x)
+        return tensors
+
+    def functional(self, model: Any, input_tensors: Any) -> Any:
+        keras = _k()
+        inputs = self.new_inputs(model, input_tensors)
+        # id(source tensor) -> (clone tensor, its mask)
+        tensor_map: Dict[int, Tuple[Any, Any]] = {}
+        for x, y in zip(model.inputs, inputs):
+            tensor_map[id(x)] = (y, _history_masks([y])[0])
+
+        by_depth = _nodes_by_depth(model)
+        for depth in sorted(by_depth, reverse=True):
+            for node in by_depth[depth]:
+                source_layer = node.outbound_layer
+                if isinstance(source_layer, self.input_layer_cls):
+                    continue  # inputs are made above, never called
+                sources = _to_list(node.input_tensors)
+                if any(id(x) not in tensor_map for x in sources):
+                    continue
+                new_layer = self.layer(source_layer)
+                computed = [tensor_map[id(x)] for x in sources]
+                kwargs = _map_arguments(node, tensor_map, [m for _, m in computed])
+                args = [t for t, _ in computed]
+                outputs = _to_list(
+                    self.call(source_layer, new_layer, args[0] if len(args) == 1 else args, kwargs)
+                )
+                references = _to_list(node.output_tensors)
+                if len(outputs) != len(references):
+                    raise CloneFunctionError(
+                        f"The clone of layer {source_layer.name!r} returned "
+                        f"{len(outputs)} output(s) where the source layer returns "
+                        f"{len(references)}. Expected `clone_function` / "
+                        "`call_function` to keep the layer's outputs."
+                    )
+                masks = _history_masks(outputs)
+                for x, y, mask in zip(references, outputs, masks):
+                    tensor_map[id(x)] = (y, mask)
+
+        outputs = []
+        for x in model.outputs:
+            if id(x) not in tensor_map:
+                raise CloneFunctionError(
+                    f"Could not compute output {x} of model {model.name!r}: a "
+                    "layer was not reached. Is the model's graph connected to its "
+                    "inputs? Received a model whose output is produced by "
+                    f"{x._keras_history[0].name!r}."
+                )
+            outputs.append(tensor_map[id(x)][0])
+        return keras.models.Model(inputs, outputs, name=model.name)
+
+    def sequential(self, model: Any, input_tensors: Any) -> Any:
+        keras = _k()
+        K = _K()
+        if self.call_function is not None:
+            raise CloneFunctionError(
+                "`call_function` is not supported with Sequential models: their "
+                "layers are listed, not called. Received a Sequential model "
+                f"{model.name!r}; convert it to a functional model first."
+            )
+        stack = list(model.layers)
+        all_layers = list(getattr(model, "_layers", None) or stack)
+        first_input = all_layers[0] if all_layers and isinstance(all_layers[0], self.input_layer_cls) else None
+        if input_tensors is None:
+            head: List[Any] = []
+            if first_input is not None:
+                # 2.2.x `model.layers` omits the InputLayer; a model built from
+                # an explicit InputLayer would come back unbuilt. Recreate it.
+                x = keras.layers.Input(
+                    batch_shape=first_input.batch_input_shape,
+                    dtype=first_input.dtype,
+                    sparse=getattr(first_input, "sparse", False),
+                    name=first_input.name,
+                )
+                head = [x._keras_history[0]]
+                self.layer_map[id(first_input)] = (first_input, head[0])
+        else:
+            flat = _to_list(input_tensors)
+            if len(flat) != 1 or isinstance(flat[0], (list, tuple, dict)):
+                raise InputTensorsError(
+                    "Expected `input_tensors` to hold exactly one tensor for a "
+                    f"Sequential model. Received {len(flat)}: {flat!r}."
+                )
+            x = flat[0]
+            _check_tensor(x)
+            if _is_keras_tensor(K, x):
+                origin = x._keras_history[0]
+                if not isinstance(origin, self.input_layer_cls):
+                    raise InputTensorsError(
+                        "Cannot clone a Sequential model on top of a tensor that "
+                        f"comes from layer {origin.name!r} ({type(origin).__name__}), "
+                        "not from an InputLayer. Pass `keras.Input(...)`, a "
+                        "placeholder or a variable, or use the functional API."
+                    )
+            else:
+                x = keras.layers.Input(tensor=x, name="input_wrapper_for_" + _safe_name(x))
+            head = [x._keras_history[0]]
+            if first_input is not None:
+                self.layer_map[id(first_input)] = (first_input, head[0])
+        new = keras.models.Sequential(name=model.name)
+        for layer in head:
+            new.add(layer)
+        for layer in stack:
+            clone = self.layer(layer)
+            with self.placed(layer):
+                new.add(clone)
+        return new
+
+
+def _safe_name(x: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-/]", "_", str(getattr(x, "name", "tensor")))
+
+
+def _check_tensor(x: Any) -> None:
+    from keras.backend import is_tensor  # type: ignore[attr-defined]
+
+    try:
+        ok = bool(is_tensor(x))
+    except Exception:  # pragma: no cover - backend-specific failures
+        ok = False
+    if not ok and not _is_variable(x):
+        raise InputTensorsError(
+            "Expected each entry of `input_tensors` to be a tensor: "
+            "`keras.Input(...)`, a placeholder or a `K.variable`. Received: "
+            f"{type(x).__module__}.{type(x).__qualname__} {x!r}."
+        )
+
+
+def _is_variable(x: Any) -> bool:
+    return type(x).__name__.endswith("Variable") or hasattr(x, "initializer")
+
+
+def _is_keras_tensor(K: Any, x: Any) -> bool:
+    return hasattr(x, "_keras_history")
+
+
+def _flat_input_tensors(model: Any, input_tensors: Any, expected: int) -> List[Any]:
+    if isinstance(input_tensors, dict):
+        raise InputTensorsError(
+            "Expected `input_tensors` to be a tensor or a list of tensors (standalone "
+            "Keras 2 models have list inputs). Received a dict with keys "
+            f"{sorted(map(str, input_tensors))}."
+        )
+    flat = _to_list(input_tensors)
+    if any(isinstance(x, (list, tuple, dict)) for x in flat):
+        raise InputTensorsError(
+            "Expected `input_tensors` to be a flat list of tensors, one per model "
+            f"input. Received a nested structure: {input_tensors!r}."
+        )
+    if len(flat) != expected:
+        names = [layer.name for layer in _input_layers(model)]
+        raise InputTensorsError(
+            f"Expected `input_tensors` to hold {expected} tensor(s), one per "
+            f"model input ({names}). Received {len(flat)}."
+        )
+    for x in flat:
+        _check_tensor(x)
+    return flat
+
+
+def _history_masks(tensors: Sequence[Any]) -> List[Any]:
+    """The mask `Layer.__call__` recorded for each tensor (None without history)."""
+    masks = []
+    for y in tensors:
+        history = getattr(y, "_keras_history", None)
+        mask = None
+        if history is not None:
+            layer, node_index, tensor_index = history[:3]
+            output_masks = _to_list(_inbound_nodes(layer)[node_index].output_masks)
+            # #12202: a single None for several outputs means "no mask" for each.
+            mask = output_masks[tensor_index] if tensor_index < len(output_masks) else None
+        masks.append(mask)
+    return masks
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return a is b
+
+
+def _map_arguments(node: Any, tensor_map: Dict[int, Tuple[Any, Any]], masks: List[Any]) -> Dict[str, Any]:
+    """The node's call arguments, copied, with source tensors mapped to clones.
+
+    Never mutates `node.arguments` (native 2.0-2.3.1 do). A `mask` argument
+    that is the mask the source node received from its inputs (native clones
+    write it there) is dropped: `Layer.__call__` collects the clone's masks
+    from the clone's inputs.
+    """
+    arguments = dict(getattr(node, "arguments", None) or {})
+    if "mask" in arguments:
+        source_masks = getattr(node, "input_masks", None)
+        given = arguments["mask"]
+        if source_masks is not None and _same(_to_list(given), _to_list(source_masks)):
+            del arguments["mask"]
+    for key, value in list(arguments.items()):
+        if isinstance(value, (list, tuple)):
+            arguments[key] = type(value)(
+                tensor_map[id(v)][0] if id(v) in tensor_map else v for v in value
+            )
+        elif id(value) in tensor_map:
+            arguments[key] = tensor_map[id(value)][0]
+    return arguments
+
+
+# -- entry points -----------------------------------------------------------
+
+
+def _restore_layer_flags(layer_map: LayerMap, network_cls: type, user_fn: bool) -> None:
+    # Model.from_config drops a nested model's `trainable` (2.0-2.3.1). A
+    # user clone_function decides flags itself.
+    if user_fn:
+        return
+    for src, dst in layer_map.values():
+        if isinstance(src, network_cls) and dst.trainable != src.trainable:
+            dst.trainable = src.trainable
+
+
+def clone(
+    model: Any,
+    *,
+    input_tensors: Any,
+    clone_function: Optional[Callable[[Any], Any]],
+    call_function: Optional[Callable[..., Any]],
+    recursive: bool,
+    device: Any,
+    name: Optional[str],
+    info: Any,
+) -> Tuple[Any, LayerMap]:
+    """Clones a standalone Keras 2 model; returns the clone and its layer map."""
+    backend = getattr(info, "backend", None) or _K().backend()
+    where = _check_device(device, backend)
+    layer_map: LayerMap = {}
+    cloner = _Cloner(clone_function, call_function, recursive, where, layer_map)
+    if not getattr(model, "_is_graph_network", True) or (
+        not isinstance(model, cloner.sequential_cls) and not getattr(model, "inputs", None)
+    ):
+        # A subclassed model (2.2.0+ `_is_graph_network=False`) has no layer
+        # graph to walk; native 2.2.x fails on it with an AttributeError.
+        raise UnsupportedModelError(
+            f"Cannot clone the subclassed (or never-called) model {model.name!r} "
+            f"of type {type(model).__name__}: standalone Keras 2 keeps no layer "
+            "graph for it, and its `get_config` is not implemented. Build it as "
+            "a functional or Sequential model, or create a new instance of its "
+            "class and copy the weights with `compat_clone.copy_weights`."
+        )
+    new = cloner.model(model, input_tensors)
+    _restore_layer_flags(layer_map, cloner.network_cls, clone_function is not None)
+    if name is not None:
+        new.name = name
+    return new, layer_map
+
+
+# -- weights ----------------------------------------------------------------
+
+
+def variable_spec(variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
+    K = _K()
+    dtype = getattr(variable, "dtype", None)
+    base = getattr(dtype, "base_dtype", None)  # TF ref dtypes: float32_ref
+    name = getattr(base, "name", None) or K.dtype(variable)
+    return tuple(K.int_shape(variable)), str(name)
+
+
+# graph -> {(id(src), id(dst)), ...: (srcs, dsts, op)}; the variables are held
+# to make sure ids are not reused while the entry lives (it dies with the graph).
+_ASSIGN_CACHE: "weakref.WeakKeyDictionary[Any, Dict[Tuple[Tuple[int, int], ...], Tuple[List[Any], List[Any], Any]]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def assign_pairs(pairs: List[Tuple[Any, Any]]) -> None:
+    """Variable to variable in one session run: one grouped assign op, cached.
+
+    No host round trip and no per-variable `session.run` (native
+    `set_weights` / `batch_set_value` feed numpy arrays through placeholders).
+    Repeated copies between the same variables reuse the op, so the graph
+    does not grow.
+    """
+    if not pairs:
+        return
+    K = _K()
+    if K.backend() != "tensorflow":
+        # Theano / CNTK shared variables: no graph-side assign across them;
+        # the backend's batch transfer is what they offer (untested here).
+        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, K.batch_get_value([s for s, _ in pairs]))])
+        return
+    tf = _tf()
+    graphs = {getattr(v, "graph", None) for pair in pairs for v in pair}
+    if len(graphs) != 1:
+        # Source and target in different graphs (e.g. `K.clear_session()`
+        # between them): an op cannot read one and write the other; only the
+        # host can carry the values.
+        values = K.batch_get_value([s for s, _ in pairs])
+        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
+        return
+    graph = graphs.pop()
+    key = tuple((id(s), id(d)) for s, d in pairs)
+    per_graph = _ASSIGN_CACHE.setdefault(graph, {})
+    entry = per_graph.get(key)
+    if entry is None or not all(a is s and b is d for a, b, (s, d) in zip(entry[0], entry[1], pairs)):
+        with graph.as_default():
+            ops = [tf.assign(dst, src) for src, dst in pairs]
+            op = tf.group(*ops, name="compat_clone_copy_weights")
+        entry = ([s for s, _ in pairs], [d for _, d in pairs], op)
+        per_graph[key] = entry
+    session = K.get_session()  # also initializes the clone's new variables
+    if session.graph is not graph:
+        # The variables live in a graph no session of Keras runs (built
+        # under another `graph.as_default()`): carry the values by the host.
+        values = K.batch_get_value([s for s, _ in pairs])
+        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
+        return
+    session.run(entry[2])
