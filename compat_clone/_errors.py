@@ -9,6 +9,8 @@ working in code written against the native `clone_model`.
 
 from __future__ import annotations
 
+from typing import Any, List, Set
+
 __all__ = [
     "CompatCloneError",
     "NotAModelError",
@@ -73,11 +75,32 @@ def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -
         if hasattr(layer, "layers")
         else ""
     )
+    custom = _custom_classes_inside(layer)
+    names = f" ({', '.join(custom)})" if custom else ""
     return UnsupportedModelError(
         f"Cannot clone layer {name!r} of class {cls.__module__}.{cls.__qualname__}: "
         f"rebuilding it from its config failed with {type(exc).__name__}: {exc}\n"
         f"To fix it: make `{cls.__qualname__}.get_config()` return every argument "
-        "of its constructor; register the custom classes its config names with "
-        f"`@{register_hint}`;{nested} or pass a `clone_function` that builds "
+        f"of its constructor; register the custom classes its config names{names} "
+        f"with `@{register_hint}`;{nested} or pass a `clone_function` that builds "
         "this layer."
     )
+
+
+def _custom_classes_inside(layer: object) -> List[str]:
+    """Names of the non-Keras layer classes held by a wrapper or nested model."""
+    found: List[str] = []
+    stack: List[Any] = [getattr(layer, "layer", None)] + list(getattr(layer, "layers", None) or [])
+    seen: Set[int] = set()
+    while stack:
+        sub = stack.pop()
+        if sub is None or id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        klass = type(sub)
+        root = klass.__module__.partition(".")[0]
+        if root not in ("keras", "tf_keras", "tensorflow") and klass.__name__ not in found:
+            found.append(klass.__name__)
+        stack.append(getattr(sub, "layer", None))
+        stack.extend(getattr(sub, "layers", None) or [])
+    return found

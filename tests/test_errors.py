@@ -1,0 +1,322 @@
+"""Bad input gets a clear error, in every family.
+
+Each error is one of the package's (`CompatCloneError` plus the built-in a
+caller expects), and its message says what was received, what was expected
+and how to fix it; never an AttributeError or a bare error from deep inside
+Keras.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import compat_clone
+from compat_clone import (
+    CloneFunctionError,
+    CompatCloneError,
+    DeviceNotFoundError,
+    InputTensorsError,
+    InvalidArgumentError,
+    NotAModelError,
+    UnsupportedFeatureError,
+    UnsupportedModelError,
+    WeightsMismatchError,
+)
+from model_state import other_family_input
+
+
+def dense_model(K: Any, units: int = 2, name: str = "d") -> Any:
+    inputs = K.Input((4,))
+    return K.models.Model(inputs, K.layers.Dense(units, name=name)(inputs))
+
+
+def two_input_model(K: Any) -> Any:
+    a, b = K.Input((4,), name="a"), K.Input((3,), name="b")
+    return K.models.Model([a, b], K.layers.Dense(2)(K.layers.Concatenate()([a, b])))
+
+
+def sequential_model(K: Any) -> Any:
+    return K.models.Sequential([K.layers.Dense(2, input_shape=(4,), name="sd")])
+
+
+# -- not a model ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [("model.h5", "str"), (None, "NoneType"), (3, "int"), ({"a": 1}, "dict"), (np.zeros((2, 3)), "ndarray")],
+    ids=["str", "None", "int", "dict", "numpy"],
+)
+def test_not_a_model(K: Any, value: Any, shown: str) -> None:
+    with pytest.raises(NotAModelError) as info:
+        compat_clone.clone_model(value)
+    assert isinstance(info.value, TypeError)
+    message = str(info.value)
+    assert shown in message and "Keras model" in message
+
+
+def test_numpy_array_message_shows_shape(K: Any) -> None:
+    with pytest.raises(NotAModelError, match=r"ndarray with shape=\(2, 3\)"):
+        compat_clone.clone_model(np.zeros((2, 3)))
+
+
+def test_a_layer_is_not_a_model(K: Any) -> None:
+    layer = K.layers.Dense(2)
+    with pytest.raises(NotAModelError, match="Received a layer") as info:
+        compat_clone.clone_model(layer)
+    assert "Dense" in str(info.value) and "from_config" in str(info.value)
+
+
+def test_a_model_class_is_not_a_model(K: Any) -> None:
+    with pytest.raises(NotAModelError, match="Instantiate it first"):
+        compat_clone.clone_model(K.models.Model)
+
+
+def test_copy_weights_not_a_model(K: Any) -> None:
+    model = dense_model(K)
+    with pytest.raises(NotAModelError, match="`target`"):
+        compat_clone.copy_weights(model, "clone")
+    with pytest.raises(NotAModelError):
+        compat_clone.copy_weights(None, model)
+
+
+# -- arguments --------------------------------------------------------------
+
+
+def test_unknown_keyword(K: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="copy_weight") as info:
+        compat_clone.clone_model(dense_model(K), copy_weight=True)
+    assert "copy_weights" in str(info.value)  # the valid spelling is listed
+
+
+@pytest.mark.parametrize(
+    "kwargs, argname",
+    [
+        ({"clone_function": 1}, "clone_function"),
+        ({"call_function": "f"}, "call_function"),
+        ({"recursive": "yes"}, "recursive"),
+        ({"copy_weights": 1}, "copy_weights"),
+        ({"name": 3}, "name"),
+        ({"name": ""}, "name"),
+    ],
+)
+def test_bad_argument_values(K: Any, kwargs: Any, argname: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=argname):
+        compat_clone.clone_model(dense_model(K), **kwargs)
+
+
+def test_unknown_device(K: Any) -> None:
+    with pytest.raises(DeviceNotFoundError) as info:
+        compat_clone.clone_model(dense_model(K), device="/XPU:97")
+    assert "XPU:97" in str(info.value)
+
+
+# -- input_tensors -----------------------------------------------------------
+
+
+def test_input_tensors_from_another_family(K: Any) -> None:
+    foreign = other_family_input(K, (4,))
+    if foreign is None:
+        pytest.skip("no second Keras family importable in this environment")
+    with pytest.raises(InputTensorsError) as info:
+        compat_clone.clone_model(dense_model(K), input_tensors=foreign)
+    assert type(foreign).__module__.partition(".")[0] in str(info.value)
+    with pytest.raises(InputTensorsError):
+        compat_clone.clone_model(sequential_model(K), input_tensors=foreign)
+
+
+@pytest.mark.parametrize("value", ["x", np.zeros((2, 4), "float32"), [1.0]], ids=["str", "numpy", "float"])
+def test_input_tensors_not_tensors(K: Any, value: Any) -> None:
+    with pytest.raises(InputTensorsError, match="symbolic tensors"):
+        compat_clone.clone_model(dense_model(K), input_tensors=value)
+
+
+def test_input_tensors_wrong_count(K: Any) -> None:
+    with pytest.raises(InputTensorsError, match="1 tensor") as info:
+        compat_clone.clone_model(dense_model(K), input_tensors=[K.Input((4,)), K.Input((4,))])
+    assert "Received 2" in str(info.value)
+    with pytest.raises(InputTensorsError, match="2 tensor"):
+        compat_clone.clone_model(two_input_model(K), input_tensors=[K.Input((4,))])
+    with pytest.raises(InputTensorsError, match="exactly one tensor"):
+        compat_clone.clone_model(sequential_model(K), input_tensors=[K.Input((4,)), K.Input((4,))])
+
+
+def test_input_tensors_other_structure_is_accepted_when_count_fits(K: Any) -> None:
+    # A dict or a nested list with the right number of tensors is re-packed
+    # like the native call does, not refused.
+    model = two_input_model(K)
+    clone = compat_clone.clone_model(model, input_tensors=[[K.Input((4,))], K.Input((3,))])
+    assert len(clone.inputs) == 2
+
+
+# -- clone_function / call_function ------------------------------------------
+
+
+@pytest.mark.parametrize("returned", ["None", "layer", "class"])
+def test_clone_function_returns_non_layer(K: Any, returned: str) -> None:
+    value = {"None": None, "layer": "layer", "class": K.layers.Dense}[returned]
+    with pytest.raises(CloneFunctionError) as info:
+        compat_clone.clone_model(dense_model(K, name="named_d"), clone_function=lambda layer: value)
+    message = str(info.value)
+    assert "'named_d'" in message and "must return a Keras layer" in message
+
+
+def test_clone_function_raises(K: Any) -> None:
+    def boom(layer: Any) -> Any:
+        raise RuntimeError("boom from user code")
+
+    for model, name in ((dense_model(K, name="named_d"), "named_d"), (sequential_model(K), "sd")):
+        with pytest.raises(CloneFunctionError) as info:
+            compat_clone.clone_model(model, clone_function=boom)
+        assert f"{name!r}" in str(info.value) and "RuntimeError" in str(info.value)
+        assert "boom from user code" in str(info.value)
+        assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_clone_function_error_of_the_package_passes_through(K: Any) -> None:
+    def inner_error(layer: Any) -> Any:
+        raise WeightsMismatchError("raised by the user's own copy")
+
+    with pytest.raises(WeightsMismatchError, match="user's own copy"):
+        compat_clone.clone_model(dense_model(K), clone_function=inner_error)
+
+
+def _call_function_or_skip(K: Any, model: Any, fn: Any) -> CompatCloneError:
+    try:
+        compat_clone.clone_model(model, call_function=fn)
+    except UnsupportedFeatureError as exc:
+        pytest.skip(f"call_function not offered in this family: {exc}")
+    except CompatCloneError as exc:
+        return exc
+    raise AssertionError("no error raised")
+
+
+def test_call_function_raises(K: Any) -> None:
+    def boom(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        raise KeyError("from call_function")
+
+    error = _call_function_or_skip(K, dense_model(K, name="called_d"), boom)
+    assert isinstance(error, CloneFunctionError)
+    assert "'called_d'" in str(error) and "KeyError" in str(error)
+
+
+def test_call_function_returns_non_tensor(K: Any) -> None:
+    error = _call_function_or_skip(K, dense_model(K, name="called_d"), lambda layer, *a, **k: None)
+    assert isinstance(error, CloneFunctionError)
+    assert "'called_d'" in str(error)
+
+
+# -- models that cannot be rebuilt -------------------------------------------
+
+
+def test_subclassed_model_without_usable_get_config(K: Any) -> None:
+    class Holder(K.models.Model):
+        def __init__(self, inner: Any, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.inner = inner
+
+        def call(self, x: Any) -> Any:
+            return self.inner(x)
+
+    model = Holder(K.layers.Dense(3))
+    model(np.zeros((1, 4), "float32"))
+    with pytest.raises(UnsupportedModelError) as info:
+        compat_clone.clone_model(model)
+    message = str(info.value)
+    assert "Holder" in message and "get_config" in message and "clone_function" in message
+
+
+def _scale_layer(K: Any, with_config: bool) -> type:
+    class Scale(K.layers.Layer):
+        def __init__(self, factor: float, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, x: Any) -> Any:
+            return x * self.factor
+
+        def compute_output_shape(self, input_shape: Any) -> Any:
+            return input_shape
+
+        def get_config(self) -> Any:
+            config = super().get_config()
+            if with_config:
+                config["factor"] = self.factor
+            return config  # without: the required `factor` is missing
+
+    return Scale
+
+
+def test_custom_layer_whose_config_misses_an_argument(K: Any) -> None:
+    scale = _scale_layer(K, with_config=False)
+    inputs = K.Input((4,))
+    model = K.models.Model(inputs, K.layers.Dense(2)(scale(2.0, name="my_scale")(inputs)))
+    sequential = K.models.Sequential([K.layers.Dense(4, input_shape=(4,)), scale(2.0, name="my_scale")])
+    for source in (model, sequential):
+        with pytest.raises(UnsupportedModelError) as info:
+            compat_clone.clone_model(source)
+        message = str(info.value)
+        assert "'my_scale'" in message and "Scale" in message and "factor" in message
+        assert "get_config" in message and "register_keras_serializable" in message
+        assert "clone_function" in message
+
+
+def test_unregistered_custom_layer_in_a_wrapper(K: Any) -> None:
+    scale = _scale_layer(K, with_config=True)  # a fine layer, but not registered
+    inputs = K.Input((3, 4))
+    outputs = K.layers.TimeDistributed(scale(2.0), name="wrapper")(inputs)
+    model = K.models.Model(inputs, outputs)
+    with pytest.raises(UnsupportedModelError) as info:
+        compat_clone.clone_model(model)
+    message = str(info.value)
+    assert "'wrapper'" in message and "Scale" in message
+    assert "register_keras_serializable" in message
+
+
+def test_unregistered_custom_layer_in_a_nested_model(K: Any) -> None:
+    scale = _scale_layer(K, with_config=True)
+    inner_in = K.Input((4,))
+    inner = K.models.Model(inner_in, scale(2.0)(inner_in), name="inner")
+    inputs = K.Input((4,))
+    model = K.models.Model(inputs, inner(inputs))
+    with pytest.raises(UnsupportedModelError) as info:
+        compat_clone.clone_model(model)
+    assert "'inner'" in str(info.value) and "Scale" in str(info.value)
+    assert "recursive=True" in str(info.value)
+    # and the advice works: layer by layer, the custom class is used directly
+    clone = compat_clone.clone_model(model, recursive=True)
+    x = np.ones((2, 4), "float32")
+    np.testing.assert_array_equal(np.asarray(clone.predict(x, verbose=0)), 2 * x)
+
+
+# -- copy_weights ---------------------------------------------------------------
+
+
+def test_copy_weights_shape_mismatch(K: Any) -> None:
+    with pytest.raises(WeightsMismatchError) as info:
+        compat_clone.copy_weights(dense_model(K, 2), dense_model(K, 3))
+    message = str(info.value)
+    assert "(4, 2)" in message and "(4, 3)" in message and "Nothing was copied" in message
+
+
+def test_copy_weights_other_family(K: Any) -> None:
+    foreign = other_family_input(K, (4,))
+    if foreign is None:
+        pytest.skip("no second Keras family importable in this environment")
+    import importlib
+
+    other = importlib.import_module(type(foreign).__module__.partition(".")[0])
+    target = other.models.Model(foreign, other.layers.Dense(2)(foreign))
+    with pytest.raises(InvalidArgumentError, match="same Keras"):
+        compat_clone.copy_weights(dense_model(K), target)
+
+
+def test_every_error_is_the_packages(K: Any) -> None:
+    # The hierarchy: one base, plus the built-in a native caller catches.
+    assert issubclass(NotAModelError, TypeError)
+    for cls in (InvalidArgumentError, InputTensorsError, CloneFunctionError, UnsupportedModelError,
+                WeightsMismatchError, DeviceNotFoundError):
+        assert issubclass(cls, CompatCloneError) and issubclass(cls, ValueError)
