@@ -1,0 +1,232 @@
+"""Clone time: `compat_clone.clone_model` against the family's own `clone_model`.
+
+One process, one family. Native and compat_clone are timed interleaved on
+the same model object (A B B A ...), `gc.collect()` before each call, so load
+from other processes hits both alike; the ratio reported for a case is the
+median of the per-pair ratios (each pair ran back to back).
+
+    python bench/bench_clone.py --family keras3 --json out.json
+    compat-clone matrix --env keras-2.2.5 -- python bench/bench_clone.py --family keras2 --json out.json
+
+Cases: ResNet50 built in code (`weights=None`), a 400-layer Dense chain, a
+200-branch DAG with shared layers; and the growth curve, a chain of weightless
+ReLU layers at 500, 1000, 2000 and 4000 layers. Keras itself (3.15 and
+tf_keras 2.21 `_build_map_helper`) recurses once per graph node, so building
+and cloning (natively too) a chain of more than ~900 layers needs a higher
+recursion limit: the whole run happens in a thread with a 512 MiB stack and a
+raised limit, for both sides alike. `tests/test_no_recursion.py` shows that
+compat_clone's own graph walks need no such thing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import _models  # noqa: E402
+
+RECURSION_LIMIT = 100_000
+STACK_BYTES = 512 * 1024 * 1024
+
+
+def keras_module(family: str) -> Any:
+    if family == "tf_keras":
+        try:
+            return importlib.import_module("tf_keras")
+        except ImportError:
+            import tensorflow as tf
+
+            return tf.keras
+    return importlib.import_module("keras")
+
+
+def _versions() -> Dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("keras", "tf_keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch",
+                 "numpy", "keras_applications", "compat-clone"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _silence(K: Any) -> None:
+    try:
+        import logging
+
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+        import warnings
+
+        warnings.filterwarnings("ignore")
+    except Exception:
+        pass
+
+
+def time_pairs(
+    model: Any,
+    native: Callable[[Any], Any],
+    compat: Callable[[Any], Any],
+    repeats: int,
+) -> Dict[str, Any]:
+    """Times `native(model)` and `compat(model)` `repeats` times each, interleaved."""
+    native_s: List[float] = []
+    compat_s: List[float] = []
+    for i in range(repeats):
+        order = [("native", native), ("compat", compat)]
+        if i % 2:
+            order.reverse()
+        for side, fn in order:
+            gc.collect()
+            start = time.perf_counter()
+            clone = fn(model)
+            elapsed = time.perf_counter() - start
+            del clone
+            (native_s if side == "native" else compat_s).append(elapsed)
+    ratios = [c / n for c, n in zip(compat_s, native_s)]
+    return {
+        "native_s": native_s,
+        "compat_s": compat_s,
+        "native_median_s": statistics.median(native_s),
+        "compat_median_s": statistics.median(compat_s),
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+    }
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    K = keras_module(args.family)
+    _silence(K)
+    import compat_clone
+
+    native = K.models.clone_model
+    compat = compat_clone.clone_model
+    result: Dict[str, Any] = {
+        "env": os.environ.get("COMPAT_CLONE_ENV", "default"),
+        "family_requested": args.family,
+        "python": platform.python_version(),
+        "versions": _versions(),
+        "cases": [],
+        "growth": [],
+        "recursion_limit": RECURSION_LIMIT,
+    }
+
+    def log(text: str) -> None:
+        print(f"[bench_clone {result['env']}/{args.family}] {text}", flush=True)
+
+    with _models.recursion_limit(RECURSION_LIMIT):
+        # Warm-up: first calls import the adapter, fill caches, trace layer
+        # classes. A small model with every layer type used below.
+        warm = _models.shared_dag(K, branches=8)
+        info = compat_clone.family_of(warm)
+        result.update(family=info.family, package=info.package, keras_version=info.version,
+                      backend=info.backend)
+        if info.family != args.family:
+            raise SystemExit(f"--family {args.family} but the models built are {info.family} ({info.package} {info.version})")
+        for _ in range(2):
+            native(warm), compat(warm)
+            small = _models.relu_chain(K, 20)
+            native(small), compat(small)
+        del warm, small
+
+        cases = [
+            ("resnet50", "ResNet50 (weights=None)", lambda: _models.resnet50(K), args.repeats_resnet),
+            ("chain400", "400-layer Dense chain", lambda: _models.dense_chain(K, 400), args.repeats),
+            ("dag200", "200-branch DAG, shared layers", lambda: _models.shared_dag(K, 200), args.repeats),
+        ]
+        for key, title, build, repeats in cases:
+            if args.only and key not in args.only:
+                continue
+            t0 = time.perf_counter()
+            model = build()
+            built = time.perf_counter() - t0
+            row = {"case": key, "title": title, "layers": _models.count_layers(model),
+                   "params": int(model.count_params()), "build_s": built, "repeats": repeats}
+            row.update(time_pairs(model, native, compat, repeats))
+            result["cases"].append(row)
+            log(f"{key}: native {row['native_median_s']:.3f}s compat {row['compat_median_s']:.3f}s "
+                f"ratio {row['ratio']:.3f}")
+            del model
+            gc.collect()
+
+        if not args.only or "growth" in args.only:
+            for depth in args.growth:
+                t0 = time.perf_counter()
+                model = _models.relu_chain(K, depth)
+                built = time.perf_counter() - t0
+                repeats = args.repeats_growth if depth <= 1000 else max(2, args.repeats_growth - 1)
+                row = {"layers": depth, "build_s": built, "repeats": repeats}
+                row.update(time_pairs(model, native, compat, repeats))
+                result["growth"].append(row)
+                log(f"growth {depth}: native {row['native_median_s']:.3f}s compat "
+                    f"{row['compat_median_s']:.3f}s ratio {row['ratio']:.3f}")
+                del model
+                gc.collect()
+    if len(result["growth"]) >= 2:
+        first, last = result["growth"][0], result["growth"][-1]
+        result["growth_ratio"] = {
+            "from": first["layers"],
+            "to": last["layers"],
+            "linear": last["layers"] / first["layers"],
+            "native": last["native_median_s"] / first["native_median_s"],
+            "compat": last["compat_median_s"] / first["compat_median_s"],
+        }
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--family", required=True, choices=("keras3", "tf_keras", "keras2"))
+    parser.add_argument("--json", metavar="OUT", help="write the results here")
+    parser.add_argument("--repeats", type=int, default=5, help="pairs per small case (default 5)")
+    parser.add_argument("--repeats-resnet", type=int, default=3, help="pairs for ResNet50 (default 3)")
+    parser.add_argument("--repeats-growth", type=int, default=3,
+                        help="pairs per growth size up to 1000 layers; one less above (default 3)")
+    parser.add_argument("--growth", type=lambda s: [int(x) for x in s.split(",") if x],
+                        default=[500, 1000, 2000, 4000], help="chain depths (default 500,1000,2000,4000)")
+    parser.add_argument("--only", type=lambda s: s.split(","), default=None,
+                        help="comma-separated subset of resnet50,chain400,dag200,growth")
+    args = parser.parse_args(argv)
+
+    box: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = run(args)
+        except BaseException as exc:  # reported by the main thread
+            box["error"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+    # Keras recurses once per graph node: a deep chain needs a big C stack too.
+    threading.stack_size(STACK_BYTES)
+    thread = threading.Thread(target=target, name="bench_clone")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        print(box["error"], file=sys.stderr)
+        return 1
+    text = json.dumps(box["result"], indent=1)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
