@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-default bench tools venv clean
+.PHONY: demo test test-default report bench tools venv clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -27,7 +27,23 @@ demo: $(VENV)/.stamp
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
 
-test: test-default
+# `make test`: our suite (pytest -n auto) in every environment of the version
+# matrix (compat_clone/matrix.toml), built with uv under .matrix/<env>/ and run
+# min(cores, memory GB // 4) at a time; then COMPATIBILITY.md and the README
+# table are regenerated from the recorded feature results. Fails if any
+# environment fails to build, fails a test, or runs/passes no test.
+#   make test MATRIX_ARGS="--env 'keras-3.15-*'"   a subset
+#   make test PYTEST_ARGS="-n 2 -q tests -x"        other pytest arguments
+MATRIX_ARGS ?= --timeout 1500
+PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
+
+test: $(VENV)/.stamp
+	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
+		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
+
+# Regenerate COMPATIBILITY.md / the README table from the last results, without running.
+report: $(VENV)/.stamp
+	$(VENV)/bin/compat-clone matrix --report COMPATIBILITY.md --readme README.md
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .matrix

@@ -193,6 +193,8 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
     d_pip_args = _str_list(defaults.get("pip_args", []), f"defaults.pip_args in {source}")
     d_env = _str_map(defaults.get("env", {}), f"defaults.env in {source}")
     d_self = defaults.get("install_compat_clone", True)
+    if not isinstance(d_self, bool):
+        raise TableError(f"Expected defaults.install_compat_clone in {source} to be true or false. Received: {d_self!r}.")
     raw_envs = data.get("env")
     if not isinstance(raw_envs, list) or not raw_envs:
         raise TableError(
@@ -250,8 +252,8 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
                 env=tuple(sorted(env_vars.items())),
                 fixup=fixup,
                 expect=tuple(sorted(expect.items())),
-                enabled=raw.get("enabled", True),
-                install_compat_clone=raw.get("install_compat_clone", d_self),
+                enabled=bool(raw.get("enabled", True)),
+                install_compat_clone=bool(raw.get("install_compat_clone", d_self)),
                 note=note,
             )
         )
@@ -342,8 +344,8 @@ def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
     payload = {
         "schema": _BUILD_SCHEMA,
         "python": env.python,
-        "packages": list(env.packages),
-        "no_deps": list(env.no_deps),
+        "packages": _expand_requirements(env.packages),
+        "no_deps": _expand_requirements(env.no_deps),
         "pip_args": list(env.pip_args),
         "self": [src[0], str(src[1])] if env.install_compat_clone else None,
     }
@@ -385,7 +387,7 @@ def default_jobs() -> int:
     environment leaves room for the build step's unpacking as well.
     """
     try:
-        cores = len(os.sched_getaffinity(0))  # type: ignore[attr-defined]
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS / Windows
         cores = os.cpu_count() or 1
     try:
@@ -440,7 +442,13 @@ class _Procs:
         self._procs: Set["subprocess.Popen[bytes]"] = set()
 
     def call(self, cmd: Sequence[str], *, log: IO[str], env: Optional[Mapping[str, str]] = None,
-             cwd: Optional[Path] = None, timeout: Optional[float] = None) -> int:
+             cwd: Optional[Path] = None, timeout: Optional[float] = None,
+             cpu: Optional[List[float]] = None) -> int:
+        """Runs `cmd` in its own process group, output to `log`; returns its exit code.
+
+        The CPU seconds it and its reaped descendants used (xdist workers
+        included) are appended to `cpu` where the platform reports them.
+        """
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(
@@ -450,7 +458,7 @@ class _Procs:
         with self._lock:
             self._procs.add(proc)
         try:
-            return proc.wait(timeout=timeout)
+            return self._wait(proc, timeout, cpu)
         except subprocess.TimeoutExpired:
             self._kill(proc)
             log.write(f"\ncompat-clone matrix: timed out after {timeout:.0f}s; process group killed\n")
@@ -458,6 +466,24 @@ class _Procs:
         finally:
             with self._lock:
                 self._procs.discard(proc)
+
+    @staticmethod
+    def _wait(proc: "subprocess.Popen[bytes]", timeout: Optional[float], cpu: Optional[List[float]]) -> int:
+        wait4 = getattr(os, "wait4", None)
+        if wait4 is None or cpu is None:  # pragma: no cover - Windows
+            return proc.wait(timeout=timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.01
+        while True:
+            pid, status, usage = wait4(proc.pid, os.WNOHANG)
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                cpu.append(usage.ru_utime + usage.ru_stime)
+                return proc.returncode
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
     @staticmethod
     def _kill(proc: "subprocess.Popen[bytes]") -> None:
@@ -488,6 +514,7 @@ class _Outcome:
     counts: Optional[Dict[str, int]] = None
     build_s: float = 0.0
     run_s: float = 0.0
+    cpu_s: Optional[float] = None  # CPU seconds of the command (all its processes)
     log: Optional[Path] = None
 
     @property
@@ -530,6 +557,19 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]
         log.write(f"compat-clone matrix: fix-up {env.fixup!r} installed: {path}\n")
 
 
+def _expand_requirements(items: Sequence[str]) -> List[str]:
+    """``"-e ."`` (one table string) becomes ``-e <absolute path>`` for uv; paths
+    are relative to the folder the matrix runs in (the project root)."""
+    out: List[str] = []
+    for item in items:
+        flag, _, rest = item.partition(" ")
+        if flag in ("-e", "--editable") and rest.strip():
+            out += ["-e", str(Path(rest.strip()).expanduser().resolve())]
+        else:
+            out.append(item)
+    return out
+
+
 def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], procs: _Procs,
            log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
@@ -541,7 +581,7 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
             raise RuntimeError(f"`{' '.join(cmd[:4])} ...` exited with {rc}")
 
     step(uv + ["venv", "--allow-existing", "-p", env.python, str(env_dir)])
-    packages = list(env.packages)
+    packages = _expand_requirements(env.packages)
     if env.install_compat_clone:
         if source[0] == "editable":
             packages += ["-e", str(source[1])]
@@ -549,7 +589,8 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
             packages += ["packaging>=21", 'tomli; python_version < "3.11"']
     step(uv + ["pip", "install", "--python", str(python)] + list(env.pip_args) + packages)
     if env.no_deps:
-        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + list(env.pip_args) + list(env.no_deps))
+        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + list(env.pip_args)
+             + _expand_requirements(env.no_deps))
     (env_dir / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
 
 
@@ -614,8 +655,10 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
         say(env.name, f"running ({out.build} in {_fmt_s(out.build_s)})")
         log.write(f"# environment: {json.dumps(dict(env.env) | env.expect_vars(), sort_keys=True)}\n")
         start = time.monotonic()
-        rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout)
+        cpu: List[float] = []
+        rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)
         out.run_s = time.monotonic() - start
+        out.cpu_s = cpu[0] if cpu else None
     out.returncode = rc
     out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
     if timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout:
@@ -646,7 +689,7 @@ def _counts_text(counts: Optional[Dict[str, int]]) -> str:
 
 def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     """The closing table: env, build, passed / failed / skipped, status, time."""
-    headers = ["env", "build", "passed", "failed", "skipped", "status", "time"]
+    headers = ["env", "build", "passed", "failed", "skipped", "status", "time", "cpu"]
     rows = []
     for o in outcomes:
         c = o.counts
@@ -658,9 +701,10 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
             str(c["skipped"] + c["xfailed"]) if c else "-",
             o.status,
             _fmt_s(o.build_s + o.run_s),
+            _fmt_s(o.cpu_s) if o.cpu_s is not None else "-",
         ])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    numeric = {2, 3, 4, 6}
+    numeric = {2, 3, 4, 6, 7}
 
     def fmt(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()

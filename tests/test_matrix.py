@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -147,6 +148,13 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
     assert _matrix.env_stamp(env, ("copy", REPO / "compat_clone")) != stamp
 
 
+def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _matrix._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
+        "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"),
+    ]
+
+
 def _standin_env(root: Path, env: Any) -> Path:
     """An 'environment' that is the running interpreter, stamped as up to date."""
     env_dir = root / env.name
@@ -179,6 +187,7 @@ def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None
     out = _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"])  # uv is never called
     log = (env_dir / "last.log").read_text()
     assert out.build == "reused" and out.status == "ok", log
+    assert out.cpu_s is not None and out.cpu_s > 0
     assert out.counts is not None and out.counts["passed"] == 2 and out.counts["skipped"] == 1
     assert "COMPAT_CLONE_ENV=a COMPAT_CLONE_EXPECT_FAMILY=keras3 COMPAT_CLONE_EXPECT_BACKEND=jax" in log
     assert f"KERAS_BACKEND=jax X=1 VIRTUAL_ENV={env_dir}" in log
@@ -211,6 +220,32 @@ def test_status_from_exit_code_and_summary(tmp_path: Path, script: str, status: 
     (env,) = _matrix.parse_table(_table(install_compat_clone=False))
     _standin_env(tmp_path, env)
     assert _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"]).status == status
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    env_dir = _standin_env(tmp_path, env)
+    script = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print('grandchild', p.pid, flush=True); time.sleep(60)"
+    )
+    out = _matrix._run_one(
+        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
+        uv=["false"], source=_matrix._self_source(), procs=_matrix._Procs(), timeout=3, rebuild=False,
+        say=lambda name, text: None,
+    )
+    log = (env_dir / "last.log").read_text()
+    assert out.status == "TIMEOUT" and "timed out after 3s" in log, log
+    grandchild = int(re.search(r"grandchild (\d+)", log).group(1))  # type: ignore[union-attr]
+    for _ in range(50):
+        stat = Path(f"/proc/{grandchild}/stat")
+        if not stat.exists() or stat.read_text().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"process {grandchild} outlived the timeout")
 
 
 def test_results_of_a_previous_run_are_cleared(tmp_path: Path) -> None:
@@ -248,7 +283,7 @@ def test_summary_table_names_failing_envs() -> None:
     ok = _matrix._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
     bad = _matrix._Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
-    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s$", text, re.M), text
+    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-$", text, re.M), text
     assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED", text, re.M), text
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
 
