@@ -1,0 +1,256 @@
+"""Concurrency: threads and pytest-xdist workers clone side by side.
+
+* 8 threads cloning different models at once all succeed, and every clone
+  computes what its source computes.
+* A clone writes no file and changes no global Keras setting, so pytest-xdist
+  workers (separate processes sharing one checkout and one home folder) can
+  clone without stepping on each other.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+import pytest
+
+import compat_clone
+from model_state import fill_weights, predict, rich_input, rich_model
+
+THREADS = 8
+ROUNDS = 3
+
+
+def _sequential(K: Any, i: int) -> Any:
+    model = K.models.Sequential(
+        [
+            K.layers.Dense(8, activation="relu", input_shape=(6,), name=f"seq{i}_a"),
+            K.layers.BatchNormalization(name=f"seq{i}_bn"),
+            K.layers.Dense(3, name=f"seq{i}_b"),
+        ],
+        name=f"seq{i}",
+    )
+    return fill_weights(model, seed=i)
+
+
+def _with_lambda(K: Any, i: int) -> Any:
+    inputs = K.Input((6,), name=f"lam{i}_x")
+    h = K.layers.Dense(5, name=f"lam{i}_d")(inputs)
+    h = K.layers.Lambda(lambda t: t * 2.0 + 1.0, name=f"lam{i}_fn")(h)
+    return fill_weights(K.models.Model(inputs, K.layers.Dense(3, name=f"lam{i}_out")(h), name=f"lam{i}"), seed=i)
+
+
+def _two_inputs(K: Any, i: int) -> Any:
+    a = K.Input((6,), name=f"two{i}_a")
+    b = K.Input((6,), name=f"two{i}_b")
+    h = K.layers.Concatenate(name=f"two{i}_cat")([K.layers.Dense(4)(a), b])
+    model = K.models.Model([a, b], K.layers.Dense(3, name=f"two{i}_out")(h), name=f"two{i}")
+    return fill_weights(model, seed=i)
+
+
+BUILDERS: List[Callable[[Any, int], Any]] = [
+    lambda K, i: rich_model(K, name=f"rich{i}"),
+    _sequential,
+    _with_lambda,
+    _two_inputs,
+]
+
+
+def _inputs_for(model: Any) -> Any:
+    x = rich_input()
+    return [x, x] if len(model.inputs) == 2 else x
+
+
+def test_eight_threads_clone_different_models(K: Any) -> None:
+    sources = [BUILDERS[i % len(BUILDERS)](K, i) for i in range(THREADS)]
+    expected = [predict(m, _inputs_for(m)) for m in sources]
+    results: Dict[int, List[Any]] = {i: [] for i in range(THREADS)}
+    errors: List[Tuple[int, BaseException]] = []
+    barrier = threading.Barrier(THREADS)
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait(timeout=60)
+            for _ in range(ROUNDS):
+                results[i].append(compat_clone.clone_model(sources[i], copy_weights=True))
+        except BaseException as exc:  # reported below, with the thread's index
+            errors.append((i, exc))
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"cloner-{i}") for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a cloning thread hung"
+    assert not errors, f"{len(errors)} thread(s) failed; first: thread {errors[0][0]}: {errors[0][1]!r}"
+    for i, clones in results.items():
+        assert len(clones) == ROUNDS
+        for clone in clones:
+            assert clone is not sources[i]
+            np.testing.assert_array_equal(predict(clone, _inputs_for(clone)), expected[i])
+
+
+# -- no files -----------------------------------------------------------------
+
+_WRITE_EVENTS = ("os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "os.truncate",
+                 "shutil.copyfile", "shutil.move", "os.symlink", "os.link")
+_RECORDING = threading.Event()
+_SEEN: List[Tuple[str, Any]] = []
+_HOOKED = []
+
+
+def _audit(event: str, args: Any) -> None:
+    if not _RECORDING.is_set():
+        return
+    if event == "open":
+        path, mode = args[0], args[1]
+        flags = args[2] if len(args) > 2 else 0
+        import os
+
+        writes = isinstance(mode, str) and any(c in mode for c in "wax+")
+        writes = writes or (isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        if writes and not isinstance(path, int):
+            _SEEN.append((event, path))
+    elif event in _WRITE_EVENTS:
+        _SEEN.append((event, args[0] if args else None))
+
+
+def _install_hook() -> None:
+    # Audit hooks cannot be removed; ours records only while _RECORDING is set.
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
+
+
+def test_clone_writes_no_files(K: Any) -> None:
+    _install_hook()
+    sources = [BUILDERS[i](K, 100 + i) for i in range(len(BUILDERS))]
+    for source in sources:  # warm up: lazy imports may read (never write) files
+        compat_clone.clone_model(source, copy_weights=True)
+    del _SEEN[:]
+    _RECORDING.set()
+    try:
+        for source in sources:
+            compat_clone.clone_model(source, copy_weights=True)
+            compat_clone.clone_model(source, recursive=True, name="again")
+            compat_clone.copy_weights(source, compat_clone.clone_model(source))
+    finally:
+        _RECORDING.clear()
+    assert not _SEEN, f"cloning touched the file system: {_SEEN[:5]}"
+
+
+def test_audit_hook_sees_writes(tmp_path: Any) -> None:
+    # The check above can fail: a write in the recorded window is seen.
+    _install_hook()
+    del _SEEN[:]
+    _RECORDING.set()
+    try:
+        (tmp_path / "written.txt").write_text("x")
+    finally:
+        _RECORDING.clear()
+    assert any("written.txt" in str(path) for _, path in _SEEN)
+
+
+# -- no global settings -------------------------------------------------------
+
+
+def global_settings(K: Any) -> Dict[str, Any]:
+    """Every process-wide (or thread-wide) Keras setting a clone could touch."""
+    settings: Dict[str, Any] = {}
+    backend = K.backend
+    for getter in ("floatx", "epsilon", "image_data_format", "backend"):
+        fn = getattr(backend, getter, None)
+        if callable(fn):
+            settings[f"backend.{getter}"] = fn()
+    config = getattr(K, "config", None)
+    for getter in dir(config) if config is not None else ():
+        if getter.startswith(("is_", "floatx", "epsilon", "image_data_format", "backend", "max_")):
+            fn = getattr(config, getter)
+            if callable(fn):
+                settings[f"config.{getter}"] = fn()
+    if config is not None and hasattr(config, "dtype_policy"):
+        settings["config.dtype_policy"] = str(config.dtype_policy().name)
+    mp = getattr(K, "mixed_precision", None)
+    if mp is not None and hasattr(mp, "global_policy"):
+        settings["mixed_precision.global_policy"] = str(mp.global_policy().name)
+    for modname in ("keras.src.saving.serialization_lib", "tf_keras.src.saving.serialization_lib"):
+        module = sys.modules.get(modname)
+        if module is not None and hasattr(module, "in_safe_mode"):
+            settings[f"{modname}.in_safe_mode"] = module.in_safe_mode()
+    state = sys.modules.get("keras.src.backend.common.global_state")
+    if state is not None:
+        for key, value in vars(state.GLOBAL_STATE_TRACKER).items():
+            if key == "object_name_uids":  # automatic-name counters: not a setting
+                continue
+            settings[f"global_state.{key}"] = repr(value)
+        settings["global_settings"] = repr(vars(state.GLOBAL_SETTINGS_TRACKER))
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        settings["tf.executing_eagerly"] = tf.executing_eagerly()
+        settings["tf.functions_run_eagerly"] = tf.config.functions_run_eagerly()
+    return settings
+
+
+# Keras 3 keeps its state in thread-locals that are filled with these
+# defaults on first use: a key missing on one side and at its default on the
+# other is the same setting.
+_EMPTY = ("None", "[]", "{}", "()")
+_LAZY_DEFAULTS = {"global_state.tracking_on": "True"}
+
+
+def assert_same_settings(before: Dict[str, Any], after: Dict[str, Any], where: str = "") -> None:
+    keys = set(before) | set(after)
+    missing = object()
+    changed = {}
+    for key in sorted(keys):
+        old, new = before.get(key, missing), after.get(key, missing)
+        if key.startswith("global_state.") and (old is missing or new is missing):
+            value = new if old is missing else old
+            if value in _EMPTY or _LAZY_DEFAULTS.get(key) == value:
+                continue
+        if old != new:
+            changed[key] = (old, new)
+    assert not changed, f"a clone changed global settings{where}: {changed}"
+
+
+def test_clone_changes_no_global_setting(K: Any) -> None:
+    sources = [BUILDERS[i](K, 200 + i) for i in range(len(BUILDERS))]
+    before = global_settings(K)
+    assert before, "no settings were read"
+    for source in sources:
+        compat_clone.clone_model(source, copy_weights=True)
+        compat_clone.clone_model(source, recursive=True)
+    assert_same_settings(before, global_settings(K))
+
+
+def test_settings_check_can_fail(K: Any) -> None:
+    before = global_settings(K)
+    K.backend.set_epsilon(before["backend.epsilon"] * 10)
+    try:
+        with pytest.raises(AssertionError, match="epsilon"):
+            assert_same_settings(before, global_settings(K))
+    finally:
+        K.backend.set_epsilon(before["backend.epsilon"])
+
+
+def test_clone_changes_no_global_setting_in_other_threads(K: Any) -> None:
+    sources = [BUILDERS[i](K, 300 + i) for i in range(len(BUILDERS))]
+    before = global_settings(K)
+    seen: Dict[int, Any] = {}
+
+    def work(i: int) -> None:
+        own = global_settings(K)
+        compat_clone.clone_model(sources[i], copy_weights=True)
+        seen[i] = (own, global_settings(K))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(sources))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert_same_settings(before, global_settings(K))
+    assert len(seen) == len(sources)
+    for i, (own_before, own_after) in seen.items():
+        assert_same_settings(own_before, own_after, f" in thread {i}")
