@@ -89,6 +89,11 @@ _CLONE_MODEL_HOMES = frozenset(
 )
 _CLONE_MODEL_TARGETS = frozenset(f"{home}.clone_model" for home in _CLONE_MODEL_HOMES)
 
+# Every use this tool rewrites or reports contains one of these words; a file
+# without them is left alone without the scope analysis.
+_TRIGGERS = (b"clone_model", b"clone_and_build_model", b"multi_gpu_model")
+_AST_ONLY = 0x400  # ast.PyCF_ONLY_AST
+
 # Top-level packages whose star imports may bring a `clone_model` in.
 _KERAS_ROOTS = ("keras", "tensorflow", "tf_keras")
 
@@ -214,20 +219,41 @@ def migrate_source(
     data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
     if is_package_init is None:
         is_package_init = os.path.basename(path) == "__init__.py"
+    if not any(word in data for word in _TRIGGERS):
+        # Nothing to rewrite or report: skip libcst's (slow, pure Python) scope
+        # analysis, but still say when the file does not parse.
+        try:
+            compile(data, path, "exec", flags=_AST_ONLY, dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            return MigrateResult(path, data, data, [], error=_parse_error(path, data, exc))
+        return MigrateResult(path, data, data, [])
     try:
         module = cst.parse_module(data)
-    except cst.ParserSyntaxError as exc:
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
-        return MigrateResult(
-            path, data, data, [], error=f"{path}:{exc.raw_line}:{exc.raw_column + 1}: "
-            f"does not parse, skipped ({why})"
-        )
-    except Exception as exc:  # libcst can raise other errors on odd input
-        return MigrateResult(path, data, data, [], error=f"{path}: does not parse, skipped ({exc})")
+    except Exception as exc:  # ParserSyntaxError, or another error on odd input
+        return MigrateResult(path, data, data, [], error=_parse_error(path, data, exc))
     codemod = _codemod()
     reports, new_module = codemod.migrate(module, path, is_package_init)
     migrated = new_module.bytes
     return MigrateResult(path, data, migrated, reports)
+
+
+def _parse_error(path: str, data: bytes, exc: Exception) -> str:
+    """`PATH:LINE:COL: does not parse, skipped (why)`, with Python's own words if it has them."""
+    import ast
+
+    try:
+        ast.parse(data, filename=path)
+    except SyntaxError as py_exc:  # e.g. "Missing parentheses in call to 'print'"
+        return (
+            f"{path}:{py_exc.lineno or 1}:{py_exc.offset or 1}: does not parse, skipped "
+            f"({py_exc.msg})"
+        )
+    except Exception:
+        pass
+    line = getattr(exc, "raw_line", 1)
+    column = getattr(exc, "raw_column", 0) + 1
+    why = getattr(exc, "message", None) or str(exc).strip().splitlines()[0]
+    return f"{path}:{line}:{column}: does not parse, skipped ({why})"
 
 
 def iter_python_files(paths: Sequence[str]) -> Iterator[str]:
@@ -304,6 +330,14 @@ def run(args: argparse.Namespace) -> int:
             result = migrate_path(path)
         except (OSError, UnicodeDecodeError) as exc:
             print(f"{path}: could not be read, skipped ({exc})", file=sys.stderr)
+            errors += 1
+            continue
+        except Exception as exc:  # a bug of this tool: skip the file, go on with the others
+            print(
+                f"{path}: could not be migrated ({type(exc).__name__}: {exc}), skipped; "
+                "please report this at compat_clone's issue tracker",
+                file=sys.stderr,
+            )
             errors += 1
             continue
         if result.error is not None:
@@ -402,11 +436,6 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
         if node.relative:
             return None
         return dotted(node.module) if node.module is not None else None
-
-    def is_body_import_line(stmt: Any) -> bool:
-        return isinstance(stmt, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-        )
 
     def comment_lines(line: Any) -> List[Any]:
         """The comments of a statement line, as EmptyLines (leading, then trailing)."""

@@ -198,12 +198,16 @@ def test_unparsable_file_is_reported_and_skipped(tmp_path: Path, capsys: Any) ->
     bad = tmp_path / "py2_script.py"
     bad_source = b'import keras\nprint "clone:", keras.models.clone_model(m)\n'
     bad.write_bytes(bad_source)
+    unrelated = tmp_path / "unrelated.py"
+    unrelated.write_text("def f(:\n    pass\n")
     good = tmp_path / "good.py"
     good.write_text("import keras\nc = keras.models.clone_model(m)\n")
     assert _cli(["--write", str(tmp_path)]) == _migrate.EXIT_ERROR
     err = capsys.readouterr().err
-    assert f"{bad}:2:" in err and "does not parse, skipped" in err
+    assert f"{bad}:2:1: does not parse, skipped (Missing parentheses" in err
+    assert f"{unrelated}:1:" in err
     assert bad.read_bytes() == bad_source
+    assert unrelated.read_text() == "def f(:\n    pass\n"
     assert good.read_text() == "import compat_clone\nc = compat_clone.clone_model(m)\n"
 
 
