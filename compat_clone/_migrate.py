@@ -447,7 +447,9 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
 
     class Analysis:
         def __init__(self) -> None:
-            self.attr_calls: Set[Any] = set()  # Call nodes whose func becomes compat_clone.clone_model
+            self.attr_calls: Set[Any] = (
+                set()
+            )  # Call nodes whose func becomes compat_clone.clone_model
             self.name_calls: Set[Any] = set()  # calls through a from-import that is rewritten
             self.rewritten_refs: Set[Any] = set()  # nodes of rewritten funcs (for unused imports)
             self.from_rewrites: Dict[Any, List[int]] = {}  # ImportFrom -> clone_model alias indexes
@@ -512,7 +514,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
 
         def is_clone_target(self, node: Any) -> bool:
             names = self.resolved(node)
-            return bool(names) and all(n in _CLONE_MODEL_TARGETS for n in names)
+            return names is not None and bool(names) and names <= _CLONE_MODEL_TARGETS
 
         # -- visits
         def visit_Module(self, node: Any) -> None:
@@ -700,7 +702,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                 for assignment in scope.assignments:
                     if not isinstance(assignment, ImportAssignment):
                         continue
-                    imp = assignment.node
+                    imp: Any = assignment.node
                     if isinstance(imp, cst.ImportFrom) and isinstance(imp.names, cst.ImportStar):
                         continue
                     for i, alias in enumerate(imp.names):
@@ -723,7 +725,11 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                 if len(idx) == len(imp.names):
                     line = self.parent(imp)
                     if all(
-                        s is imp or (s in self.a.alias_removals and len(self.a.alias_removals[s]) == len(s.names))
+                        s is imp
+                        or (
+                            s in self.a.alias_removals
+                            and len(self.a.alias_removals[s]) == len(s.names)
+                        )
                         for s in line.body
                     ):
                         self.a.removed_import_lines.add(line)
@@ -762,11 +768,11 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     source = arg.value
                 elif arg.keyword is not None and arg.keyword.value == "copy_weights":
                     return None
-            if source is None or dotted(source) is None or dotted(target) is None:
+            t, s = dotted(target), dotted(source) if source is not None else None
+            if t is None or s is None:
                 return None
             # `m = clone_model(m)` rebinds the source (so does `m = clone_model(m.sub)`):
             # the set_weights after it copies the clone onto itself, a no-op.
-            t, s = dotted(target), dotted(source)
             if s == t or s.startswith(t + "."):
                 return None
             return call, target, source
@@ -845,7 +851,8 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
             keyword=cst.Name("copy_weights"),
             value=cst.Name("True"),
             equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
             ),
         )
         args = list(call.args)
@@ -938,7 +945,9 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     new[-1] = kept.with_changes(
                         comma=kept.comma.with_changes(
                             whitespace_after=kws.with_changes(
-                                empty_lines=kws.empty_lines, indent=ows.indent, last_line=ows.last_line
+                                empty_lines=kws.empty_lines,
+                                indent=ows.indent,
+                                last_line=ows.last_line,
                             )
                         )
                     )
@@ -948,8 +957,10 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                 rws = rpar.whitespace_before if rpar is not None else None
                 if isinstance(rws, cst.ParenthesizedWhitespace) and rws.first_line.comment:
                     moved.append(rws.first_line.comment)  # `name  # comment` then `)`
-                if isinstance(kws, cst.ParenthesizedWhitespace) and isinstance(
-                    rws, cst.ParenthesizedWhitespace
+                if (
+                    rpar is not None
+                    and isinstance(kws, cst.ParenthesizedWhitespace)
+                    and isinstance(rws, cst.ParenthesizedWhitespace)
                 ):
                     new[-1] = kept.with_changes(
                         comma=kept.comma.with_changes(
@@ -988,9 +999,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
             idx = self.a.from_rewrites.get(original)
             if idx is not None:
                 if len(idx) == len(original.names):
-                    return updated.with_changes(
-                        module=cst.Name("compat_clone"), relative=()
-                    )
+                    return updated.with_changes(module=cst.Name("compat_clone"), relative=())
                 moved_names = [original.names[i] for i in idx]
                 updated, comments = drop_aliases(updated, set(idx))
                 new_aliases = [
@@ -1055,7 +1064,9 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     )
             return updated
 
-        def _body(self, original: Any, updated: Any, is_module: bool) -> Tuple[List[Any], List[Any], Optional[int]]:
+        def _body(
+            self, original: Any, updated: Any, is_module: bool
+        ) -> Tuple[List[Any], List[Any], Optional[int]]:
             """New statements, lines left over for the footer, index of a removed import."""
             new_body: List[Any] = []
             carry: List[Any] = []
@@ -1099,14 +1110,20 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     leading_lines=[*placeholder.leading_lines, *new_body[at].leading_lines]
                 )
             else:
-                new_body.append(cst.SimpleStatementLine(body=[], leading_lines=placeholder.leading_lines))
+                new_body.append(
+                    cst.SimpleStatementLine(body=[], leading_lines=placeholder.leading_lines)
+                )
             return new_body
 
         def leave_IndentedBlock(self, original: Any, updated: Any) -> Any:
             new_body, carry, at = self._body(original, updated, False)
             new_body = self._finish(new_body, at, False)
             footer = list(updated.footer)
-            if new_body and isinstance(new_body[-1], cst.SimpleStatementLine) and not new_body[-1].body:
+            if (
+                new_body
+                and isinstance(new_body[-1], cst.SimpleStatementLine)
+                and not new_body[-1].body
+            ):
                 carry = [*new_body.pop().leading_lines, *carry]
             if not new_body:
                 new_body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)]
@@ -1116,7 +1133,11 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
         def leave_Module(self, original: Any, updated: Any) -> Any:
             new_body, carry, at = self._body(original, updated, True)
             new_body = self._finish(new_body, at, True)
-            if new_body and isinstance(new_body[-1], cst.SimpleStatementLine) and not new_body[-1].body:
+            if (
+                new_body
+                and isinstance(new_body[-1], cst.SimpleStatementLine)
+                and not new_body[-1].body
+            ):
                 carry = [*new_body.pop().leading_lines, *carry]
             if self.needs_import and not self.a.has_compat_clone_import:
                 new_body = _insert_import(cst, new_body)
@@ -1175,9 +1196,7 @@ def _insert_import(cst: Any, body: List[Any]) -> List[Any]:
         )
 
     def is_import_try(stmt: Any) -> bool:
-        return isinstance(stmt, cst.Try) and all(
-            is_import_line(s) for s in stmt.body.body
-        )
+        return isinstance(stmt, cst.Try) and all(is_import_line(s) for s in stmt.body.body)
 
     at = 0
     for k, stmt in enumerate(body):

@@ -91,7 +91,7 @@ def test_reports_uses_it_cannot_rewrite(case: str, tmp_path: Path, capsys: Any) 
     _cli(["--check", str(root)])
     err = capsys.readouterr().err
     prefix = str(root) + os.sep
-    reported = [line[len(prefix):] for line in err.splitlines() if line.startswith(prefix)]
+    reported = [line[len(prefix) :] for line in err.splitlines() if line.startswith(prefix)]
     expected = _expected_reports(case)
     assert len(reported) == len(expected), err
     for want in expected:
@@ -478,7 +478,7 @@ REPORTED = {
     ),
     "multi_gpu_model with cpu_relocation": (
         "import keras\np = keras.utils.multi_gpu_model(m, gpus=2, cpu_relocation=True)\n",
-        (2, 5, 'With `cpu_relocation=True`: `multi_gpu_model` was removed'),
+        (2, 5, "With `cpu_relocation=True`: `multi_gpu_model` was removed"),
     ),
     "multi_gpu_model imported": (
         "from tensorflow.keras.utils import multi_gpu_model\n",
