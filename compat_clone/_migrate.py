@@ -306,8 +306,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--check",
         action="store_true",
-        help="change nothing, print nothing but reports and the files that would change; "
-        "exit 1 if any would (for CI)",
+        help="change nothing; list the files that would change and report the uses to fix "
+        "by hand; exit 1 if there is any (for CI)",
     )
 
 
@@ -1064,9 +1064,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
                     )
             return updated
 
-        def _body(
-            self, original: Any, updated: Any, is_module: bool
-        ) -> Tuple[List[Any], List[Any], Optional[int]]:
+        def _body(self, original: Any, updated: Any) -> Tuple[List[Any], List[Any], Optional[int]]:
             """New statements, lines left over for the footer, index of a removed import."""
             new_body: List[Any] = []
             carry: List[Any] = []
@@ -1116,7 +1114,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
             return new_body
 
         def leave_IndentedBlock(self, original: Any, updated: Any) -> Any:
-            new_body, carry, at = self._body(original, updated, False)
+            new_body, carry, at = self._body(original, updated)
             new_body = self._finish(new_body, at, False)
             footer = list(updated.footer)
             if (
@@ -1131,7 +1129,7 @@ def _build_codemod(cst: Any) -> Any:  # noqa: C901 - one closure holding the lib
             return updated.with_changes(body=new_body, footer=[*carry, *footer])
 
         def leave_Module(self, original: Any, updated: Any) -> Any:
-            new_body, carry, at = self._body(original, updated, True)
+            new_body, carry, at = self._body(original, updated)
             new_body = self._finish(new_body, at, True)
             if (
                 new_body
