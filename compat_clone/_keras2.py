@@ -54,6 +54,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from compat_clone._errors import (
     CloneFunctionError,
+    CompatCloneError,
     DeviceNotFoundError,
     InputTensorsError,
     UnsupportedFeatureError,
@@ -158,6 +159,21 @@ def default_clone_layer(layer: Any) -> Any:
     if type(layer) is lambda_cls:
         return _clone_lambda(layer)
     return layer.__class__.from_config(layer.get_config())
+
+
+def _rebuild_error(layer: Any, exc: BaseException) -> UnsupportedModelError:
+    """A layer whose default clone (a config round trip) failed."""
+    cls = type(layer)
+    return UnsupportedModelError(
+        f"Cannot clone layer {getattr(layer, 'name', '?')!r} of class "
+        f"{cls.__module__}.{cls.__qualname__}: rebuilding it from its config "
+        f"failed with {type(exc).__name__}: {exc}\n"
+        f"To fix it: make `{cls.__qualname__}.get_config()` return every "
+        "argument of its constructor; make custom classes its config names "
+        "known with `keras.utils.get_custom_objects().update(...)` (standalone "
+        "Keras 2 has no registration decorator); or pass a `clone_function` "
+        "that builds this layer."
+    )
 
 
 # -- device placement -------------------------------------------------------
@@ -270,10 +286,17 @@ class _Cloner:
             # only; each level's graph walk is iterative).
             new = self.model(layer, None)
         elif self.clone_function is None:
-            new = default_clone_layer(layer)
+            try:
+                new = default_clone_layer(layer)
+            except CompatCloneError:
+                raise
+            except Exception as exc:  # TypeError (constructor args), ValueError...
+                raise _rebuild_error(layer, exc) from exc
         else:
             try:
                 new = self.clone_function(layer)
+            except CompatCloneError:
+                raise
             except Exception as exc:
                 raise CloneFunctionError(
                     f"`clone_function` raised {type(exc).__name__} on layer "
