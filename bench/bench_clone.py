@@ -84,29 +84,34 @@ def time_pairs(
     compat: Callable[[Any], Any],
     repeats: int,
 ) -> Dict[str, Any]:
-    """Times `native(model)` and `compat(model)` `repeats` times each, interleaved."""
-    native_s: List[float] = []
-    compat_s: List[float] = []
+    """Times `native(model)` and `compat(model)` `repeats` times each, interleaved.
+
+    Both wall time (`perf_counter`) and this process's CPU time
+    (`process_time`, all threads) are kept. On a machine shared with other
+    work the CPU time is the steadier measure of the work done; the ratios are
+    medians of per-pair ratios (each pair ran back to back).
+    """
+    times: Dict[str, List[float]] = {"native_s": [], "compat_s": [], "native_cpu_s": [], "compat_cpu_s": []}
     for i in range(repeats):
         order = [("native", native), ("compat", compat)]
         if i % 2:
             order.reverse()
         for side, fn in order:
             gc.collect()
-            start = time.perf_counter()
+            cpu0, wall0 = time.process_time(), time.perf_counter()
             clone = fn(model)
-            elapsed = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
             del clone
-            (native_s if side == "native" else compat_s).append(elapsed)
-    ratios = [c / n for c, n in zip(compat_s, native_s)]
-    return {
-        "native_s": native_s,
-        "compat_s": compat_s,
-        "native_median_s": statistics.median(native_s),
-        "compat_median_s": statistics.median(compat_s),
-        "ratio": statistics.median(ratios),
-        "ratios": ratios,
-    }
+            times[f"{side}_s"].append(wall)
+            times[f"{side}_cpu_s"].append(cpu)
+    out: Dict[str, Any] = dict(times)
+    for key, values in times.items():
+        out[key[: -len("_s")] + "_median_s"] = statistics.median(values)  # native_cpu_median_s, ...
+    out["ratios_wall"] = [c / n for c, n in zip(times["compat_s"], times["native_s"])]
+    out["ratios_cpu"] = [c / n for c, n in zip(times["compat_cpu_s"], times["native_cpu_s"])]
+    out["ratio_wall"] = statistics.median(out["ratios_wall"])
+    out["ratio_cpu"] = statistics.median(out["ratios_cpu"])
+    return out
 
 
 def run(args: argparse.Namespace) -> Dict[str, Any]:
@@ -159,8 +164,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                    "params": int(model.count_params()), "build_s": built, "repeats": repeats}
             row.update(time_pairs(model, native, compat, repeats))
             result["cases"].append(row)
-            log(f"{key}: native {row['native_median_s']:.3f}s compat {row['compat_median_s']:.3f}s "
-                f"ratio {row['ratio']:.3f}")
+            log(f"{key}: native {row['native_cpu_median_s']:.3f}s compat {row['compat_cpu_median_s']:.3f}s CPU, "
+                f"ratio {row['ratio_cpu']:.3f} CPU / {row['ratio_wall']:.3f} wall")
             del model
             gc.collect()
 
@@ -173,8 +178,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 row = {"layers": depth, "build_s": built, "repeats": repeats}
                 row.update(time_pairs(model, native, compat, repeats))
                 result["growth"].append(row)
-                log(f"growth {depth}: native {row['native_median_s']:.3f}s compat "
-                    f"{row['compat_median_s']:.3f}s ratio {row['ratio']:.3f}")
+                log(f"growth {depth}: native {row['native_cpu_median_s']:.3f}s compat "
+                    f"{row['compat_cpu_median_s']:.3f}s CPU, ratio {row['ratio_cpu']:.3f} CPU / "
+                    f"{row['ratio_wall']:.3f} wall")
                 del model
                 gc.collect()
     if len(result["growth"]) >= 2:
@@ -183,8 +189,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             "from": first["layers"],
             "to": last["layers"],
             "linear": last["layers"] / first["layers"],
-            "native": last["native_median_s"] / first["native_median_s"],
-            "compat": last["compat_median_s"] / first["compat_median_s"],
+            "native_cpu": last["native_cpu_median_s"] / first["native_cpu_median_s"],
+            "compat_cpu": last["compat_cpu_median_s"] / first["compat_cpu_median_s"],
+            "native_wall": last["native_median_s"] / first["native_median_s"],
+            "compat_wall": last["compat_median_s"] / first["compat_median_s"],
         }
     return result
 
@@ -193,7 +201,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", required=True, choices=("keras3", "tf_keras", "keras2"))
     parser.add_argument("--json", metavar="OUT", help="write the results here")
-    parser.add_argument("--repeats", type=int, default=5, help="pairs per small case (default 5)")
+    parser.add_argument("--repeats", type=int, default=4, help="pairs per small case (default 4)")
     parser.add_argument("--repeats-resnet", type=int, default=3, help="pairs for ResNet50 (default 3)")
     parser.add_argument("--repeats-growth", type=int, default=3,
                         help="pairs per growth size up to 1000 layers; one less above (default 3)")

@@ -1,0 +1,142 @@
+"""Where clone time goes: cProfile of native and compat_clone clones, by package.
+
+    python bench/profile_clone.py --family tf_keras --case dag200 [--json OUT]
+
+Runs one warm-up clone of each side, then profiles one native and one
+compat_clone clone of the same model. Reports, per side, the share of
+CPU time spent in each package's own code (cProfile `tottime` summed by the
+top-level package of the function's file: keras, tensorflow, compat_clone,
+the standard library...) and the functions of compat_clone with their
+cumulative time: what our code costs, and what bounds the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import pstats
+import sys
+import sysconfig
+import threading
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import _models  # noqa: E402
+from bench_clone import RECURSION_LIMIT, STACK_BYTES, keras_module  # noqa: E402
+
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _package(filename: str) -> str:
+    if filename.startswith("~") or filename.startswith("<"):
+        return "builtins (C)"
+    real = os.path.realpath(filename)
+    marker = os.sep + "site-packages" + os.sep
+    if marker in real:
+        return real.split(marker, 1)[1].split(os.sep, 1)[0].replace(".py", "")
+    if "compat_clone" + os.sep in real:
+        return "compat_clone"
+    if real.startswith(_STDLIB):
+        return "python stdlib"
+    return "other"
+
+
+def build(K: Any, case: str) -> Any:
+    if case == "resnet50":
+        return _models.resnet50(K)
+    if case == "chain400":
+        return _models.dense_chain(K, 400)
+    if case == "dag200":
+        return _models.shared_dag(K, 200)
+    if case.startswith("relu"):
+        return _models.relu_chain(K, int(case[4:]))
+    raise SystemExit(f"unknown case {case!r}: expected resnet50, chain400, dag200 or reluN (e.g. relu4000)")
+
+
+def profile_one(fn: Any, model: Any, top: int) -> Dict[str, Any]:
+    gc.collect()
+    prof = cProfile.Profile()
+    prof.enable()
+    clone = fn(model)
+    prof.disable()
+    del clone
+    stats = pstats.Stats(prof)
+    total = 0.0
+    by_package: Dict[str, float] = {}
+    ours: List[Dict[str, Any]] = []
+    for (filename, line, func), (cc, nc, tt, ct, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        total += tt
+        pkg = _package(filename)
+        by_package[pkg] = by_package.get(pkg, 0.0) + tt
+        if pkg == "compat_clone":
+            ours.append({"function": f"{os.path.basename(filename)}:{line}({func})", "calls": nc,
+                         "tottime_s": tt, "cumtime_s": ct})
+    ours.sort(key=lambda r: -r["tottime_s"])
+    packages = sorted(({"package": k, "tottime_s": v, "share": v / total if total else 0.0}
+                       for k, v in by_package.items()), key=lambda r: -r["tottime_s"])
+    return {"total_s": total, "packages": packages[:top], "compat_clone_functions": ours[:top]}
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    K = keras_module(args.family)
+    import compat_clone
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        model = build(K, args.case)
+        native, compat = K.models.clone_model, compat_clone.clone_model
+        native(model), compat(model)  # warm-up
+        result = {
+            "family": args.family,
+            "case": args.case,
+            "layers": len(model.layers),
+            "native": profile_one(native, model, args.top),
+            "compat": profile_one(compat, model, args.top),
+        }
+    finally:
+        sys.setrecursionlimit(old)
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--family", required=True, choices=("keras3", "tf_keras", "keras2"))
+    parser.add_argument("--case", default="dag200")
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--json", metavar="OUT")
+    args = parser.parse_args(argv)
+    box: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = run(args)
+        except BaseException as exc:  # reported by the main thread
+            box["error"] = exc
+
+    threading.stack_size(STACK_BYTES)
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    result = box["result"]
+    for side in ("native", "compat"):
+        prof = result[side]
+        shares = ", ".join(f"{p['package']} {100 * p['share']:.0f}%" for p in prof["packages"][:5])
+        print(f"[profile {args.family} {args.case}] {side}: {prof['total_s']:.2f}s profiled; {shares}")
+    for row in result["compat"]["compat_clone_functions"][:6]:
+        print(f"    {row['function']}: {row['calls']} calls, {row['tottime_s']:.3f}s own, {row['cumtime_s']:.3f}s cumulative")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
