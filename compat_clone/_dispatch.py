@@ -17,8 +17,6 @@ import threading
 from types import ModuleType
 from typing import Any, Dict, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from compat_clone._errors import NotAModelError
 
 __all__ = ["FamilyInfo", "family_of", "adapter_for", "family_of_class"]
@@ -91,6 +89,11 @@ def _package_version(module: ModuleType) -> str:
 def _family_for(package: str, version: str) -> str:
     if package == "tf_keras" or package == "tensorflow":
         return TF_KERAS
+    # Imported here, not at module level: compiling its version regex is the
+    # largest single cost of `import compat_clone` (bench/bench_import.py), and
+    # it is needed once per model class.
+    from packaging.version import InvalidVersion, Version
+
     try:
         parsed = Version(version)
     except InvalidVersion:  # e.g. a development tree: fall back to major digit
