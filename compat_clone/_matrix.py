@@ -11,7 +11,8 @@ pass ``--table FILE.toml``). For each selected environment the runner
 3. runs ``COMMAND`` with the environment's ``bin`` first on ``PATH``,
    ``VIRTUAL_ENV`` set, the table's variables, and ``COMPAT_CLONE_ENV``,
    ``COMPAT_CLONE_EXPECT_{FAMILY,VERSION,BACKEND}``, ``COMPAT_CLONE_RESULTS``;
-   its output goes to ``.matrix/<name>/last.log``.
+   its output goes to ``.matrix/<name>/last.log``; the result files it writes
+   replace that environment's previous ones in ``.matrix/_results/``.
 
 Environments run in parallel, ``--jobs`` at a time (default: one per core,
 at most one per 4 GB of memory). One summary table closes the run; the exit
@@ -612,6 +613,44 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str]) -> Dic
 def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
              source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
              say: Any) -> _Outcome:
+    """Builds (or reuses) one environment and runs the command in it.
+
+    Another `compat-clone matrix` run using the same environment folder (a
+    second terminal, a benchmark) is waited for: one run at a time per
+    environment, so a rebuild never pulls the floor from under a running one.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{env.name}.lock", "a+") as lock_file:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no locking
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                say(env.name, "waiting for another run that uses this environment")
+                fcntl.flock(lock_file, fcntl.LOCK_EX)
+        return _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
+                               procs=procs, timeout=timeout, rebuild=rebuild, say=say)
+
+
+def _publish_results(staging: Path, results: Path) -> None:
+    """Moves the run's result files into `results`, replacing older ones.
+
+    A run that records nothing (a benchmark, a subset of tests that records
+    no feature) leaves the previous results of the environment in place.
+    """
+    if staging.is_dir():
+        for item in staging.iterdir():
+            if item.is_file():
+                os.replace(item, results / item.name)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
+                    source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
+                    say: Any) -> _Outcome:
     out = _Outcome(env=env.name)
     env_dir = root / env.name
     stamp = env_stamp(env, source)
@@ -641,17 +680,17 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
             say(env.name, f"build FAILED ({e}); log: {out.log}")
             return out
         out.build_s = time.monotonic() - start
-        environ = _child_environ(env, env_dir, results, uv)
+        # The command writes its result files into a staging folder of its own.
+        staging = results / f".run-{os.getpid()}-{env.name}"
+        shutil.rmtree(staging, ignore_errors=True)
+        environ = _child_environ(env, env_dir, staging, uv)
         exe = shutil.which(command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"
             log.write(f"compat-clone matrix: command {command[0]!r} not found on PATH={environ['PATH']}\n")
             say(env.name, f"FAILED: {command[0]!r} not found in the environment or on PATH")
             return out
-        results.mkdir(parents=True, exist_ok=True)
-        stale = results / f"{env.name}.jsonl"
-        if stale.exists():
-            stale.unlink()
+        staging.mkdir(parents=True)
         say(env.name, f"running ({out.build} in {_fmt_s(out.build_s)})")
         log.write(f"# environment: {json.dumps(dict(env.env) | env.expect_vars(), sort_keys=True)}\n")
         start = time.monotonic()
@@ -659,6 +698,7 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
         rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)
         out.run_s = time.monotonic() - start
         out.cpu_s = cpu[0] if cpu else None
+        _publish_results(staging, results)
     out.returncode = rc
     out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
     if timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout:

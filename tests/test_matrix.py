@@ -248,14 +248,52 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         pytest.fail(f"process {grandchild} outlived the timeout")
 
 
-def test_results_of_a_previous_run_are_cleared(tmp_path: Path) -> None:
+def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None:
     (env,) = _matrix.parse_table(_table(install_compat_clone=False))
     _standin_env(tmp_path, env)
     old = tmp_path / "_results" / "a.jsonl"
     old.parent.mkdir()
     old.write_text('{"feature": "old"}\n')
     _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"], uv=["false"])
-    assert not old.exists()
+    assert old.read_text() == '{"feature": "old"}\n'  # recorded nothing: kept
+    record = (
+        "import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_RESULTS']); "
+        "(d / (os.environ['COMPAT_CLONE_ENV'] + '.jsonl')).write_text('{\"feature\": \"new\"}\\n'); "
+        "print('1 passed in 0.1s')"
+    )
+    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"])
+    assert old.read_text() == '{"feature": "new"}\n'
+    assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl"]  # staging removed
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
+def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
+    import fcntl
+    import threading
+
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    _standin_env(tmp_path, env)
+    said: List[Any] = []
+
+    def second_run() -> None:
+        said.append(_matrix._run_one(
+            env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
+            uv=["false"], source=_matrix._self_source(), procs=_matrix._Procs(), timeout=60, rebuild=False,
+            say=lambda name, text: said.append(text),
+        ))
+
+    with open(tmp_path / ".a.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        thread = threading.Thread(target=second_run)
+        thread.start()
+        for _ in range(200):
+            if said:
+                break
+            time.sleep(0.05)
+        assert said == ["waiting for another run that uses this environment"]
+        assert thread.is_alive()
+    thread.join(60)
+    assert said[-1].status == "ok"
 
 
 @pytest.mark.parametrize(
