@@ -133,7 +133,37 @@ def _run_script(args: List[str], env: Dict[str, str], timeout: int = WORKER_TIME
     )
 
 
-def _records(mode: str, env: Optional[Dict[str, str]] = None, extra: Optional[List[str]] = None) -> Dict[str, Any]:
+def _once_per_run(tmp_path_factory: Any, name: str, produce: Callable[[], Any]) -> Any:
+    """`produce()` once per test run, even when pytest-xdist spreads the tests.
+
+    Under xdist every worker process has its own module fixtures; the workers
+    of one run share the parent of their base temp folders (the xdist recipe
+    for once-per-session fixtures), so the first worker to get the lock runs
+    the (slow, multi-process) worker and the others read its file.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER") or os.name != "posix":
+        return produce()
+    import fcntl
+
+    base = str(tmp_path_factory.getbasetemp().parent / f"placement_{name}")
+    with open(base + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(base + ".json"):
+            with open(base + ".json", encoding="utf-8") as fh:
+                return json.load(fh)
+        result = produce()
+        with open(base + ".json", "w", encoding="utf-8") as fh:
+            json.dump(result, fh)
+        return result
+
+
+def _records(
+    tmp_path_factory: Any, mode: str, env: Optional[Dict[str, str]] = None, extra: Optional[List[str]] = None
+) -> Dict[str, Any]:
+    return dict(_once_per_run(tmp_path_factory, mode, lambda: _run_worker(mode, env, extra)))
+
+
+def _run_worker(mode: str, env: Optional[Dict[str, str]], extra: Optional[List[str]]) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
         proc = _run_script([mode, out, *(extra or [])], env or {})
@@ -158,8 +188,8 @@ def _expect(records: Dict[str, Any], key: str) -> Dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def tf_records() -> Dict[str, Any]:
-    return _records("tf")
+def tf_records(tmp_path_factory: Any) -> Dict[str, Any]:
+    return _records(tmp_path_factory, "tf")
 
 
 TF_CHECKS = [
@@ -216,7 +246,11 @@ def _free_ports(n: int) -> List[int]:
 
 
 @pytest.fixture(scope="module")
-def mwms_records() -> List[Dict[str, Any]]:
+def mwms_records(tmp_path_factory: Any) -> List[Dict[str, Any]]:
+    return list(_once_per_run(tmp_path_factory, "mwms", _run_two_workers))
+
+
+def _run_two_workers() -> List[Dict[str, Any]]:
     ports = _free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -279,8 +313,8 @@ def test_multi_worker_mirrored(mwms_records: List[Dict[str, Any]], family: str) 
 
 
 @pytest.fixture(scope="module")
-def jax_records() -> Dict[str, Any]:
-    return _records("jax", {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "KERAS_BACKEND": "jax"})
+def jax_records(tmp_path_factory: Any) -> Dict[str, Any]:
+    return _records(tmp_path_factory, "jax", {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "KERAS_BACKEND": "jax"})
 
 
 JAX_CHECKS = [
@@ -700,8 +734,9 @@ def _worker_jax(out: str) -> None:
         for v in model.weights:
             v.assign(jax.device_put(v.value, devices[2]))
         native = keras.models.clone_model(model)
+        fresh = compat_clone.clone_model(model)  # placement alone, no copy
         clone = compat_clone.clone_model(model, copy_weights=True)
-        for v in clone.weights:
+        for v in fresh.weights + clone.weights:
             assert v.value.sharding.device_set == {devices[2]}, v.value.sharding
         assert all(v.value.sharding.device_set == {devices[0]} for v in native.weights)
         np.testing.assert_array_equal(_outputs(model), _outputs(clone))
@@ -717,8 +752,9 @@ def _worker_jax(out: str) -> None:
         kernel = model.get_layer("dense_a").kernel
         assert len(kernel.value.sharding.device_set) == 4 and not kernel.value.sharding.is_fully_replicated
         native = keras.models.clone_model(model)  # outside the scope
+        fresh = compat_clone.clone_model(model)  # placement alone, no copy
         clone = compat_clone.clone_model(model, copy_weights=True)
-        for src, dst in zip(model.weights, clone.weights):
+        for src, dst in list(zip(model.weights, clone.weights)) + list(zip(model.weights, fresh.weights)):
             assert same_sharding(src.value.sharding, dst.value.sharding, len(src.shape)), (
                 src.path,
                 src.value.sharding,
