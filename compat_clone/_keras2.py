@@ -23,13 +23,15 @@ releases get wrong or lack corrected; each fix names the upstream bug:
   inputs (the same masks, recorded on the new nodes).
 * No `clone_function` before 2.3.0 (2.3.x: functional only), no
   `call_function`, no `recursive`: all supplied, for functional and
-  Sequential models. Nested models are one unit for a user
-  `clone_function`; with the default one (or `recursive=True`) they are
-  rebuilt layer by layer, keeping the nesting and layer sharing -- not
-  through `Model.from_config`, whose `Lambda` round trip (`marshal` of the
-  function's code) loses the function's module globals.
+  Sequential models. Nested models are one unit by default (like native:
+  `clone_function`, by default a config round trip, gets the whole nested
+  model); with `recursive=True` they are rebuilt layer by layer with
+  `clone_function` (and `call_function`) at every level, nesting and layer
+  sharing kept.
 * `Lambda` layers are rebuilt from the live function object, never
-  serialized (same reason).
+  serialized: `Lambda.from_config` rebuilds the function from `marshal`-ed
+  bytecode with `keras.layers.core`'s globals, so a function reading a
+  global of its own module fails (`NameError`) in every 2.x release.
 * `model.trainable = False` and the flags of nested models are lost by the
   config round trip (2.0-2.3.1); restored.
 * A Sequential model whose first layer is an explicit `InputLayer` loses it
@@ -162,17 +164,30 @@ def default_clone_layer(layer: Any) -> Any:
 
 
 def _rebuild_error(layer: Any, exc: BaseException) -> UnsupportedModelError:
-    """A layer whose default clone (a config round trip) failed."""
+    """A layer whose default clone (a config round trip) failed.
+
+    Worded like the other families' (`_errors.layer_rebuild_error`), with
+    Keras 2's way of registering a class: it has no decorator.
+    """
+    from compat_clone._errors import _custom_classes_inside
+
     cls = type(layer)
+    custom = _custom_classes_inside(layer)
+    names = f" ({', '.join(custom)})" if custom else ""
+    nested = (
+        " pass `recursive=True` to clone this nested model layer by layer;"
+        if hasattr(layer, "layers")
+        else ""
+    )
     return UnsupportedModelError(
         f"Cannot clone layer {getattr(layer, 'name', '?')!r} of class "
         f"{cls.__module__}.{cls.__qualname__}: rebuilding it from its config "
         f"failed with {type(exc).__name__}: {exc}\n"
         f"To fix it: make `{cls.__qualname__}.get_config()` return every "
-        "argument of its constructor; make custom classes its config names "
-        "known with `keras.utils.get_custom_objects().update(...)` (standalone "
-        "Keras 2 has no registration decorator); or pass a `clone_function` "
-        "that builds this layer."
+        "argument of its constructor; register the custom classes its config "
+        f"names{names} with `keras.utils.get_custom_objects()[name] = cls` "
+        "(standalone Keras 2 has no `register_keras_serializable` decorator);"
+        f"{nested} or pass a `clone_function` that builds this layer."
     )
 
 
@@ -281,7 +296,7 @@ class _Cloner:
         if entry is not None:
             return entry[1]
         nested = self.is_graph_model(layer) and getattr(layer, "inputs", None)
-        if nested and (self.recursive or self.clone_function is None):
+        if nested and self.recursive:
             # Layer by layer, nesting kept (recursion over nesting levels
             # only; each level's graph walk is iterative).
             new = self.model(layer, None)
@@ -388,6 +403,14 @@ class _Cloner:
                     self.call(source_layer, new_layer, args[0] if len(args) == 1 else args, kwargs)
                 )
                 references = _to_list(node.output_tensors)
+                bad = [y for y in outputs if not hasattr(y, "_keras_history")]
+                if bad:
+                    raise CloneFunctionError(
+                        f"The call of the clone of layer {source_layer.name!r} "
+                        f"returned {type(bad[0]).__name__} {bad[0]!r}, not a Keras "
+                        "symbolic tensor. Expected `call_function` to return what "
+                        "`layer(*args, **kwargs)` returns."
+                    )
                 if len(outputs) != len(references):
                     raise CloneFunctionError(
                         f"The clone of layer {source_layer.name!r} returned "
@@ -482,8 +505,8 @@ def _check_tensor(x: Any) -> None:
         ok = False
     if not ok and not _is_variable(x):
         raise InputTensorsError(
-            "Expected each entry of `input_tensors` to be a tensor: "
-            "`keras.Input(...)`, a placeholder or a `K.variable`. Received: "
+            "Expected `input_tensors` to hold symbolic tensors: "
+            "`keras.Input(...)`, placeholders or `K.variable`s. Received: "
             f"{type(x).__module__}.{type(x).__qualname__} {x!r}."
         )
 
@@ -496,19 +519,26 @@ def _is_keras_tensor(K: Any, x: Any) -> bool:
     return hasattr(x, "_keras_history")
 
 
+def _flatten(structure: Any) -> List[Any]:
+    """Leaves of nested lists / tuples / dicts (dict values in key order), iteratively."""
+    out: List[Any] = []
+    stack = [structure]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed([item[k] for k in sorted(item)]))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        else:
+            out.append(item)
+    return out
+
+
 def _flat_input_tensors(model: Any, input_tensors: Any, expected: int) -> List[Any]:
-    if isinstance(input_tensors, dict):
-        raise InputTensorsError(
-            "Expected `input_tensors` to be a tensor or a list of tensors (standalone "
-            "Keras 2 models have list inputs). Received a dict with keys "
-            f"{sorted(map(str, input_tensors))}."
-        )
-    flat = _to_list(input_tensors)
-    if any(isinstance(x, (list, tuple, dict)) for x in flat):
-        raise InputTensorsError(
-            "Expected `input_tensors` to be a flat list of tensors, one per model "
-            f"input. Received a nested structure: {input_tensors!r}."
-        )
+    # Standalone Keras 2 models have a flat list of inputs; another structure
+    # holding the right number of tensors is flattened (as Keras 3's `tree`
+    # re-packs it), in order.
+    flat = _flatten(input_tensors)
     if len(flat) != expected:
         names = [layer.name for layer in _input_layers(model)]
         raise InputTensorsError(
