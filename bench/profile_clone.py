@@ -21,7 +21,7 @@ import pstats
 import sys
 import sysconfig
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -82,6 +82,45 @@ def profile_one(fn: Any, model: Any, top: int) -> Dict[str, Any]:
     return {"total_s": total, "packages": packages[:top], "compat_clone_functions": ours[:top]}
 
 
+def _function_times(fn: Any, model: Any) -> Dict[str, Tuple[int, float]]:
+    gc.collect()
+    prof = cProfile.Profile()
+    prof.enable()
+    clone = fn(model)
+    prof.disable()
+    del clone
+    out: Dict[str, Tuple[int, float]] = {}
+    for (filename, line, func), (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():  # type: ignore[attr-defined]
+        name = f"{_package(filename)}: {os.path.basename(filename)}:{line}({func})"
+        out[name] = (nc, tt)
+    return out
+
+
+def growth(args: argparse.Namespace, K: Any, compat: Any) -> Dict[str, Any]:
+    """Which functions grow faster than the chain: cost at `big` beyond (big/small) x cost at `small`."""
+    small_n, big_n = args.growth
+    scale = big_n / small_n
+    sides: Dict[str, Any] = {}
+    for side, fn in (("native", K.models.clone_model), ("compat", compat)):
+        small, big = _models.relu_chain(K, small_n), _models.relu_chain(K, big_n)
+        fn(small)  # warm-up
+        t_small = _function_times(fn, small)
+        t_big = _function_times(fn, big)
+        rows = []
+        for name in set(t_small) | set(t_big):
+            n0, s0 = t_small.get(name, (0, 0.0))
+            n1, s1 = t_big.get(name, (0, 0.0))
+            rows.append({"function": name, "calls_small": n0, "calls_big": n1, "tottime_small_s": s0,
+                         "tottime_big_s": s1, "excess_s": s1 - scale * s0})
+        rows.sort(key=lambda r: -r["excess_s"])
+        total_small = sum(v[1] for v in t_small.values())
+        total_big = sum(v[1] for v in t_big.values())
+        sides[side] = {"total_small_s": total_small, "total_big_s": total_big, "growth": total_big / total_small,
+                       "excess_s": total_big - scale * total_small, "top_excess": rows[: args.top]}
+    return {"family": args.family, "case": f"relu chain {small_n} -> {big_n}", "small": small_n, "big": big_n,
+            "linear": scale, **sides}
+
+
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     K = keras_module(args.family)
     import compat_clone
@@ -89,6 +128,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(RECURSION_LIMIT)
     try:
+        if args.growth:
+            return growth(args, K, compat_clone.clone_model)
         model = build(K, args.case)
         native, compat = K.models.clone_model, compat_clone.clone_model
         native(model), compat(model)  # warm-up
@@ -109,6 +150,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--family", required=True, choices=("keras3", "tf_keras", "keras2"))
     parser.add_argument("--case", default="dag200")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--growth", type=lambda s: [int(x) for x in s.split(",")], metavar="SMALL,BIG",
+                        help="profile ReLU chains of SMALL and BIG layers instead; report what grows superlinearly")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args(argv)
     box: Dict[str, Any] = {}
@@ -126,6 +169,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "error" in box:
         raise box["error"]
     result = box["result"]
+    if args.growth:
+        for side in ("native", "compat"):
+            prof = result[side]
+            print(f"[profile {args.family} {result['case']}] {side}: {prof['total_small_s']:.2f}s -> "
+                  f"{prof['total_big_s']:.2f}s profiled, growth {prof['growth']:.2f} (linear {result['linear']:.0f}); "
+                  f"superlinear excess {prof['excess_s']:.2f}s")
+            for row in prof["top_excess"][:6]:
+                print(f"    {row['function']}: {row['calls_small']} -> {row['calls_big']} calls, "
+                      f"{row['tottime_small_s']:.3f}s -> {row['tottime_big_s']:.3f}s own")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(result, fh, indent=1)
+        return 0
     for side in ("native", "compat"):
         prof = result[side]
         shares = ", ".join(f"{p['package']} {100 * p['share']:.0f}%" for p in prof["packages"][:5])

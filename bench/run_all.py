@@ -29,9 +29,11 @@ import json
 import os
 import platform
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -67,6 +69,11 @@ def _say(text: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def _shown(line: str, details: bool = True) -> bool:
+    """A progress line of a bench script (echoed by the runner)."""
+    return line.startswith(("[bench_", "[profile")) or (details and line.startswith("    "))
+
+
 class Runner:
     """Runs a bench script in an environment; collects its JSON."""
 
@@ -94,17 +101,33 @@ class Runner:
         if env == "default":  # the .venv: no inherited choice of Keras
             for var in ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "PYTHONPATH"):
                 environ.pop(var, None)
+        # Streamed, so a long benchmark shows its progress; matrix environments
+        # write the script's own output to .matrix/<env>/last.log instead.
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        timer = threading.Timer(self.timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.start()
+        lines: List[str] = []
+        assert proc.stdout is not None
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=self.timeout)
-            rc, text = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc, text = -9, f"timed out after {self.timeout:.0f}s\n{exc.stdout or ''}"
+            for line in proc.stdout:
+                lines.append(line.rstrip("\n"))
+                if _shown(line):
+                    print("    " + line.rstrip(), flush=True)
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        timed_out = not timer.is_alive() and rc < 0
+        timer.cancel()
+        text = "\n".join(lines) + (f"\ntimed out after {self.timeout:.0f}s" if timed_out else "")
         took = time.monotonic() - start
-        for line in text.splitlines():
-            if line.startswith(("[bench_", "[profile")) or line.startswith("    "):
-                print("    " + line, flush=True)
+        log = ROOT / ".matrix" / env / "last.log"
+        if env != "default" and log.exists():
+            for line in log.read_text(errors="replace").splitlines():
+                if _shown(line, details=False):
+                    print("    " + line.rstrip(), flush=True)
         if rc != 0 or not out.exists():
-            log = ROOT / ".matrix" / env / "last.log"
             tail = text.strip().splitlines()[-25:]
             if env != "default" and log.exists():
                 tail = log.read_text(errors="replace").strip().splitlines()[-25:]
