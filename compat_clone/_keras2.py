@@ -509,6 +509,25 @@ def _check_tensor(x: Any) -> None:
             "`keras.Input(...)`, placeholders or `K.variable`s. Received: "
             f"{type(x).__module__}.{type(x).__qualname__} {x!r}."
         )
+    _check_own_keras(x)
+
+
+def _check_own_keras(x: Any) -> None:
+    """A Keras tensor must come from this standalone Keras, not tf.keras/tf_keras."""
+    history = getattr(x, "_keras_history", None)
+    if history is None:
+        return
+    origin = history[0]
+    layer_cls = _classes()[0]
+    if not isinstance(origin, layer_cls):
+        owner = type(origin).__module__.partition(".")[0]
+        raise InputTensorsError(
+            "Expected `input_tensors` from the same standalone Keras as the model "
+            f"(keras {_k().__version__}). Received "
+            f"{type(x).__module__}.{type(x).__qualname__} {x!r}, made by layer "
+            f"{getattr(origin, 'name', '?')!r} of package {owner!r}. Create it "
+            "with this Keras' `keras.Input(...)`, or pass a placeholder or variable."
+        )
 
 
 def _is_variable(x: Any) -> bool:
