@@ -11,7 +11,10 @@ Two concerns, one public entry each, one small private helper per backend
     `tf.distribute` strategy (`MirroredStrategy`, `MultiWorkerMirroredStrategy`,
     `OneDeviceStrategy`..., read off the source *variables*, since
     `tf.distribute.get_strategy()` only knows the scope active now) entered with
-    `strategy.scope()`, else `tf.device(<the source variables' device>)`;
+    `strategy.scope()`, else `tf.device(<the source variables' device>)` (the
+    most common one, if a model spreads its variables by hand: TensorFlow
+    cannot move a variable once made). A strategy scope the caller entered
+    around the call governs instead (the native idiom keeps working);
   - JAX: `jax.default_device(...)` during the build, then `Placement.finish`
     puts each clone variable on its source variable's sharding (and keeps its
     `keras.distribution` layout), so `ModelParallel` / `DataParallel` /
@@ -244,7 +247,7 @@ def _tf_device_name(tf: Any, device: Any) -> str:
     # trust (a cluster lists them only once connected).
     if spec.job in (None, "localhost") and (spec.device_type.upper(), index) not in local:
         raise _not_found(device, "TensorFlow", available)
-    return spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string()
+    return str(spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string())
 
 
 def _resolve_tf(model: Any, device: Any, info: Any) -> Placement:
@@ -400,7 +403,8 @@ def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
     jax = _fw("jax")
     keras_distribution = _keras_distribution_class()
     if keras_distribution is not None and isinstance(device, keras_distribution):
-        return Placement(f"the given {type(device).__name__}", device.scope)
+        given: Any = device
+        return Placement(f"the given {type(given).__name__}", given.scope)
     if device is None:
         sources = [v for v in _model_variables(model) if hasattr(getattr(v, "_value", None), "sharding")]
         singles = [_jax_single_device(jax, v._value.sharding) for v in sources]
@@ -471,11 +475,11 @@ def _torch_device(torch: Any, device: Any) -> str:
 
 
 def _keras_device_scope(name: str) -> ContextManager[Any]:
-    keras = _fw("keras")
-    device_scope = getattr(keras, "device", None)  # keras.device: Keras 3.0+
-    if device_scope is None:  # pragma: no cover
-        from keras.src.backend import device_scope
-    return device_scope(name)  # type: ignore[no-any-return]
+    # The torch backend's `device_scope(name)` sets the device its variables
+    # are created on (Keras 3.0-3.15.1; `keras.device` fronts it since 3.1).
+    core = sys.modules.get("keras.src.backend.torch.core")
+    scope_fn: Any = getattr(core, "device_scope", None) or getattr(_fw("keras"), "device")
+    return scope_fn(name)  # type: ignore[no-any-return]
 
 
 def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:

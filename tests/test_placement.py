@@ -96,7 +96,8 @@ def _fill(model: Any, seed: int) -> None:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    model.set_weights([rng.standard_normal(tuple(w.shape)).astype("float32") for w in model.weights])
+    # get_weights() order (standalone Keras 2 lists `model.weights` differently).
+    model.set_weights([rng.standard_normal(w.shape).astype("float32") for w in model.get_weights()])
 
 
 def weights_np(model: Any) -> List[Any]:
@@ -763,6 +764,10 @@ def _worker_jax(out: str) -> None:
         assert_same_weights(model, clone)
         np.testing.assert_allclose(_outputs(model), _outputs(clone), rtol=1e-6)
         native_kernel = native.get_layer("dense_a").kernel.value.sharding
+        # device=<a keras.distribution>: the clone is built under it.
+        elsewhere = compat_clone.clone_model(build(keras, seed=20), device=distribution)
+        kernel = elsewhere.get_layer("dense_a").kernel.value.sharding
+        assert same_sharding(kernel, model.get_layer("dense_a").kernel.value.sharding, 2)
         return {
             "native_sharded": len(native_kernel.device_set) > 1,
             "compat_sharded": len(clone.get_layer("dense_a").kernel.value.sharding.device_set) > 1,
