@@ -54,7 +54,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "compat_clone._tfkeras: restored, then each layer's flag",
     ),
     KnownIssue(
-        "tf_keras", ">=2.13", "keras-team/keras #17700",
+        "tf_keras", ">=2.12", "keras-team/keras #17700",
         "a layer called on a one-element list (Concatenate()([x])) fails to clone",
         "compat_clone._tfkeras: own graph walk keeps the call structure",
     ),
@@ -70,13 +70,13 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "compat_clone._keras3: Lambda rebuilt from the live function",
     ),
     KnownIssue(
-        "keras3", ">=3.0", "sparse inputs",
-        "sparse=True / ragged=True inputs come back dense",
+        "keras3", ">3.0.0", "sparse inputs",
+        "sparse=True / ragged=True inputs come back dense (seen in 3.15.1, not in 3.0.0)",
         "compat_clone._keras3: inputs recreated with their flags",
     ),
     KnownIssue(
-        "keras3", ">=3.0", "model.trainable",
-        "trainable=False on a functional model is lost",
+        "keras3", ">3.0.0", "model.trainable",
+        "trainable=False on a functional model is lost (seen in 3.15.1, not in 3.0.0)",
         "compat_clone._keras3: restored",
     ),
     KnownIssue(

@@ -24,10 +24,12 @@ NATIVE_BUGS = [
     ("keras3", ">=3.15", "sparse_input"),
     # Keras 3: functional model.trainable=False lost (seen in 3.15.1)
     ("keras3", ">=3.15", "trainable_false"),
-    # tf.keras / tf_keras: keras-team/keras #17700 (seen in 2.15.1 and tf_keras 2.16, 2.21)
-    ("tf_keras", ">=2.15", "single_input_concatenate"),
-    # tf.keras / tf_keras: model.trainable=False lost
-    ("tf_keras", ">=2.15", "trainable_false"),
+    # tf.keras / tf_keras: keras-team/keras #17700 (seen in 2.12.1, 2.15.1, tf_keras 2.16, 2.21)
+    ("tf_keras", ">=2.12", "single_input_concatenate"),
+    # tf.keras / tf_keras: model.trainable=False lost (seen in 2.12.1 to 2.21)
+    ("tf_keras", ">=2.12", "trainable_false"),
+    # Keras 3: Lambda refused in every release tested (3.0.0, 3.15.1)
+    ("keras3", ">=3.0", "lambda_pair_into_add"),
 ]
 
 
