@@ -24,6 +24,7 @@ import os
 from typing import Any, List
 
 import pytest
+from packaging.version import Version
 
 FAMILIES = ("keras3", "tf_keras", "keras2")
 
@@ -52,7 +53,7 @@ def families_under_test() -> List[str]:
         major = keras.__version__.split(".")[0]
         if major == "3":
             found.append("keras3")
-        elif keras.__version__ < "2.4":
+        elif Version(keras.__version__) < Version("2.4"):
             found.append("keras2")
         else:
             found.append("tf_keras")

@@ -17,6 +17,7 @@ import inspect
 from typing import Any, Callable, Dict, List
 
 import numpy as np
+from packaging.version import Version
 
 
 class NativeLacks(Exception):
@@ -75,7 +76,7 @@ def family_name(K: Any) -> str:
     version = K.__version__
     if name == "keras" and version.startswith("3"):
         return "keras3"
-    if name == "keras" and version < "2.4":
+    if name == "keras" and Version(version) < Version("2.4"):
         return "keras2"
     return "tf_keras"
 
