@@ -114,6 +114,44 @@ def time_pairs(
     return out
 
 
+_OURS = os.sep + "compat_clone" + os.sep
+
+
+def count_work(model: Any, native: Callable[[Any], Any], compat: Callable[[Any], Any]) -> Dict[str, Any]:
+    """One cProfile'd clone per side: function calls made, and compat_clone's own time.
+
+    Call counts do not depend on the machine's load: `calls_ratio` is how
+    much more Python work (function calls, Keras's and TensorFlow's included)
+    the compat_clone clone does than the native one. `own_share` is the part
+    of the compat_clone clone's profiled time spent in compat_clone's own
+    functions (cProfile `tottime`).
+    """
+    import cProfile
+    import pstats
+
+    out: Dict[str, Any] = {}
+    for side, fn in (("native", native), ("compat", compat)):
+        gc.collect()
+        prof = cProfile.Profile()
+        prof.enable()
+        clone = fn(model)
+        prof.disable()
+        del clone
+        stats = pstats.Stats(prof)
+        total = own = 0.0
+        for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+            total += tottime
+            if _OURS in filename:
+                own += tottime
+        out[f"{side}_calls"] = stats.total_calls  # type: ignore[attr-defined]
+        out[f"{side}_profiled_s"] = total
+        if side == "compat":
+            out["own_s"] = own
+            out["own_share"] = own / total if total else 0.0
+    out["calls_ratio"] = out["compat_calls"] / out["native_calls"]
+    return out
+
+
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     K = keras_module(args.family)
     _silence(K)
@@ -163,9 +201,12 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             row = {"case": key, "title": title, "layers": _models.count_layers(model),
                    "params": int(model.count_params()), "build_s": built, "repeats": repeats}
             row.update(time_pairs(model, native, compat, repeats))
+            if not args.no_count:
+                row.update(count_work(model, native, compat))
             result["cases"].append(row)
             log(f"{key}: native {row['native_cpu_median_s']:.3f}s compat {row['compat_cpu_median_s']:.3f}s CPU, "
-                f"ratio {row['ratio_cpu']:.3f} CPU / {row['ratio_wall']:.3f} wall")
+                f"ratio {row['ratio_cpu']:.3f} CPU / {row['ratio_wall']:.3f} wall"
+                + ("" if args.no_count else f"; calls {row['calls_ratio']:.4f}x, own code {100 * row['own_share']:.2f}%"))
             del model
             gc.collect()
 
@@ -207,6 +248,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="pairs per growth size up to 1000 layers; one less above (default 3)")
     parser.add_argument("--growth", type=lambda s: [int(x) for x in s.split(",") if x],
                         default=[500, 1000, 2000, 4000], help="chain depths (default 500,1000,2000,4000)")
+    parser.add_argument("--no-count", action="store_true",
+                        help="skip the cProfile'd clone per side (call counts, compat_clone's own share)")
     parser.add_argument("--only", type=lambda s: s.split(","), default=None,
                         help="comma-separated subset of resnet50,chain400,dag200,growth")
     args = parser.parse_args(argv)

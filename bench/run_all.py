@@ -214,6 +214,7 @@ def clone_rows(clones: List[Dict[str, Any]]) -> List[List[str]]:
                 res["env"], _label(res), case["title"], str(case["layers"]),
                 _f(case["native_cpu_median_s"], 3), _f(case["compat_cpu_median_s"], 3),
                 f"**{case['ratio_cpu']:.3f}**", spread, _f(case["ratio_wall"], 3), str(case["repeats"]),
+                _f(case.get("calls_ratio"), 4), "-" if "own_share" not in case else f"{100 * case['own_share']:.2f}%",
                 f"≤ {target:.2f}: {verdict(case['ratio_cpu'], case.get('ratios_cpu', []), target)}",
             ])
     return rows
@@ -295,6 +296,17 @@ def _profile_lines(profiles: List[Dict[str, Any]]) -> List[str]:
         if "error" in prof:
             lines.append(f"- `{prof['env']}` {prof['case']}: profiling failed ({prof['error']}).")
             continue
+        if prof["case"] == "growth":
+            nat, comp = prof["native"], prof["compat"]
+            lines.append(
+                f"- `{prof['env']}` {_label(prof['_res'])}, growth, cProfile of ReLU chains of {prof['small']} and "
+                f"{prof['big']} layers (linear: {prof['linear']:.0f}×): native grows {nat['growth']:.2f}×, "
+                f"compat_clone {comp['growth']:.2f}×. The functions whose time grows most beyond linear, in the "
+                f"compat_clone clone (package: function, own time small → big):")
+            for row in comp["top_excess"][:6]:
+                lines.append(f"    - {row['function']}: {row['calls_small']} → {row['calls_big']} calls, "
+                             f"{row['tottime_small_s']:.3f} s → {row['tottime_big_s']:.3f} s")
+            continue
         comp, nat = prof["compat"], prof["native"]
         ours = next((p["tottime_s"] for p in comp["packages"] if p["package"] == "compat_clone"), 0.0)
         top = ", ".join(f"{p['package']} {100 * p['share']:.0f}%" for p in comp["packages"][:5])
@@ -336,9 +348,12 @@ def report(
         for case in res["cases"]:
             t = _target(res["family"])
             v = verdict(case["ratio_cpu"], case.get("ratios_cpu", []), t)
+            work = ""
+            if "calls_ratio" in case:
+                work = f"; calls ×{case['calls_ratio']:.4f}, own code {100 * case['own_share']:.2f}%"
             verdicts.append(f"{v:12} {res['env']}/{res['family']} {case['case']}: compat/native "
-                            f"{case['ratio_cpu']:.3f} (pairs {min(case['ratios_cpu']):.2f}–{max(case['ratios_cpu']):.2f}; "
-                            f"target ≤ {t:.2f})")
+                            f"{case['ratio_cpu']:.3f} (pairs {min(case['ratios_cpu']):.2f}–{max(case['ratios_cpu']):.2f}"
+                            f"{work}; target ≤ {t:.2f})")
         gr = res.get("growth_ratio")
         if gr:
             ok = gr["compat_cpu"] <= GROWTH_MAX
@@ -394,7 +409,12 @@ def report(
 
     md += ["## Clone time: compat_clone / native", ""]
     md += _table(["env", "Keras", "model", "layers", "native s", "compat_clone s", "ratio (CPU)", "pair spread",
-                  "ratio (wall)", "pairs", "target"], clone_rows(clones), right=(3, 4, 5, 6, 8, 9))
+                  "ratio (wall)", "pairs", "calls ratio", "own code", "target"], clone_rows(clones),
+                 right=(3, 4, 5, 6, 8, 9, 10, 11))
+    md += ["", "Times: medians of CPU seconds. *calls ratio*: function calls made by one compat_clone clone / "
+           "by one native clone (cProfile; Keras's and TensorFlow's calls included), a measure of the work "
+           "done that does not depend on the machine's load. *own code*: the share of the compat_clone clone's "
+           "profiled time spent in compat_clone's own functions.", ""]
     md += ["", "## Growth with model size (ReLU chain)", ""]
     md += _table(["env", "Keras", "4000/500 of", "linear", "native", "compat_clone", "compat_clone (wall)", "target"],
                  growth_summary(clones), right=(3, 4, 5, 6))
@@ -408,6 +428,9 @@ def report(
     md += [""]
     if profiles:
         md += ["## Profiles of missed targets", "",
+               "Growth misses are profiled at two chain sizes: what grows faster than the chain is named, "
+               "with the package it lives in.",
+               "",
                "Each missed clone target, profiled (`bench/profile_clone.py`: one native and one compat_clone "
                "clone under cProfile, own time summed by package). What bounds the ratio is the share of "
                "compat_clone's own code: the rest is the same Keras / TensorFlow work the native call does, "
@@ -535,6 +558,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                     entry.update(env=res["env"], case=case["case"], _res=res)
                     entry.setdefault("layers", case["layers"])
                     profiles.append(entry)
+
+        for res in clones:
+            gr = res.get("growth_ratio")
+            if gr and gr["compat_cpu"] > GROWTH_MAX:
+                sizes = f"{gr['from']},{min(gr['to'], 4 * gr['from'])}"
+                prof = runner.run(res["env"], f"profile-{res['family']}-growth", "profile_clone.py",
+                                  ["--family", res["family"], "--growth", sizes])
+                entry = prof if prof is not None else {"error": "see the log above"}
+                entry.update(env=res["env"], case="growth", _res=res)
+                profiles.append(entry)
 
     plot_note = plot(clones, args.plot)
     wall = time.monotonic() - started
