@@ -11,7 +11,9 @@ native call gets wrong or lacks, each fix commented with the versions:
   a `Lambda` is rebuilt from the live function object. A wrapper layer that
   holds a `Lambda` (e.g. `TimeDistributed(Lambda(...))`) is rebuilt under
   `SafeModeScope(False)`, which Keras keeps in thread-local state, so only
-  that `from_config` call in this thread sees it.
+  that `from_config` call in this thread sees it. A nested model holding a
+  `Lambda` is rebuilt from its live layers instead (a bytecode round trip
+  loses the function's module globals).
 * `sparse=True` / `ragged=True` inputs: native `_clone_functional_model`
   recreates inputs from `batch_shape`, `dtype` and `name` only, so the clone's
   inputs are dense (seen in 3.15.1). We create the inputs ourselves.
@@ -155,7 +157,7 @@ def _wrap(
     layer_map: LayerMap,
 ) -> Callable[[Any], Any]:
     """Layer sharing (one clone per source layer), recursion and checks."""
-    functional_cls, sequential_cls, _, layer_cls = _classes()
+    functional_cls, sequential_cls, lambda_cls, layer_cls = _classes()
     fn = clone_function or default_clone_layer
     user_supplied = clone_function is not None
 
@@ -167,6 +169,17 @@ def _wrap(
             new = _clone_graph(
                 layer, None, clone_function, call_function, recursive, layer_map
             )
+        elif (
+            not user_supplied
+            and isinstance(layer, (functional_cls, sequential_cls))
+            and _holds_lambda(layer, lambda_cls)
+        ):
+            # A nested model holding a `Lambda`, default clone: rebuilt from
+            # its live layers (still one unit: no user callables inside). Its
+            # config round trip would deserialize the function, which loses
+            # the function's module globals (3.0-3.15.1: "could not
+            # automatically infer the shape of the Lambda's output").
+            new = _clone_graph(layer, None, None, None, False, layer_map)
         else:
             try:
                 new = fn(layer)

@@ -16,13 +16,20 @@ clone_function)`. What it adds or fixes, with the versions:
 * `call_function` (absent natively): supplied by the same walk for functional
   models; refused for Sequential models, whose layers are not called.
 * `name=` renames the clone.
+* `Lambda` layers inside a nested model or a wrapper: a nested `from_config`
+  runs in safe mode, and since tf.keras 2.12 (tf_keras alike) a serialized
+  `lambda` is refused there (and a bytecode round trip loses the function's
+  module globals). A nested model holding a `Lambda` is rebuilt by our graph
+  walk from the live layers; a wrapper is rebuilt under `SafeModeScope(False)`,
+  which these releases keep in a threading.local: this thread, this call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
 from compat_clone._errors import (
@@ -71,6 +78,28 @@ def _default_clone_layer(layer: Any) -> Any:
     return layer.__class__.from_config(layer.get_config())
 
 
+def _holds_lambda(layer: Any, lambda_cls: type) -> bool:
+    flatten = getattr(layer, "_flatten_layers", None)
+    if flatten is None:
+        return False
+    return any(isinstance(sub, lambda_cls) for sub in flatten(include_self=False))
+
+
+@contextlib.contextmanager
+def _unsafe_in_this_thread(lambda_cls: type) -> Iterator[None]:
+    # A nested `from_config` runs under `SafeModeScope(True)`, and since
+    # tf.keras 2.12 (tf_keras alike) `Lambda.from_config` then refuses a
+    # serialized `lambda`. The flag lives in `serialization_lib.SAFE_MODE`, a
+    # threading.local: this scope relaxes it for this thread and this call only.
+    lib = getattr(sys.modules.get(lambda_cls.__module__), "serialization_lib", None)
+    scope = getattr(lib, "SafeModeScope", None)
+    if scope is None:  # before 2.12: no safe mode
+        yield
+        return
+    with scope(False):
+        yield
+
+
 class _Cloner:
     """One clone call: the layer map, the family's module, the user callables."""
 
@@ -98,7 +127,7 @@ class _Cloner:
             new = self.clone_graph(layer, None)
         elif self.clone_function is None:
             try:
-                new = _default_clone_layer(layer)
+                new = self._default_clone(layer)
             except CompatCloneError:
                 raise
             except Exception as exc:  # TypeError / NotImplementedError / ValueError
@@ -122,6 +151,21 @@ class _Cloner:
                 )
         self.layer_map[id(layer)] = (layer, new)
         return new
+
+    def _default_clone(self, layer: Any) -> Any:
+        lambda_cls = self.keras.layers.Lambda
+        if not _holds_lambda(layer, lambda_cls):
+            return _default_clone_layer(layer)
+        if _is_graph_model(layer) or _is_sequential(layer):
+            # A nested model holding a `Lambda`: rebuilt by our graph walk from
+            # the live layers (one unit still: no user callables inside), so no
+            # function is deserialized; a bytecode round trip loses the
+            # function's module globals and is refused in safe mode (2.12+).
+            inner = _Cloner(self.keras, None, None, False)
+            inner.layer_map = self.layer_map
+            return inner.clone_graph(layer, None)
+        with _unsafe_in_this_thread(lambda_cls):  # e.g. TimeDistributed(Lambda)
+            return _default_clone_layer(layer)
 
     # -- one model ---------------------------------------------------------
 
