@@ -120,8 +120,11 @@ def test_table_file_errors(tmp_path: Path) -> None:
 
 def test_select_by_name_glob_and_disabled() -> None:
     envs = _matrix.load_table()
-    default = _matrix.select_envs(envs, None)
-    assert "keras-2.3.1" not in [e.name for e in default]  # disabled
+    default = [e.name for e in _matrix.select_envs(envs, None)]
+    assert len(default) == 11 and "keras-2.3.1" in default  # every built-in env is enabled
+    (table,) = _matrix.parse_table(_table(enabled=False))
+    assert _matrix.select_envs([table], None) == []  # a disabled env runs only when named
+    assert [e.name for e in _matrix.select_envs([table], [table.name])] == [table.name]
     assert [e.name for e in _matrix.select_envs(envs, ["keras-2.3.1"])] == ["keras-2.3.1"]
     picked = [e.name for e in _matrix.select_envs(envs, ["keras-3.15-*", "tf_keras-2.21"])]
     assert picked == ["tf_keras-2.21", "keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch"]  # table order
