@@ -78,6 +78,14 @@ def _silence(K: Any) -> None:
         pass
 
 
+def fresh_session(K: Any) -> None:
+    """A new graph / fresh name counters for the next case (standalone Keras 2
+    keeps every op of every clone in one TF1 graph otherwise)."""
+    gc.collect()
+    K.backend.clear_session()
+    gc.collect()
+
+
 def time_pairs(
     model: Any,
     native: Callable[[Any], Any],
@@ -92,6 +100,10 @@ def time_pairs(
     medians of per-pair ratios (each pair ran back to back).
     """
     times: Dict[str, List[float]] = {"native_s": [], "compat_s": [], "native_cpu_s": [], "compat_cpu_s": []}
+    # An even number of pairs, so that each side goes first equally often:
+    # work that grows with every clone (a TF1 graph keeps what each clone
+    # created) then favours neither.
+    repeats += repeats % 2
     for i in range(repeats):
         order = [("native", native), ("compat", compat)]
         if i % 2:
@@ -117,20 +129,28 @@ def time_pairs(
 _OURS = os.sep + "compat_clone" + os.sep
 
 
+def _call_layer(layer: Any, *args: Any, **kwargs: Any) -> Any:
+    return layer(*args, **kwargs)
+
+
 def count_work(model: Any, native: Callable[[Any], Any], compat: Callable[[Any], Any]) -> Dict[str, Any]:
-    """One cProfile'd clone per side: function calls made, and compat_clone's own time.
+    """cProfile'd clones, native, compat_clone, native: function calls made, and our own time.
 
     Call counts do not depend on the machine's load: `calls_ratio` is how
     much more Python work (function calls, Keras's and TensorFlow's included)
-    the compat_clone clone does than the native one. `own_share` is the part
-    of the compat_clone clone's profiled time spent in compat_clone's own
-    functions (cProfile `tottime`).
+    the compat_clone clone does than the native one. The native clone is
+    counted before and after and averaged: some work grows with what earlier
+    clones left behind (standalone Keras 2 in graph mode filters every
+    variable of the graph by name when it creates one), and the average
+    cancels that drift. `own_share` is the part of the compat_clone clone's
+    profiled time spent in compat_clone's own functions (cProfile `tottime`).
     """
     import cProfile
     import pstats
 
+    calls: Dict[str, List[int]] = {"native": [], "compat": []}
     out: Dict[str, Any] = {}
-    for side, fn in (("native", native), ("compat", compat)):
+    for side, fn in (("native", native), ("compat", compat), ("native", native)):
         gc.collect()
         prof = cProfile.Profile()
         prof.enable()
@@ -138,16 +158,18 @@ def count_work(model: Any, native: Callable[[Any], Any], compat: Callable[[Any],
         prof.disable()
         del clone
         stats = pstats.Stats(prof)
-        total = own = 0.0
-        for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
-            total += tottime
-            if _OURS in filename:
-                own += tottime
-        out[f"{side}_calls"] = stats.total_calls  # type: ignore[attr-defined]
-        out[f"{side}_profiled_s"] = total
+        calls[side].append(stats.total_calls)  # type: ignore[attr-defined]
         if side == "compat":
+            total = own = 0.0
+            for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+                total += tottime
+                if _OURS in filename:
+                    own += tottime
             out["own_s"] = own
             out["own_share"] = own / total if total else 0.0
+    out["native_calls"] = statistics.mean(calls["native"])
+    out["native_calls_each"] = calls["native"]
+    out["compat_calls"] = calls["compat"][0]
     out["calls_ratio"] = out["compat_calls"] / out["native_calls"]
     return out
 
@@ -195,12 +217,14 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         for key, title, build, repeats in cases:
             if args.only and key not in args.only:
                 continue
+            fresh_session(K)
             t0 = time.perf_counter()
             model = build()
             built = time.perf_counter() - t0
             row = {"case": key, "title": title, "layers": _models.count_layers(model),
                    "params": int(model.count_params()), "build_s": built, "repeats": repeats}
             row.update(time_pairs(model, native, compat, repeats))
+            row["repeats"] = len(row["native_s"])
             if not args.no_count:
                 row.update(count_work(model, native, compat))
             result["cases"].append(row)
@@ -212,18 +236,32 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
         if not args.only or "growth" in args.only:
             for depth in args.growth:
+                fresh_session(K)
                 t0 = time.perf_counter()
                 model = _models.relu_chain(K, depth)
                 built = time.perf_counter() - t0
                 # Small chains are cheap: more pairs where the growth ratio's
                 # denominator is measured.
-                repeats = max(2, args.repeats_growth - (depth > 1000) * 2 - (depth > 2000))
+                repeats = args.repeats_growth if depth <= 1000 else 2
                 row = {"layers": depth, "build_s": built, "repeats": repeats}
                 row.update(time_pairs(model, native, compat, repeats))
+                row["repeats"] = len(row["native_s"])
+            row["repeats"] = len(row["native_s"])
+                walk = ""
+                if info.family == "tf_keras":
+                    # compat_clone delegates a plain tf.keras clone to the
+                    # native one; with a `call_function` it runs its own graph
+                    # walk (_tfkeras._Cloner._walk_clone). Timed once, for the
+                    # growth of our own code.
+                    gc.collect()
+                    cpu0 = time.process_time()
+                    compat(model, call_function=_call_layer)
+                    row["walk_cpu_s"] = time.process_time() - cpu0
+                    walk = f"; own walk (call_function) {row['walk_cpu_s']:.3f}s"
                 result["growth"].append(row)
                 log(f"growth {depth}: native {row['native_cpu_median_s']:.3f}s compat "
                     f"{row['compat_cpu_median_s']:.3f}s CPU, ratio {row['ratio_cpu']:.3f} CPU / "
-                    f"{row['ratio_wall']:.3f} wall")
+                    f"{row['ratio_wall']:.3f} wall{walk}")
                 del model
                 gc.collect()
     if len(result["growth"]) >= 2:
@@ -237,6 +275,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             "native_wall": last["native_median_s"] / first["native_median_s"],
             "compat_wall": last["compat_median_s"] / first["compat_median_s"],
         }
+        if "walk_cpu_s" in first and "walk_cpu_s" in last:
+            result["growth_ratio"]["walk_cpu"] = last["walk_cpu_s"] / first["walk_cpu_s"]
     return result
 
 
@@ -244,11 +284,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--family", required=True, choices=("keras3", "tf_keras", "keras2"))
     parser.add_argument("--json", metavar="OUT", help="write the results here")
-    parser.add_argument("--repeats", type=int, default=4, help="pairs per small case (default 4)")
-    parser.add_argument("--repeats-resnet", type=int, default=3, help="pairs for ResNet50 (default 3)")
-    parser.add_argument("--repeats-growth", type=int, default=5,
-                        help="pairs per growth size up to 1000 layers; 2 fewer up to 2000, 3 fewer above, "
-                             "at least 2 (default 5)")
+    parser.add_argument("--repeats", type=int, default=4, help="pairs per small case (default 4; rounded up to even)")
+    parser.add_argument("--repeats-resnet", type=int, default=4, help="pairs for ResNet50 (default 4)")
+    parser.add_argument("--repeats-growth", type=int, default=4,
+                        help="pairs per growth size up to 1000 layers; 2 above (default 4)")
     parser.add_argument("--growth", type=lambda s: [int(x) for x in s.split(",") if x],
                         default=[500, 1000, 2000, 4000], help="chain depths (default 500,1000,2000,4000)")
     parser.add_argument("--no-count", action="store_true",

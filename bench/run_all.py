@@ -47,6 +47,27 @@ LEGACY_MAX = 1.00   # keras2: no slower than keras 2.2.5's native clone
 GROWTH_MAX = 9.0    # clone time at 4000 layers / at 500 layers (linear is 8)
 IMPORT_MAX_MS = 50.0
 
+# What bounds the growth where it is superlinear: found with
+# `bench/profile_clone.py --growth 500,2000` (the report prints that profile
+# from the current run beside this text).
+GROWTH_CAUSES = {
+    "tf_keras": (
+        "tf_keras's own `clone_model` is quadratic: `_clone_functional_model` (tf_keras 2.21 "
+        "`src/models/cloning.py`, the `ancillary_layers` comprehension) tests `layer not in "
+        "new_model.layers` for every cloned layer, and `Model.layers` rebuilds the whole layer list "
+        "(`_flatten_layers` / `_flatten_modules`) on each access: n²/2 calls. compat_clone delegates a "
+        "plain tf.keras clone to that function, to stay identical to native, and so inherits it; "
+        "compat_clone's own graph walk (the *own walk* column, used with `call_function`) grows linearly."
+    ),
+    "keras2": (
+        "Keras 2.2.5's `Model` constructor is quadratic: `engine/network.py` `_map_graph_network` checks "
+        "`x not in computable_tensors` (a list) for every node input, and each comparison goes through "
+        "TensorFlow's `Tensor.__eq__` dispatch (`math_ops.tensor_equals`): n²/2 calls; it also counts "
+        "every layer name in the list of all names. Native and compat_clone clones both end by "
+        "constructing the `Model`, with the same calls (see the native counts above)."
+    ),
+}
+
 # environment -> families benchmarked there
 ENV_FAMILIES = {
     "default": ("keras3", "tf_keras"),
@@ -226,7 +247,7 @@ def growth_rows(clones: List[Dict[str, Any]]) -> List[List[str]]:
         for g in res["growth"]:
             rows.append([res["env"], _label(res), str(g["layers"]), _f(g["native_cpu_median_s"], 3),
                          _f(g["compat_cpu_median_s"], 3), _f(g["ratio_cpu"], 3), _f(g["ratio_wall"], 3),
-                         str(g["repeats"])])
+                         str(g["repeats"]), _f(g.get("walk_cpu_s"), 3)])
     return rows
 
 
@@ -239,7 +260,7 @@ def growth_summary(clones: List[Dict[str, Any]]) -> List[List[str]]:
         met = gr["compat_cpu"] <= GROWTH_MAX
         rows.append([res["env"], _label(res), f"{gr['to']}/{gr['from']}", _f(gr["linear"], 1),
                      _f(gr["native_cpu"], 2), f"**{gr['compat_cpu']:.2f}**", _f(gr["compat_wall"], 2),
-                     f"≤ {GROWTH_MAX:.0f}: {'met' if met else 'MISSED'}"])
+                     _f(gr.get("walk_cpu"), 2), f"≤ {GROWTH_MAX:.0f}: {'met' if met else 'MISSED'}"])
     return rows
 
 
@@ -273,6 +294,9 @@ def plot(clones: List[Dict[str, Any]], path: Path) -> Optional[str]:
         compat = [g["compat_cpu_median_s"] for g in res["growth"]]
         ax.plot(xs, native, "o-", label="native clone_model")
         ax.plot(xs, compat, "s--", label="compat_clone.clone_model")
+        walk = [g.get("walk_cpu_s") for g in res["growth"]]
+        if all(w is not None for w in walk):
+            ax.plot(xs, walk, "^-.", label="compat_clone, own graph walk\n(call_function)")
         ax.plot(xs, [compat[0] * x / xs[0] for x in xs], ":", color="gray", label="linear (from first point)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -304,8 +328,12 @@ def _profile_lines(profiles: List[Dict[str, Any]]) -> List[str]:
                 f"compat_clone {comp['growth']:.2f}×. The functions whose time grows most beyond linear, in the "
                 f"compat_clone clone (package: function, own time small → big):")
             for row in comp["top_excess"][:6]:
-                lines.append(f"    - {row['function']}: {row['calls_small']} → {row['calls_big']} calls, "
+                lines.append(f"    - {row['function']}: {row['calls_small']} → {row['calls_big']} calls "
+                             f"(native clone: {row.get('native_calls_small', '?')} → {row.get('native_calls_big', '?')}), "
                              f"{row['tottime_small_s']:.3f} s → {row['tottime_big_s']:.3f} s")
+            known = GROWTH_CAUSES.get(prof["_res"]["family"])
+            if known:
+                lines.append(f"    - Analysis: {known}")
             continue
         comp, nat = prof["compat"], prof["native"]
         ours = next((p["tottime_s"] for p in comp["packages"] if p["package"] == "compat_clone"), 0.0)
@@ -358,8 +386,9 @@ def report(
         if gr:
             ok = gr["compat_cpu"] <= GROWTH_MAX
             verdicts.append(f"{'met' if ok else 'MISSED':12} {res['env']}/{res['family']} growth {gr['to']}/{gr['from']}: "
-                            f"{gr['compat_cpu']:.2f} (native {gr['native_cpu']:.2f}; linear {gr['linear']:.0f}; "
-                            f"target ≤ {GROWTH_MAX:.0f})")
+                            f"{gr['compat_cpu']:.2f} (native {gr['native_cpu']:.2f}"
+                            + (f"; compat_clone's own walk {gr['walk_cpu']:.2f}" if "walk_cpu" in gr else "")
+                            + f"; linear {gr['linear']:.0f}; target ≤ {GROWTH_MAX:.0f})")
     if imp:
         ok = imp["median_cpu_ms"] < IMPORT_MAX_MS and not imp["frameworks_loaded"]
         verdicts.append(f"{'met' if ok else 'MISSED':12} import compat_clone: {imp['median_cpu_ms']:.1f} ms CPU, "
@@ -416,15 +445,17 @@ def report(
            "done that does not depend on the machine's load. *own code*: the share of the compat_clone clone's "
            "profiled time spent in compat_clone's own functions.", ""]
     md += ["", "## Growth with model size (ReLU chain)", ""]
-    md += _table(["env", "Keras", "4000/500 of", "linear", "native", "compat_clone", "compat_clone (wall)", "target"],
-                 growth_summary(clones), right=(3, 4, 5, 6))
+    md += _table(["env", "Keras", "growth of", "linear", "native", "compat_clone", "compat_clone (wall)",
+                  "own walk", "target"], growth_summary(clones), right=(3, 4, 5, 6, 7))
     md += [""]
     if plot_note is None:
         md += [f"![clone time vs layers]({plot_rel})", ""]
     else:
         md += [f"(No plot: {plot_note}.)", ""]
-    md += _table(["env", "Keras", "layers", "native s", "compat_clone s", "ratio (CPU)", "ratio (wall)", "pairs"],
-                 growth_rows(clones), right=(2, 3, 4, 5, 6, 7))
+    md += _table(["env", "Keras", "layers", "native s", "compat_clone s", "ratio (CPU)", "ratio (wall)", "pairs",
+                  "own walk s"], growth_rows(clones), right=(2, 3, 4, 5, 6, 7, 8))
+    md += ["", "*own walk*: tf.keras / tf_keras only: compat_clone with a `call_function`, which replaces the "
+           "native clone by compat_clone's own graph walk (`_tfkeras._Cloner._walk_clone`); one run per size.", ""]
     md += [""]
     if profiles:
         md += ["## Profiles of missed targets", "",
