@@ -246,7 +246,6 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 row = {"layers": depth, "build_s": built, "repeats": repeats}
                 row.update(time_pairs(model, native, compat, repeats))
                 row["repeats"] = len(row["native_s"])
-            row["repeats"] = len(row["native_s"])
                 walk = ""
                 if info.family == "tf_keras":
                     # compat_clone delegates a plain tf.keras clone to the
