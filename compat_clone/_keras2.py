@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -617,6 +618,24 @@ def _map_arguments(node: Any, tensor_map: Dict[int, Tuple[Any, Any]], masks: Lis
 # -- entry points -----------------------------------------------------------
 
 
+_LOCK = threading.RLock()
+
+
+def _graph_of(model: Any) -> Any:
+    for tensor in list(getattr(model, "outputs", None) or []) + list(getattr(model, "weights", None) or []):
+        graph = getattr(tensor, "graph", None)
+        if graph is not None:
+            return graph
+    return None
+
+
+def _graph_scope(model: Any) -> Any:
+    """`with graph.as_default()` for the source's graph (TensorFlow backend)."""
+    graph = _graph_of(model)
+    as_default = getattr(graph, "as_default", None)
+    return as_default() if as_default is not None else contextlib.nullcontext()
+
+
 def _restore_layer_flags(layer_map: LayerMap, network_cls: type, user_fn: bool) -> None:
     # Model.from_config drops a nested model's `trainable` (2.0-2.3.1). A
     # user clone_function decides flags itself.
@@ -655,7 +674,14 @@ def clone(
             "a functional or Sequential model, or create a new instance of its "
             "class and copy the weights with `compat_clone.copy_weights`."
         )
-    new = cloner.model(model, input_tensors)
+    # TensorFlow 2's compat.v1 keeps a default graph per thread: a clone made
+    # in a worker thread would otherwise be built in that thread's own, empty
+    # graph, away from the source's tensors and Keras's session.
+    # Graph-mode building is not thread-safe (concurrent `tf.Variable`
+    # creation on one graph trips TensorFlow's scope stacks): clones and
+    # copies of this family take one process-wide lock.
+    with _LOCK, _graph_scope(model):
+        new = cloner.model(model, input_tensors)
     _restore_layer_flags(layer_map, cloner.network_cls, clone_function is not None)
     if name is not None:
         new.name = name
@@ -690,6 +716,11 @@ def assign_pairs(pairs: List[Tuple[Any, Any]]) -> None:
     """
     if not pairs:
         return
+    with _LOCK:
+        _assign_locked(pairs)
+
+
+def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
     K = _K()
     if K.backend() != "tensorflow":
         # Theano / CNTK shared variables: no graph-side assign across them;
@@ -715,7 +746,8 @@ def assign_pairs(pairs: List[Tuple[Any, Any]]) -> None:
             op = tf.group(*ops, name="compat_clone_copy_weights")
         entry = ([s for s, _ in pairs], [d for _, d in pairs], op)
         per_graph[key] = entry
-    session = K.get_session()  # also initializes the clone's new variables
+    with graph.as_default():  # the session Keras keeps for this graph
+        session = K.get_session()  # also initializes the clone's new variables
     if session.graph is not graph:
         # The variables live in a graph no session of Keras runs (built
         # under another `graph.as_default()`): carry the values by the host.
