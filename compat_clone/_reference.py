@@ -23,15 +23,23 @@ def _np() -> Any:
 
 
 def _predict(model: Any, x: Any) -> List[Any]:
+    """Outputs as numpy: an eager call where the family has one (no tracing)."""
+    from compat_clone import family_of
+
     np = _np()
-    try:
-        out = model.predict(x, verbose=0)
-    except TypeError:  # standalone Keras 2.0-2.2: no `verbose` keyword default
+    family = family_of(model).family
+    if family == "keras2":  # graph mode: `predict` is the way in
         out = model.predict(x)
+    else:
+        out = model(x, training=False)
     if isinstance(out, dict):
         out = [out[k] for k in sorted(out)]
     if not isinstance(out, (list, tuple)):
         out = [out]
+    if family == "keras3":
+        import keras
+
+        return [np.asarray(keras.ops.convert_to_numpy(o)) for o in out]
     return [np.asarray(o) for o in out]
 
 

@@ -92,7 +92,23 @@ def data(shape: Any, seed: int = 0, dtype: str = "float32") -> np.ndarray:
 
 
 def predict(model: Any, x: Any) -> List[np.ndarray]:
-    out = model.predict(x, verbose=0) if family_name_of_model(model) != "keras2" else model.predict(x)
+    """Inference outputs as numpy: a direct (eager) call where the family has one.
+
+    `model.predict` traces a function per model, which costs seconds for an
+    LSTM; graph-mode Keras 2 has only `predict`.
+    """
+    family = family_name_of_model(model)
+    if family == "keras2":
+        out = model.predict(x)
+    else:
+        out = model(x, training=False)
+        if family == "keras3":
+            import keras
+
+            out = keras.ops.convert_to_numpy(out) if not isinstance(out, (list, tuple, dict)) else (
+                {k: keras.ops.convert_to_numpy(v) for k, v in out.items()} if isinstance(out, dict)
+                else [keras.ops.convert_to_numpy(o) for o in out]
+            )
     if isinstance(out, (list, tuple)):
         return [np.asarray(o) for o in out]
     if isinstance(out, dict):
