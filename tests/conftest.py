@@ -7,7 +7,8 @@ The matrix runner (`compat-clone matrix`) sets, per environment:
 * ``COMPAT_CLONE_EXPECT_VERSION``   the version the family's package must have
                                     (prefix match: ``2.2.4``, ``3.15``);
 * ``COMPAT_CLONE_EXPECT_BACKEND``   Keras 3 backend (``tensorflow``/``jax``/``torch``);
-* ``COMPAT_CLONE_RESULTS``          folder where feature results are written.
+* ``COMPAT_CLONE_RESULTS``          folder where feature results are written;
+* ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run.
 
 Without them (plain ``pytest`` in the default ``.venv``) every family the
 environment can import is tested: Keras 3 and ``tf_keras``.
@@ -106,7 +107,12 @@ def family(K: Any) -> str:
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Skips tests marked for a family this run does not test."""
     active = set(families_under_test())
+    # Soak checks run in one matrix env per family and backend (the table sets
+    # COMPAT_CLONE_SOAK=1 there) and always outside the matrix.
+    soak_here = not os.environ.get("COMPAT_CLONE_ENV") or os.environ.get("COMPAT_CLONE_SOAK") == "1"
     for item in items:
+        if item.get_closest_marker("soak") and not soak_here:
+            item.add_marker(pytest.mark.skip(reason="soak check: runs in the matrix envs with COMPAT_CLONE_SOAK=1"))
         for fam in FAMILIES:
             if item.get_closest_marker(fam) and fam not in active:
                 item.add_marker(pytest.mark.skip(reason=f"{fam} is not tested in this environment"))

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from compat_clone import _doctor
 from compat_clone._known_issues import KNOWN_ISSUES, issues_for
 
@@ -26,6 +28,7 @@ def test_known_issue_table_by_version() -> None:
     assert all(i.family in ("keras2", "tf_keras", "keras3") for i in KNOWN_ISSUES)
 
 
+@pytest.mark.soak
 def test_doctor_json_self_check() -> None:
     """The real command, in a subprocess: every family here passes through compat_clone."""
     out = subprocess.run(

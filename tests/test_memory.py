@@ -21,6 +21,8 @@ from typing import Any, Dict
 
 import pytest
 
+pytestmark = pytest.mark.soak
+
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "memory_probe.py")
 CYCLES = int(os.environ.get("COMPAT_CLONE_MEMORY_CYCLES", "500"))
 WARMUP = 50

@@ -174,6 +174,7 @@ def _our_frames(exc: BaseException) -> int:
     return count
 
 
+@pytest.mark.soak
 def test_a_deep_clone_fails_only_where_native_fails(K: Any) -> None:
     """At the default limit: if compat_clone hits RecursionError, Keras recursed, not us."""
     model = _deep_chain(K)

@@ -295,6 +295,7 @@ def _run_two_workers() -> List[Dict[str, Any]]:
         return results
 
 
+@pytest.mark.soak
 @needs_tf
 @pytest.mark.parametrize("family", TF_FAMILIES)
 def test_multi_worker_mirrored(mwms_records: List[Dict[str, Any]], family: str) -> None:
