@@ -52,7 +52,6 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone._errors import (
@@ -151,6 +150,17 @@ def _clone_lambda(layer: Any) -> Any:
     kwargs["mask"] = getattr(layer, "mask", None)
     kwargs["arguments"] = dict(getattr(layer, "arguments", None) or {})
     return layer.__class__(**kwargs)
+
+
+def _holds_lambda(model: Any) -> bool:
+    _, _, _, _, lambda_cls = _classes()
+    stack = list(getattr(model, "layers", None) or [])
+    while stack:  # iterative: nesting depth is the user's
+        layer = stack.pop()
+        if isinstance(layer, lambda_cls):
+            return True
+        stack.extend(getattr(layer, "layers", None) or [])
+    return False
 
 
 def default_clone_layer(layer: Any) -> Any:
@@ -297,7 +307,10 @@ class _Cloner:
         if entry is not None:
             return entry[1]
         nested = self.is_graph_model(layer) and getattr(layer, "inputs", None)
-        if nested and self.recursive:
+        # A nested model holding a Lambda is rebuilt from its live layers even
+        # without `recursive`: its config round trip would rebuild the Lambda's
+        # function from bytecode, losing the module globals it reads.
+        if nested and (self.recursive or (self.clone_function is None and _holds_lambda(layer))):
             # Layer by layer, nesting kept (recursion over nesting levels
             # only; each level's graph walk is iterative).
             new = self.model(layer, None)
@@ -671,8 +684,9 @@ def clone(
             f"Cannot clone the subclassed (or never-called) model {model.name!r} "
             f"of type {type(model).__name__}: standalone Keras 2 keeps no layer "
             "graph for it, and its `get_config` is not implemented. Build it as "
-            "a functional or Sequential model, or create a new instance of its "
-            "class and copy the weights with `compat_clone.copy_weights`."
+            "a functional or Sequential model (then `clone_function` can adapt "
+            "each layer), or implement `get_config` / create a new instance of "
+            "its class and copy the weights with `compat_clone.copy_weights`."
         )
     # TensorFlow 2's compat.v1 keeps a default graph per thread: a clone made
     # in a worker thread would otherwise be built in that thread's own, empty
@@ -699,11 +713,8 @@ def variable_spec(variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
     return tuple(K.int_shape(variable)), str(name)
 
 
-# graph -> {(id(src), id(dst)), ...: (srcs, dsts, op)}; the variables are held
+# graph._compat_clone_assign_ops: {(id(src), id(dst)), ...: (srcs, dsts, op)}; the variables are held
 # to make sure ids are not reused while the entry lives (it dies with the graph).
-_ASSIGN_CACHE: "weakref.WeakKeyDictionary[Any, Dict[Tuple[Tuple[int, int], ...], Tuple[List[Any], List[Any], Any]]]" = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def assign_pairs(pairs: List[Tuple[Any, Any]]) -> None:
@@ -738,7 +749,13 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
         return
     graph = graphs.pop()
     key = tuple((id(s), id(d)) for s, d in pairs)
-    per_graph = _ASSIGN_CACHE.setdefault(graph, {})
+    # The cache lives on the graph itself: it dies with the graph (a
+    # module-level map keyed by graph would keep every old graph alive).
+    # (tf.Graph has __slots__: a graph collection holds it.)
+    holder = graph.get_collection_ref("_compat_clone_assign_ops")
+    if not holder:
+        holder.append({})
+    per_graph = holder[0]
     entry = per_graph.get(key)
     if entry is None or not all(a is s and b is d for a, b, (s, d) in zip(entry[0], entry[1], pairs)):
         with graph.as_default():
