@@ -98,12 +98,15 @@ def _shown(line: str, details: bool = True) -> bool:
 class Runner:
     """Runs a bench script in an environment; collects its JSON."""
 
-    def __init__(self, python: str, compat_clone_exe: str, results: Path, timeout: float) -> None:
+    def __init__(self, python: str, compat_clone_exe: str, results: Path, timeout: float,
+                 reuse: Sequence[str] = ()) -> None:
         self.python = python
         self.compat_clone_exe = compat_clone_exe
         self.results = results
         self.timeout = timeout
+        self.reuse = set(reuse)
         self.failures: List[str] = []
+        self.reused: List[str] = []
 
     def command(self, env: str, script_args: Sequence[str]) -> List[str]:
         if env == "default":
@@ -112,6 +115,15 @@ class Runner:
 
     def run(self, env: str, label: str, script: str, args: Sequence[str]) -> Optional[Dict[str, Any]]:
         out = self.results / f"{env}--{label}.json"
+        if env in self.reuse and not label.startswith("profile"):
+            if out.exists():
+                stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(out.stat().st_mtime))
+                self.reused.append(f"{env} / {label}: results of an earlier run ({stamp}) reused (--reuse)")
+                _say(f"{env} / {label}: reusing {out} ({stamp})")
+                reused: Dict[str, Any] = json.loads(out.read_text())
+                reused["_seconds"] = 0.0
+                return reused
+            _say(f"{env} / {label}: nothing to reuse in {out}; running it")
         if out.exists():
             out.unlink()
         cmd = self.command(env, [f"bench/{script}"] + list(args) + ["--json", str(out)])
@@ -363,6 +375,7 @@ def report(
     failures: List[str],
     skipped: List[str],
     wall: float,
+    reused: Sequence[str] = (),
 ) -> Tuple[str, List[str]]:
     """BENCHMARKS.md text, and the verdict lines printed at the end."""
     plot_rel = os.path.relpath(args.plot, ROOT)
@@ -434,6 +447,10 @@ def report(
     if failures or skipped:
         md += ["**Not measured in this run:**", ""]
         md += [f"- {x}" for x in skipped + failures]
+        md += [""]
+    if reused:
+        md += ["**Reused from an earlier run of this command** (`--reuse`):", ""]
+        md += [f"- {x}" for x in reused]
         md += [""]
 
     md += ["## Clone time: compat_clone / native", ""]
@@ -531,6 +548,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="fewer repeats and growth 250..2000 (a smoke run; not for the report of record)")
     parser.add_argument("--clone-args", default="", help="extra arguments for bench_clone.py (e.g. \"--only dag200\")")
     parser.add_argument("--copy-args", default="", help="extra arguments for bench_copy.py (e.g. \"--mb 20\")")
+    parser.add_argument("--reuse", default="", metavar="ENVS",
+                        help="comma-separated environments whose results in --results are reused, not rerun "
+                             "(the report says so, with their time)")
     parser.add_argument("--no-import", action="store_true", help="skip the import benchmark")
     parser.add_argument("--no-profile", action="store_true", help="do not profile missed targets")
     parser.add_argument("--timeout", type=float, default=1800, help="per benchmark process, seconds")
@@ -547,7 +567,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"unknown environment(s) {unknown}; expected some of {sorted(ENV_FAMILIES)}")
     results = Path(args.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    runner = Runner(args.python, args.compat_clone, results, args.timeout)
+    runner = Runner(args.python, args.compat_clone, results, args.timeout,
+                    [e.strip() for e in args.reuse.split(",") if e.strip()])
     load_start = loadavg()
     _say(f"environments: {', '.join(envs)}; load average {load_start}")
 
@@ -604,7 +625,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     wall = time.monotonic() - started
     text, verdicts = report(args, [os.path.relpath(sys.argv[0], ROOT)] + (argv if argv is not None else sys.argv[1:]),
                             machine(), (load_start, loadavg()), clones, copies, imp, profiles, plot_note,
-                            runner.failures, skipped, wall)
+                            runner.failures, skipped, wall, runner.reused)
     Path(args.out).write_text(text, encoding="utf-8")
 
     print()
