@@ -642,9 +642,28 @@ def _graph_of(model: Any) -> Any:
     return None
 
 
-def _graph_scope(model: Any) -> Any:
-    """`with graph.as_default()` for the source's graph (TensorFlow backend)."""
-    graph = _graph_of(model)
+def _graph_scope(model: Any, input_tensors: Any) -> Any:
+    """The graph to build the clone in, as a `with` context.
+
+    Native Keras builds the clone in the current default graph (or in the
+    graph of `input_tensors`), and so do we. One exception: TensorFlow 2's
+    compat.v1 gives every thread its own default graph, so in a worker thread
+    the current graph is a fresh, empty one, unknown to the source and to
+    Keras's session: there the source's graph is used.
+    """
+    graph = None
+    for tensor in _flatten(input_tensors) if input_tensors is not None else []:
+        graph = getattr(tensor, "graph", None)
+        if graph is not None:
+            break
+    if graph is None:
+        source = _graph_of(model)
+        try:
+            current = _tf().get_default_graph()
+        except Exception:  # Theano / CNTK backends: no graphs
+            current = None
+        if source is not None and current is not None and current is not source and not current.get_operations():
+            graph = source
     as_default = getattr(graph, "as_default", None)
     return as_default() if as_default is not None else contextlib.nullcontext()
 
@@ -694,7 +713,7 @@ def clone(
     # Graph-mode building is not thread-safe (concurrent `tf.Variable`
     # creation on one graph trips TensorFlow's scope stacks): clones and
     # copies of this family take one process-wide lock.
-    with _LOCK, _graph_scope(model):
+    with _LOCK, _graph_scope(model, input_tensors):
         new = cloner.model(model, input_tensors)
     _restore_layer_flags(layer_map, cloner.network_cls, clone_function is not None)
     if name is not None:
