@@ -75,9 +75,11 @@ def keras_module(family: str) -> Any:
 
             return tf_keras
         except ImportError:
-            import tensorflow as tf
+            # TF 2.12-2.15: tf.keras is the `keras` 2.x package (its lazy
+            # `tensorflow.keras` front has no `__version__`).
+            import keras
 
-            return tf.keras
+            return keras
     if family == "keras2":
         import keras
 
