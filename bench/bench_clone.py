@@ -91,8 +91,13 @@ def time_pairs(
     native: Callable[[Any], Any],
     compat: Callable[[Any], Any],
     repeats: int,
+    rebuild: Optional[Callable[[], Any]] = None,
 ) -> Dict[str, Any]:
     """Times `native(model)` and `compat(model)` `repeats` times each, interleaved.
+
+    With `rebuild`, every pair runs on a model rebuilt in a fresh session
+    (standalone Keras 2: one TF1 graph holds every clone made in it, and each
+    clone costs more than the one before, not always evenly).
 
     Both wall time (`perf_counter`) and this process's CPU time
     (`process_time`, all threads) are kept. On a machine shared with other
@@ -105,6 +110,9 @@ def time_pairs(
     # created) then favours neither.
     repeats += repeats % 2
     for i in range(repeats):
+        if rebuild is not None and i:
+            del model
+            model = rebuild()
         order = [("native", native), ("compat", compat)]
         if i % 2:
             order.reverse()
@@ -223,8 +231,12 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             built = time.perf_counter() - t0
             row = {"case": key, "title": title, "layers": _models.count_layers(model),
                    "params": int(model.count_params()), "build_s": built, "repeats": repeats}
-            row.update(time_pairs(model, native, compat, repeats))
+            # Standalone Keras 2: a fresh graph and model for every pair.
+            rebuild = (lambda build=build: (fresh_session(K), build())[1]) if info.family == "keras2" else None
+            row.update(time_pairs(model, native, compat, repeats, rebuild))
             row["repeats"] = len(row["native_s"])
+            if rebuild is not None:
+                model = rebuild()
             if not args.no_count:
                 row.update(count_work(model, native, compat))
             result["cases"].append(row)
@@ -244,7 +256,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 # denominator is measured.
                 repeats = args.repeats_growth if depth <= 1000 else 2
                 row = {"layers": depth, "build_s": built, "repeats": repeats}
-                row.update(time_pairs(model, native, compat, repeats))
+                rebuild = ((lambda depth=depth: (fresh_session(K), _models.relu_chain(K, depth))[1])
+                           if info.family == "keras2" else None)
+                row.update(time_pairs(model, native, compat, repeats, rebuild))
                 row["repeats"] = len(row["native_s"])
                 walk = ""
                 if info.family == "tf_keras":

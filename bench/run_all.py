@@ -423,7 +423,10 @@ def report(
         "and family. The **ratio** is the median of the per-pair ratios compat/native; the spread is "
         "the lowest and highest pair. Times are the process's **CPU time** (`time.process_time`, all "
         "threads): the machine is shared with other work, and CPU time is the steadier measure of the work "
-        "done; the wall-clock ratio is shown too.",
+        "done; the wall-clock ratio is shown too. Standalone Keras 2 (TF1 graph mode) keeps every clone's ops and "
+        "variables in one graph, and each clone costs more than the one before: there every pair runs on a model "
+        "rebuilt in a fresh graph (`clear_session`). The pair count is even, each side going first in half the "
+        "pairs.",
         "- **Growth**: the same, on chains of weightless `ReLU` layers (so the per-layer bookkeeping of "
         "the clone machinery, ours and Keras's, is all there is) at 500, 1000, 2000 and 4000 layers; the "
         "growth ratio is time(4000) / time(500), linear is 8. Keras itself recurses once per graph node "
