@@ -479,13 +479,11 @@ def report(
     md += [""]
     if profiles:
         md += ["## Profiles of missed targets", "",
-               "Growth misses are profiled at two chain sizes: what grows faster than the chain is named, "
-               "with the package it lives in.",
-               "",
                "Each missed clone target, profiled (`bench/profile_clone.py`: one native and one compat_clone "
                "clone under cProfile, own time summed by package). What bounds the ratio is the share of "
                "compat_clone's own code: the rest is the same Keras / TensorFlow work the native call does, "
-               "and a difference there is measurement noise or a different Keras path.", ""]
+               "and a difference there is measurement noise or a different Keras path. Growth misses are profiled "
+               "at two chain sizes: what grows faster than the chain is named, with the package it lives in.", ""]
         md += _profile_lines(profiles)
         md += [""]
     md += ["## Weight copy", ""]
