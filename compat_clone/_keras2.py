@@ -54,6 +54,7 @@ import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from compat_clone._common import call_clone_function
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -322,22 +323,9 @@ class _Cloner:
             except Exception as exc:  # TypeError (constructor args), ValueError...
                 raise _rebuild_error(layer, exc) from exc
         else:
-            try:
-                new = self.clone_function(layer)
-            except CompatCloneError:
-                raise
-            except Exception as exc:
-                raise CloneFunctionError(
-                    f"`clone_function` raised {type(exc).__name__} on layer "
-                    f"{layer.name!r} ({type(layer).__name__}): {exc}"
-                ) from exc
-            if not isinstance(new, self.layer_cls):
-                raise CloneFunctionError(
-                    f"`clone_function` must return a Keras layer; for layer "
-                    f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
-                    "Return `layer.__class__.from_config(layer.get_config())` "
-                    "or another `keras.layers.Layer`."
-                )
+            new = call_clone_function(
+                self.clone_function, layer, self.layer_cls, "a Keras layer", "another `keras.layers.Layer`"
+            )
         self.layer_map[id(layer)] = (layer, new)
         return new
 

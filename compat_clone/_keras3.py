@@ -32,6 +32,7 @@ import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
+from compat_clone._common import call_clone_function, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -180,25 +181,17 @@ def _wrap(
             # the function's module globals (3.0-3.15.1: "could not
             # automatically infer the shape of the Lambda's output").
             new = _clone_graph(layer, None, None, None, False, layer_map)
+        elif user_supplied:
+            new = call_clone_function(
+                fn, layer, layer_cls, "a Keras layer (or operation)", "another `keras.layers.Layer`"
+            )
         else:
             try:
                 new = fn(layer)
             except CompatCloneError:
                 raise
             except Exception as exc:  # re-raised with the layer named
-                if not user_supplied:
-                    raise layer_rebuild_error(layer, exc, _REGISTER_HINT) from exc
-                raise CloneFunctionError(
-                    f"`clone_function` raised {type(exc).__name__} on layer "
-                    f"{layer.name!r} ({type(layer).__name__}): {exc}"
-                ) from exc
-            if not isinstance(new, layer_cls):
-                raise CloneFunctionError(
-                    f"`clone_function` must return a Keras layer (or operation); for layer "
-                    f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
-                    "Return `layer.__class__.from_config(layer.get_config())` "
-                    "or another `keras.layers.Layer`."
-                )
+                raise layer_rebuild_error(layer, exc, _REGISTER_HINT) from exc
         layer_map[id(layer)] = (layer, new)
         return new
 
@@ -366,7 +359,7 @@ def _clone_graph(
                 "Rebuild it with `model.__class__.from_config(model.get_config())`."
             )
         new = _clone_custom(model)
-    _restore_trainable(model, new, layer_map)
+    restore_trainable(model, new, layer_map)
     return new
 
 
@@ -428,15 +421,6 @@ def _clone_custom(model: Any) -> Any:
             "(and `from_config()` for objects in it), or build the model "
             "functionally and use `clone_function`."
         ) from exc
-
-
-def _restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:
-    # Native clone drops `trainable=False` of a functional model (3.0-3.15.1).
-    if model.trainable != new.trainable:
-        new.trainable = model.trainable
-        for src, dst in layer_map.values():
-            if dst is not new and dst.trainable != src.trainable:
-                dst.trainable = src.trainable
 
 
 def clone(

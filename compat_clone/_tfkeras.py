@@ -32,6 +32,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
+from compat_clone._common import call_clone_function, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -133,22 +134,9 @@ class _Cloner:
             except Exception as exc:  # TypeError / NotImplementedError / ValueError
                 raise layer_rebuild_error(layer, exc, _register_hint(self.keras)) from exc
         else:
-            try:
-                new = self.clone_function(layer)
-            except CompatCloneError:
-                raise
-            except Exception as exc:
-                raise CloneFunctionError(
-                    f"`clone_function` raised {type(exc).__name__} on layer "
-                    f"{layer.name!r} ({type(layer).__name__}): {exc}"
-                ) from exc
-            if not isinstance(new, self.layer_cls):
-                raise CloneFunctionError(
-                    f"`clone_function` must return a Keras layer; for layer "
-                    f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
-                    "Return `layer.__class__.from_config(layer.get_config())` "
-                    "or another layer of the same Keras."
-                )
+            new = call_clone_function(
+                self.clone_function, layer, self.layer_cls, "a Keras layer", "another layer of the same Keras"
+            )
         self.layer_map[id(layer)] = (layer, new)
         return new
 
@@ -214,7 +202,7 @@ class _Cloner:
                     "`model.__class__.from_config(model.get_config())`."
                 )
             new = _clone_subclassed(model)
-        _restore_trainable(model, new, self.layer_map)
+        restore_trainable(model, new, self.layer_map)
         return new
 
     def _new_inputs(self, model: Any, input_tensors: Any) -> List[Any]:
@@ -375,17 +363,6 @@ def _clone_subclassed(model: Any) -> Any:
             "(and `from_config()` for objects in it), or build the model "
             "functionally and use `clone_function`."
         ) from exc
-
-
-def _restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:
-    # The native call drops `model.trainable = False` (tf.keras 2.4-2.15,
-    # tf_keras 2.14-2.21); setting it back resets every layer, so each
-    # cloned layer's own flag is restored after.
-    if model.trainable != new.trainable:
-        new.trainable = model.trainable
-        for src, dst in layer_map.values():
-            if dst is not new and dst.trainable != src.trainable:
-                dst.trainable = src.trainable
 
 
 def clone(

@@ -1,0 +1,60 @@
+"""Pieces every family's clone shares: user `clone_function` calls, `trainable`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from compat_clone._errors import CloneFunctionError, CompatCloneError
+from compat_clone._weights import LayerMap
+
+__all__ = ["call_clone_function", "restore_trainable"]
+
+
+def call_clone_function(
+    fn: Callable[[Any], Any], layer: Any, layer_cls: type, returns: str, instead: str
+) -> Any:
+    """`fn(layer)`, its failure re-raised naming the layer, its result checked.
+
+    Args:
+        fn: the user's `clone_function`.
+        layer: the source layer.
+        layer_cls: what `fn` must return (the family's layer base class).
+        returns: how the message names a valid result ("a Keras layer").
+        instead: what the message suggests returning besides a config round trip.
+
+    Returns:
+        The new layer.
+
+    Raises:
+        CloneFunctionError: `fn` raised, or returned something else.
+    """
+    try:
+        new = fn(layer)
+    except CompatCloneError:
+        raise
+    except Exception as exc:
+        raise CloneFunctionError(
+            f"`clone_function` raised {type(exc).__name__} on layer "
+            f"{layer.name!r} ({type(layer).__name__}): {exc}"
+        ) from exc
+    if not isinstance(new, layer_cls):
+        raise CloneFunctionError(
+            f"`clone_function` must return {returns}; for layer "
+            f"{layer.name!r} it returned {type(new).__name__}: {new!r}. "
+            f"Return `layer.__class__.from_config(layer.get_config())` or {instead}."
+        )
+    return new
+
+
+def restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:
+    """Gives `new` the source's `trainable`, then each cloned layer its own flag.
+
+    Native clones drop `model.trainable = False` of a model (Keras 3.x after
+    3.0.0, tf.keras 2.4-2.15, tf_keras 2.14-2.21); setting it back resets
+    every layer, so the layers' own flags are restored after.
+    """
+    if model.trainable != new.trainable:
+        new.trainable = model.trainable
+        for src, dst in layer_map.values():
+            if dst is not new and dst.trainable != src.trainable:
+                dst.trainable = src.trainable
