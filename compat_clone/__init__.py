@@ -20,6 +20,7 @@ from compat_clone._errors import (
     UnsupportedFeatureError,
     UnsupportedModelError,
     WeightsMismatchError,
+    WeightsUnreadableError,
 )
 
 __version__ = "0.1.0"
@@ -38,5 +39,6 @@ __all__ = [
     "WeightsMismatchError",
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
+    "WeightsUnreadableError",
     "__version__",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "WeightsMismatchError",
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
+    "WeightsUnreadableError",
     "layer_rebuild_error",
 ]
 
@@ -59,6 +60,14 @@ class DeviceNotFoundError(CompatCloneError, ValueError):
 
 class UnsupportedFeatureError(CompatCloneError, NotImplementedError):
     """A feature the owning Keras version cannot provide (names the versions that can)."""
+
+
+class WeightsUnreadableError(CompatCloneError, RuntimeError):
+    """The source's weight values cannot be read where the copy runs.
+
+    Standalone Keras 2.3 on a TF 1.x graph keeps one session per thread: a
+    model's values live in the session of the thread that initialized them.
+    """
 
 
 def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:

@@ -62,6 +62,7 @@ from compat_clone._errors import (
     InputTensorsError,
     UnsupportedFeatureError,
     UnsupportedModelError,
+    WeightsUnreadableError,
 )
 from compat_clone._weights import LayerMap
 
@@ -778,4 +779,22 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
         values = K.batch_get_value([s for s, _ in pairs])
         K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
         return
-    session.run(entry[2])
+    try:
+        session.run(entry[2])
+    except tf.errors.FailedPreconditionError as exc:
+        raise _unreadable_error(exc) from exc
+
+
+def _unreadable_error(exc: BaseException) -> WeightsUnreadableError:
+    found = re.search(r"(Could not find variable \S+?|Attempting to use uninitialized value \S+?)\.?(\s|$)", str(exc))
+    first = found.group(1) if found else type(exc).__name__
+    thread = threading.current_thread().name
+    return WeightsUnreadableError(
+        "Cannot read the source's weights in the "
+        f"TensorFlow session Keras uses in thread {thread!r}: {first}. Keras 2.3 on a TF 1.x "
+        "graph keeps one session per thread, and the model's values live in the session of "
+        "the thread that built or trained it; this thread's session has never seen them. "
+        "Capture that session where the model lives (`session = keras.backend.get_session()`) "
+        "and clone inside `with session.as_default():` in the other thread. The source "
+        "model is unchanged."
+    )

@@ -101,25 +101,27 @@ def weights_equal(a: Any, b: Any) -> bool:
     )
 
 
-def other_family_input(K: Any, shape: Any) -> Any:
-    """An `Input` tensor made by a Keras other than `K` in this process, or None."""
+def other_family(K: Any) -> Any:
+    """A Keras package other than `K`'s that can make an `Input` here, or None."""
     import importlib
 
     own = K.Input.__module__.partition(".")[0]
-    candidates: List[Any] = []
     for modname in ("keras", "tf_keras"):
         try:
-            candidates.append(importlib.import_module(modname))
-        except Exception:
-            continue
-    for other in candidates:
-        try:
+            other = importlib.import_module(modname)
             if other.Input.__module__.partition(".")[0] == own:
                 continue
-            return other.Input(shape)
+            other.Input((1,))
         except Exception:
             continue
+        return other
     return None
+
+
+def other_family_input(K: Any, shape: Any) -> Any:
+    """An `Input` tensor made by a Keras other than `K` in this process, or None."""
+    other = other_family(K)
+    return None if other is None else other.Input(shape)
 
 
 def predict(model: Any, x: Any) -> np.ndarray:

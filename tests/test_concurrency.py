@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Tuple
@@ -58,6 +59,28 @@ BUILDERS: List[Callable[[Any, int], Any]] = [
 ]
 
 
+def per_thread_session(K: Any) -> bool:
+    """Standalone Keras 2.3 on a TF 1.x graph keeps one TF session per thread."""
+    from packaging.version import Version
+
+    if compat_clone.family_of(K.models.Sequential()).family != "keras2":
+        return False
+    return Version(K.__version__) >= Version("2.3")
+
+
+def session_scope(K: Any) -> Callable[[], Any]:
+    """What a worker thread enters to use the models of this thread.
+
+    Keras 2.3 keeps the values in the session of the thread that initialized
+    them: the documented way to use them elsewhere is that session as the
+    default. Every other family needs nothing.
+    """
+    if not per_thread_session(K):
+        return contextlib.nullcontext
+    session = K.backend.get_session()
+    return session.as_default
+
+
 def _inputs_for(model: Any) -> Any:
     x = rich_input()
     return [x, x] if len(model.inputs) == 2 else x
@@ -69,12 +92,14 @@ def test_eight_threads_clone_different_models(K: Any) -> None:
     results: Dict[int, List[Any]] = {i: [] for i in range(THREADS)}
     errors: List[Tuple[int, BaseException]] = []
     barrier = threading.Barrier(THREADS)
+    scope = session_scope(K)
 
     def work(i: int) -> None:
         try:
             barrier.wait(timeout=60)
-            for _ in range(ROUNDS):
-                results[i].append(compat_clone.clone_model(sources[i], copy_weights=True))
+            with scope():
+                for _ in range(ROUNDS):
+                    results[i].append(compat_clone.clone_model(sources[i], copy_weights=True))
         except BaseException as exc:  # reported below, with the thread's index
             errors.append((i, exc))
 
@@ -215,6 +240,36 @@ def assert_same_settings(before: Dict[str, Any], after: Dict[str, Any], where: s
     assert not changed, f"a clone changed global settings{where}: {changed}"
 
 
+def test_thread_without_the_models_session_gets_a_clear_error(K: Any) -> None:
+    # Keras 2.3 (TF 1.x graph): a worker thread gets a fresh session that has
+    # never seen the source's values. Native Keras fails there with a raw
+    # FailedPreconditionError; we say why and what to do, and the source is
+    # untouched. Elsewhere the same call simply works.
+    source = BUILDERS[0](K, 400)
+    expected = predict(source, _inputs_for(source))
+    outcome: List[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(compat_clone.clone_model(source, copy_weights=True))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(timeout=300)
+    assert len(outcome) == 1
+    if per_thread_session(K):
+        error = outcome[0]
+        assert isinstance(error, compat_clone.WeightsUnreadableError), repr(error)
+        assert "session" in str(error) and "as_default" in str(error)
+        assert "Could not find variable" in str(error) or "uninitialized" in str(error)
+    else:
+        assert not isinstance(outcome[0], BaseException), repr(outcome[0])
+        np.testing.assert_allclose(predict(outcome[0], _inputs_for(source)), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predict(source, _inputs_for(source)), expected, rtol=1e-6, atol=1e-7)
+
+
 def test_clone_changes_no_global_setting(K: Any) -> None:
     sources = [BUILDERS[i](K, 200 + i) for i in range(len(BUILDERS))]
     before = global_settings(K)
@@ -239,11 +294,13 @@ def test_clone_changes_no_global_setting_in_other_threads(K: Any) -> None:
     sources = [BUILDERS[i](K, 300 + i) for i in range(len(BUILDERS))]
     before = global_settings(K)
     seen: Dict[int, Any] = {}
+    scope = session_scope(K)
 
     def work(i: int) -> None:
-        own = global_settings(K)
-        compat_clone.clone_model(sources[i], copy_weights=True)
-        seen[i] = (own, global_settings(K))
+        with scope():
+            own = global_settings(K)
+            compat_clone.clone_model(sources[i], copy_weights=True)
+            seen[i] = (own, global_settings(K))
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(sources))]
     for t in threads:

@@ -24,8 +24,9 @@ from compat_clone import (
     UnsupportedFeatureError,
     UnsupportedModelError,
     WeightsMismatchError,
+    WeightsUnreadableError,
 )
-from model_state import other_family_input
+from model_state import other_family, other_family_input
 
 
 def dense_model(K: Any, units: int = 2, name: str = "d") -> Any:
@@ -306,12 +307,10 @@ def test_copy_weights_shape_mismatch(K: Any) -> None:
 
 
 def test_copy_weights_other_family(K: Any) -> None:
-    foreign = other_family_input(K, (4,))
-    if foreign is None:
+    other = other_family(K)
+    if other is None:
         pytest.skip("no second Keras family importable in this environment")
-    import importlib
-
-    other = importlib.import_module(type(foreign).__module__.partition(".")[0])
+    foreign = other.Input((4,))
     target = other.models.Model(foreign, other.layers.Dense(2)(foreign))
     with pytest.raises(InvalidArgumentError, match="same Keras"):
         compat_clone.copy_weights(dense_model(K), target)
@@ -323,3 +322,5 @@ def test_every_error_is_the_packages(K: Any) -> None:
     for cls in (InvalidArgumentError, InputTensorsError, CloneFunctionError, UnsupportedModelError,
                 WeightsMismatchError, DeviceNotFoundError):
         assert issubclass(cls, CompatCloneError) and issubclass(cls, ValueError)
+    assert issubclass(UnsupportedFeatureError, CompatCloneError) and issubclass(UnsupportedFeatureError, NotImplementedError)
+    assert issubclass(WeightsUnreadableError, CompatCloneError) and issubclass(WeightsUnreadableError, RuntimeError)

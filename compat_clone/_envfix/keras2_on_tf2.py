@@ -37,7 +37,12 @@ once what moved is put back, *before* `keras` is imported:
    right after `keras.backend.tensorflow_backend` executes, its
    `_is_tf_1` is made to answer True: Keras 2.3.x then runs its TF 1.x graph
    code path on `tf.compat.v1`, like 2.2.x (feature-detected: only a backend
-   that has `_is_tf_1` is touched).
+   that has `_is_tf_1` is touched). Its decorators, applied before that,
+   still read two `threading.local` flags (`_SYMBOLIC_SCOPE` in the backend,
+   `_DISABLE_TRACKING` in `keras.engine.base_layer`) whose `.value` 2.3.x
+   sets in the importing thread only, so any layer built in another thread
+   fails with AttributeError; both become thread-locals that start at the
+   same value in every thread.
 
 `apply()` is idempotent. It is run by the lazy import hook that
 `compat_clone._envfix.install_into(site_packages, "keras2_on_tf2")` installs.
@@ -51,6 +56,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 from typing import Any, Dict
 
 __all__ = ["apply"]
@@ -115,13 +121,44 @@ def _patch_internals(tf1: Any) -> None:
 
 
 _BACKEND_MODULE = "keras.backend.tensorflow_backend"
+_BASE_LAYER_MODULE = "keras.engine.base_layer"
 
 
-class _BackendPatchFinder:
-    """Patches `keras.backend.tensorflow_backend` right after it executes."""
+class _PerThread(threading.local):
+    """A `threading.local` whose `value` starts at `default` in every thread."""
+
+    def __init__(self, default: Any) -> None:
+        self.value = default
+
+
+def _patch_backend(module: Any) -> None:
+    if hasattr(module, "_is_tf_1"):  # Keras 2.3.x
+        module._is_tf_1 = lambda: True
+    scope = getattr(module, "_SYMBOLIC_SCOPE", None)
+    if isinstance(scope, threading.local) and not isinstance(scope, _PerThread):
+        # Keras 2.3.x sets `.value` in the importing thread only: a layer
+        # built in any other thread fails with AttributeError.
+        module._SYMBOLIC_SCOPE = _PerThread(getattr(scope, "value", True))
+
+
+def _patch_base_layer(module: Any) -> None:
+    tracking = getattr(module, "_DISABLE_TRACKING", None)
+    if isinstance(tracking, threading.local) and not isinstance(tracking, _PerThread):
+        module._DISABLE_TRACKING = _PerThread(False)  # same thread-local bug, 2.3.x
+
+
+_PATCHES = {_BACKEND_MODULE: _patch_backend, _BASE_LAYER_MODULE: _patch_base_layer}
+
+
+class _KerasPatchFinder:
+    """Patches Keras 2.x modules (`_PATCHES`) right after each one executes."""
+
+    def __init__(self) -> None:
+        self.pending = {name: fn for name, fn in _PATCHES.items() if name not in sys.modules}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != _BACKEND_MODULE:
+        patch = self.pending.get(fullname)
+        if patch is None:
             return None
         import importlib.machinery
 
@@ -132,12 +169,13 @@ class _BackendPatchFinder:
 
         def exec_module(module: Any) -> None:
             original_exec(module)
-            if hasattr(module, "_is_tf_1"):  # Keras 2.3.x
-                module._is_tf_1 = lambda: True
-            try:
-                sys.meta_path.remove(self)
-            except ValueError:
-                pass
+            patch(module)
+            self.pending.pop(fullname, None)
+            if not self.pending:
+                try:
+                    sys.meta_path.remove(self)
+                except ValueError:
+                    pass
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
@@ -158,5 +196,6 @@ def apply() -> None:
     tf1.disable_v2_behavior()
     sys.modules["tensorflow"] = tf1
     _patch_internals(tf1)
-    if _BACKEND_MODULE not in sys.modules:
-        sys.meta_path.insert(0, _BackendPatchFinder())
+    finder = _KerasPatchFinder()
+    if finder.pending:
+        sys.meta_path.insert(0, finder)
