@@ -23,6 +23,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "WeightsUnreadableError",
     "layer_rebuild_error",
+    "subclassed_rebuild_error",
 ]
 
 
@@ -68,6 +69,20 @@ class WeightsUnreadableError(CompatCloneError, RuntimeError):
     Standalone Keras 2.3 on a TF 1.x graph keeps one session per thread: a
     model's values live in the session of the thread that initialized them.
     """
+
+
+def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:
+    """The error for a subclassed model whose config round trip failed (every family)."""
+    what = f"the subclassed model {getattr(model, 'name', '?')!r} of type {type(model).__name__}"
+    if isinstance(exc, NotImplementedError):
+        problem = f"Cannot clone {what}: it has no usable `get_config()` ({exc})."
+        fix = "Implement `get_config()` (and `from_config()` if its constructor needs more)"
+    else:  # TypeError (missing constructor arguments), ValueError, KeyError...
+        problem = f"Cannot rebuild {what} from its config: {type(exc).__name__}: {exc}\n"
+        fix = "Implement `get_config()` returning the constructor's arguments (and `from_config()` for objects in it)"
+    return UnsupportedModelError(
+        f"{problem} {fix}, or build the model functionally and use `clone_function`."
+    )
 
 
 def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:

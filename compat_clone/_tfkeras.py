@@ -39,6 +39,7 @@ from compat_clone._errors import (
     InputTensorsError,
     UnsupportedModelError,
     layer_rebuild_error,
+    subclassed_rebuild_error,
 )
 from compat_clone._weights import LayerMap
 
@@ -346,23 +347,10 @@ def _has_single_list_call(model: Any) -> bool:
 def _clone_subclassed(model: Any) -> Any:
     try:
         return model.__class__.from_config(model.get_config())
-    except NotImplementedError as exc:
-        raise UnsupportedModelError(
-            f"Cannot clone the subclassed model {model.name!r} of type "
-            f"{type(model).__name__}: it has no usable `get_config()` ({exc}). "
-            "Implement `get_config()` (and `from_config()` if needed), or build "
-            "the model functionally and use `clone_function`."
-        ) from exc
     except CompatCloneError:
         raise
-    except Exception as exc:  # TypeError (missing constructor args), ValueError...
-        raise UnsupportedModelError(
-            f"Cannot rebuild the subclassed model {model.name!r} of type "
-            f"{type(model).__name__} from its config: {type(exc).__name__}: {exc}\n"
-            "Implement `get_config()` returning the constructor's arguments "
-            "(and `from_config()` for objects in it), or build the model "
-            "functionally and use `clone_function`."
-        ) from exc
+    except Exception as exc:  # NotImplementedError (no get_config), TypeError, ValueError...
+        raise subclassed_rebuild_error(model, exc) from exc
 
 
 def clone(
