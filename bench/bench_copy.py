@@ -1,16 +1,19 @@
 """Weight copy: `compat_clone.copy_weights` vs `set_weights(get_weights())` vs a raw copy.
 
 One run, every Keras family this environment has (Keras 3 on its backend,
-and `tf_keras` / `tf.keras` where TensorFlow is installed):
+`tf_keras` / `tf.keras` where TensorFlow is installed, standalone Keras 2 in
+its TF1 graph):
 
 * ``copy_weights``: `compat_clone.copy_weights(source, target)` (planning and
   shape/dtype checks included): variable to variable on TensorFlow, one
-  batched `device_put` on JAX, in-place `copy_` on torch.
+  batched `device_put` on JAX, in-place `copy_` on torch, one cached grouped
+  assign op on standalone Keras 2.
 * ``get_set``: `target.set_weights(source.get_weights())`, the peers' way: a
   round trip through host memory (NumPy).
 * ``raw``: the framework copying the same tensors and nothing else
-  (`tf.raw_ops.DeepCopy`, `jax.device_put(..., may_alias=False)`,
-  `torch.Tensor.clone`): the floor for a real copy.
+  (`tf.raw_ops.DeepCopy`, eagerly or as one graph op for Keras 2,
+  `jax.device_put(..., may_alias=False)`, `torch.Tensor.clone`): the floor
+  for a real copy.
 
 Before each timed call the target's variables are given fresh buffers of
 their own (untimed), so each copy starts where a new clone starts. Methods
@@ -61,10 +64,13 @@ def families() -> List[str]:
     if _importable("keras"):
         import keras
 
-        if keras.__version__.startswith("3."):
+        release = tuple(int(part) for part in keras.__version__.split(".")[:2])
+        if release >= (3, 0):
             found.append("keras3")
-        elif keras.__version__ >= "2.4":
+        elif release >= (2, 4):
             found.append("tf_keras")
+        else:
+            found.append("keras2")  # standalone Keras 2.0-2.3, TF1 graph mode
     if "tf_keras" not in found and _importable("tf_keras"):
         found.append("tf_keras")
     return found
@@ -82,7 +88,7 @@ def keras_module(family: str) -> Any:
 
 
 def backend_of(family: str) -> str:
-    if family == "keras3":
+    if family in ("keras3", "keras2"):
         import keras
 
         return str(keras.backend.backend())
@@ -119,6 +125,8 @@ class Ops:
         return variable
 
     def sync(self, variables: List[Any]) -> None:
+        if self.family == "keras2":
+            return  # session.run returns when the ops have run
         if self.backend == "jax":
             import jax
 
@@ -137,7 +145,12 @@ class Ops:
 
     def refresh(self, variables: List[Any]) -> None:
         """Gives each target variable a buffer of its own (as a new clone has)."""
-        if self.backend == "tensorflow":
+        if self.family == "keras2":
+            import keras
+            import numpy as np
+
+            keras.backend.batch_set_value([(v, np.zeros(keras.backend.int_shape(v), "float32")) for v in variables])
+        elif self.backend == "tensorflow":
             import tensorflow as tf
 
             for v in variables:
@@ -153,6 +166,17 @@ class Ops:
 
     def raw_copy(self, variables: List[Any]) -> Callable[[], Any]:
         """A function copying the tensors of `variables` with the framework alone."""
+        if self.family == "keras2":
+            import keras
+            import tensorflow as tf  # the compat.v1 module the fix-up installed
+
+            # One graph op copying every variable (built once, run in Keras's session).
+            copied = tf.group(*[tf.raw_ops.DeepCopy(x=v.value()) for v in variables])
+
+            def run_graph() -> Any:
+                return keras.backend.get_session().run(copied)
+
+            return run_graph
         if self.backend == "tensorflow":
             import tensorflow as tf
 
@@ -190,9 +214,9 @@ class Ops:
         inner = self.inner(variable)
         for attr in ("device", "sharding"):
             value = getattr(inner, attr, None)
-            if value is not None and not callable(value):
+            if value is not None and not callable(value) and str(value):
                 return str(value)
-        return "?"
+        return "default device (CPU)" if self.family == "keras2" else "?"
 
 
 # -- the measurement ---------------------------------------------------------------------
@@ -204,7 +228,7 @@ def build(K: Any, layers: int, seed: int) -> Any:
     inputs = x = K.Input((WIDTH,))
     for _ in range(layers):
         x = K.layers.Dense(WIDTH)(x)
-    model = K.Model(inputs, x)
+    model = K.models.Model(inputs, x)
     rng = np.random.default_rng(seed)
     model.set_weights([rng.standard_normal(tuple(w.shape), dtype="float32") for w in model.weights])
     return model
@@ -289,7 +313,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=134.0, help="weights per model, in MB (default 134)")
     parser.add_argument("--reps", type=int, default=7, help="timed repetitions per method (default 7)")
-    parser.add_argument("--family", choices=("keras3", "tf_keras"), action="append", help="family (repeatable); default: every one here")
+    parser.add_argument("--family", choices=("keras3", "tf_keras", "keras2"), action="append", help="family (repeatable); default: every one here")
     parser.add_argument("--device", default=None, help="build the source there (e.g. cuda:0, /GPU:0); default: the backend's default")
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args(argv)
