@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from compat_clone import _dispatch, _weights
+from compat_clone._common import CloneRequest
 from compat_clone._errors import (
     InvalidArgumentError,
     NotAModelError,
@@ -126,16 +127,8 @@ def clone_model(
             f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
         )
     adapter = _dispatch.adapter_for(info)
-    clone, layer_map = adapter.clone(
-        model,
-        input_tensors=input_tensors,
-        clone_function=clone_function,
-        call_function=call_function,
-        recursive=recursive,
-        device=device,
-        name=name,
-        info=info,
-    )
+    request = CloneRequest(input_tensors, clone_function, call_function, recursive, device, name, info)
+    clone, layer_map = adapter.clone(model, request)
     if copy_weights:
         _copy(adapter, model, clone, layer_map)
     return clone

@@ -1,13 +1,31 @@
-"""Pieces every family's clone shares: user `clone_function` calls, `trainable`."""
+"""Pieces every family's clone shares: the request, user `clone_function` calls, `trainable`."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from typing import Any, Callable, Optional
 
 from compat_clone._errors import CloneFunctionError, CompatCloneError
 from compat_clone._weights import LayerMap
 
-__all__ = ["call_clone_function", "restore_trainable"]
+__all__ = ["CloneRequest", "call_clone_function", "restore_trainable"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloneRequest:
+    """What `compat_clone.clone_model` asks of a family's adapter, checked.
+
+    Every adapter module has `clone(model, request) -> (clone, layer_map)`,
+    `variable_spec(variable)` and `assign_pairs(pairs)`.
+    """
+
+    input_tensors: Any = None
+    clone_function: Optional[Callable[[Any], Any]] = None
+    call_function: Optional[Callable[..., Any]] = None
+    recursive: bool = False
+    device: Any = None
+    name: Optional[str] = None
+    info: Any = None
 
 
 def call_clone_function(

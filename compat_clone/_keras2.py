@@ -54,7 +54,7 @@ import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone._common import call_clone_function
+from compat_clone._common import CloneRequest, call_clone_function
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -667,22 +667,13 @@ def _restore_layer_flags(layer_map: LayerMap, network_cls: type, user_fn: bool) 
             dst.trainable = src.trainable
 
 
-def clone(
-    model: Any,
-    *,
-    input_tensors: Any,
-    clone_function: Optional[Callable[[Any], Any]],
-    call_function: Optional[Callable[..., Any]],
-    recursive: bool,
-    device: Any,
-    name: Optional[str],
-    info: Any,
-) -> Tuple[Any, LayerMap]:
+def clone(model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
     """Clones a standalone Keras 2 model; returns the clone and its layer map."""
-    backend = getattr(info, "backend", None) or _K().backend()
-    where = _check_device(device, backend)
+    r = request
+    backend = getattr(r.info, "backend", None) or _K().backend()
+    where = _check_device(r.device, backend)
     layer_map: LayerMap = {}
-    cloner = _Cloner(clone_function, call_function, recursive, where, layer_map)
+    cloner = _Cloner(r.clone_function, r.call_function, r.recursive, where, layer_map)
     if not getattr(model, "_is_graph_network", True) or (
         not isinstance(model, cloner.sequential_cls) and not getattr(model, "inputs", None)
     ):
@@ -702,11 +693,11 @@ def clone(
     # Graph-mode building is not thread-safe (concurrent `tf.Variable`
     # creation on one graph trips TensorFlow's scope stacks): clones and
     # copies of this family take one process-wide lock.
-    with _LOCK, _graph_scope(model, input_tensors):
-        new = cloner.model(model, input_tensors)
-    _restore_layer_flags(layer_map, cloner.network_cls, clone_function is not None)
-    if name is not None:
-        new.name = name
+    with _LOCK, _graph_scope(model, r.input_tensors):
+        new = cloner.model(model, r.input_tensors)
+    _restore_layer_flags(layer_map, cloner.network_cls, r.clone_function is not None)
+    if r.name is not None:
+        new.name = r.name
     return new, layer_map
 
 

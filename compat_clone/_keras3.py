@@ -32,7 +32,7 @@ import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
-from compat_clone._common import call_clone_function, restore_trainable
+from compat_clone._common import CloneRequest, call_clone_function, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -410,23 +410,14 @@ def _clone_custom(model: Any) -> Any:
         raise subclassed_rebuild_error(model, exc) from exc
 
 
-def clone(
-    model: Any,
-    *,
-    input_tensors: Any,
-    clone_function: Optional[Callable[[Any], Any]],
-    call_function: Optional[Callable[..., Any]],
-    recursive: bool,
-    device: Any,
-    name: Optional[str],
-    info: Any,
-) -> Tuple[Any, LayerMap]:
+def clone(model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
     """Clones a Keras 3 model; returns the clone and its layer map."""
+    r = request
     layer_map: LayerMap = {}
-    with _placement.scope(model, device, info) as placement:
-        new = _clone_graph(model, input_tensors, clone_function, call_function, recursive, layer_map)
-        if name is not None:
-            new.name = name
+    with _placement.scope(model, r.device, r.info) as placement:
+        new = _clone_graph(model, r.input_tensors, r.clone_function, r.call_function, r.recursive, layer_map)
+        if r.name is not None:
+            new.name = r.name
         placement.finish(new, layer_map)  # JAX shardings / torch devices per variable
     return new, layer_map
 

@@ -32,7 +32,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
-from compat_clone._common import call_clone_function, restore_trainable
+from compat_clone._common import CloneRequest, call_clone_function, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -353,23 +353,14 @@ def _clone_subclassed(model: Any) -> Any:
         raise subclassed_rebuild_error(model, exc) from exc
 
 
-def clone(
-    model: Any,
-    *,
-    input_tensors: Any,
-    clone_function: Optional[Callable[[Any], Any]],
-    call_function: Optional[Callable[..., Any]],
-    recursive: bool,
-    device: Any,
-    name: Optional[str],
-    info: Any,
-) -> Tuple[Any, LayerMap]:
+def clone(model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
     """Clones a tf.keras / tf_keras model; returns the clone and its layer map."""
-    cloner = _Cloner(_keras_module(info), clone_function, call_function, recursive)
-    with _placement.scope(model, device, info):
-        new = cloner.clone_graph(model, input_tensors)
-    if name is not None:
-        new._name = name
+    r = request
+    cloner = _Cloner(_keras_module(r.info), r.clone_function, r.call_function, r.recursive)
+    with _placement.scope(model, r.device, r.info):
+        new = cloner.clone_graph(model, r.input_tensors)
+    if r.name is not None:
+        new._name = r.name
     return new, cloner.layer_map
 
 
