@@ -52,7 +52,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from compat_clone._common import CloneRequest, call_clone_function
 from compat_clone._errors import (
@@ -84,7 +84,7 @@ def _K() -> Any:
     return backend
 
 
-def _classes() -> Tuple[type, type, type, type, type]:
+def _classes() -> Tuple[Any, Any, Any, Any, Any]:
     """(Layer, Network-or-Model, Sequential, InputLayer, Lambda)."""
     keras = _k()
     from keras.layers import Lambda
@@ -500,7 +500,7 @@ def _safe_name(x: Any) -> str:
 
 
 def _check_tensor(x: Any) -> None:
-    from keras.backend import is_tensor  # type: ignore[attr-defined]
+    from keras.backend import is_tensor
 
     try:
         ok = bool(is_tensor(x))
@@ -657,7 +657,7 @@ def _graph_scope(model: Any, input_tensors: Any) -> Any:
     return as_default() if as_default is not None else contextlib.nullcontext()
 
 
-def _restore_layer_flags(layer_map: LayerMap, network_cls: type, user_fn: bool) -> None:
+def _restore_layer_flags(layer_map: LayerMap, network_cls: Any, user_fn: bool) -> None:
     # Model.from_config drops a nested model's `trainable` (2.0-2.3.1). A
     # user clone_function decides flags itself.
     if user_fn:
@@ -738,7 +738,7 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
         K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, K.batch_get_value([s for s, _ in pairs]))])
         return
     tf = _tf()
-    graphs = {getattr(v, "graph", None) for pair in pairs for v in pair}
+    graphs: Set[Any] = {getattr(v, "graph", None) for pair in pairs for v in pair}
     if len(graphs) != 1:
         # Source and target in different graphs (e.g. `K.clear_session()`
         # between them): an op cannot read one and write the other; only the

@@ -54,7 +54,7 @@ def _k() -> Any:
     return keras
 
 
-def _classes() -> Tuple[type, type, type, type]:
+def _classes() -> Tuple[Any, Any, Any, Any]:
     from keras.src.layers.core.lambda_layer import Lambda
     from keras.src.models.functional import Functional
     from keras.src.models.sequential import Sequential
@@ -322,7 +322,9 @@ def _clone_graph(
         if input_tensors is None:
             first = model._layers[0] if model._layers else None
             spec = getattr(first, "output", None)
-            if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
+            if first is not None and spec is not None and (
+                getattr(spec, "sparse", False) or getattr(spec, "ragged", False)
+            ):
                 # 3.15.1 rebuilds a Sequential's Input without `sparse`.
                 input_tensors = _new_inputs_from(spec, first.name)
         else:

@@ -59,7 +59,7 @@ def _data(*shape: int) -> Any:
 def two_output_no_mask(K: Any) -> Built:
     """keras #12202: Lambda -> [x + 1, x] -> custom 2-in 2-out layer, no masks."""
 
-    class TwoInTwoOut(K.layers.Layer):
+    class TwoInTwoOut(K.layers.Layer):  # type: ignore[misc]
         def call(self, inputs: Any) -> Any:
             a, b = inputs
             return [a + b, a - b]
