@@ -26,7 +26,7 @@ On TensorFlow a variable-to-variable assign shares the source's buffer
 first), so ``copy_weights`` can beat ``raw``; on JAX and torch it *is* a raw
 copy (JAX arrays are not shared: Keras donates state buffers in `fit`).
 
-    python bench/bench_copy.py [--mb 134] [--reps 7] [--family keras3] [--device cuda:0] [--json OUT]
+    python bench/bench_copy.py [--mb 134] [--reps 15] [--family keras3] [--device cuda:0] [--json OUT]
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def _fmt_ms(seconds: float) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=134.0, help="weights per model, in MB (default 134)")
-    parser.add_argument("--reps", type=int, default=7, help="timed repetitions per method (default 7)")
+    parser.add_argument("--reps", type=int, default=15, help="timed repetitions per method (default 15)")
     parser.add_argument("--family", choices=("keras3", "tf_keras", "keras2"), action="append", help="family (repeatable); default: every one here")
     parser.add_argument("--device", default=None, help="build the source there (e.g. cuda:0, /GPU:0); default: the backend's default")
     parser.add_argument("--json", default=None, help="write the results to this file")

@@ -465,7 +465,9 @@ def report(
         "pairs.",
         "- **Growth**: the same, on chains of weightless `ReLU` layers (so the per-layer bookkeeping of "
         "the clone machinery, ours and Keras's, is all there is) at 500, 1000, 2000 and 4000 layers; the "
-        "growth ratio is time(4000) / time(500), linear is 8. Keras itself recurses once per graph node "
+        "growth ratio is time(4000) / time(500), linear is 8, from the fastest clone at each size (sizes are "
+        "measured minutes apart, so the load does not cancel out as it does in an interleaved pair; noise only "
+        "adds time). Keras itself recurses once per graph node "
         "(`_build_map_helper` in Keras 3.15 and tf_keras 2.21), so building *and natively cloning* a chain "
         "of more than ~900 layers needs a higher recursion limit: the benchmark runs in a thread with a "
         "512 MiB stack and a raised limit, for both sides. compat_clone's own graph walks are iterative "
