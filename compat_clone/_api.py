@@ -100,6 +100,9 @@ def clone_model(
         WeightsMismatchError: with `copy_weights=True`, when a variable
             differs (names it, with both shapes).
         DeviceNotFoundError: `device` does not exist.
+        WeightsUnreadableError: (`RuntimeError`) with `copy_weights=True` on
+            standalone Keras 2.3, in a thread whose TensorFlow session never
+            saw the source's values (the message says how to enter it).
 
     Example:
 
@@ -162,6 +165,8 @@ def copy_weights(source: Any, target: Any) -> Any:
         InvalidArgumentError: the two models belong to different families.
         WeightsMismatchError: names the first mismatching variable, with the
             shape and dtype received and expected.
+        WeightsUnreadableError: standalone Keras 2.3, in a thread whose
+            TensorFlow session never saw the source's values.
 
     Example:
 
