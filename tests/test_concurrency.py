@@ -248,6 +248,7 @@ def test_thread_without_the_models_session_gets_a_clear_error(K: Any) -> None:
     source = BUILDERS[0](K, 400)
     expected = predict(source, _inputs_for(source))
     outcome: List[Any] = []
+    native: List[Any] = []
 
     def work() -> None:
         try:
@@ -255,11 +256,23 @@ def test_thread_without_the_models_session_gets_a_clear_error(K: Any) -> None:
         except BaseException as exc:
             outcome.append(exc)
 
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(timeout=300)
+    def native_work() -> None:
+        try:
+            clone = K.models.clone_model(source)
+            clone.set_weights(source.get_weights())
+            native.append(clone)
+        except BaseException as exc:
+            native.append(exc)
+
+    for target in (work, native_work) if per_thread_session(K) else (work,):
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join(timeout=300)
     assert len(outcome) == 1
     if per_thread_session(K):
+        # native: a raw TensorFlow error from deep inside the session
+        assert len(native) == 1 and isinstance(native[0], Exception), native
+        assert not isinstance(native[0], compat_clone.CompatCloneError)
         error = outcome[0]
         assert isinstance(error, compat_clone.WeightsUnreadableError), repr(error)
         assert "session" in str(error) and "as_default" in str(error)
