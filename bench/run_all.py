@@ -54,6 +54,14 @@ COPY_MAX_RAW_GPU = 1.25      # on a GPU, within 1.25x of a raw device copy of th
 # `bench/profile_clone.py --growth 500,2000` (the report prints that profile
 # from the current run beside this text).
 GROWTH_CAUSES = {
+    "keras3": (
+        "Keras 3.15's functional graph check (`ops/function.py` `map_graph`) makes every operation name "
+        "unique with `all_names.count(name)` for each name: n² string comparisons (the `count` row above: "
+        "4× the calls, 20× the time). The rest is not more work but dearer work: the same calls, 4× as "
+        "many, each cost more in a bigger heap (`typing` protocol checks, Keras's tracking `__setattr__`). "
+        "compat_clone's clone makes the native clone's calls (the counts above match) and grows as the native "
+        "one does."
+    ),
     "tf_keras": (
         "tf_keras's own `clone_model` is quadratic: `_clone_functional_model` (tf_keras 2.21 "
         "`src/models/cloning.py`, the `ancillary_layers` comprehension) tests `layer not in "
