@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 from compat_clone._errors import CloneFunctionError, CompatCloneError
 from compat_clone._weights import LayerMap
 
-__all__ = ["CloneRequest", "call_clone_function", "restore_trainable"]
+__all__ = ["CloneRequest", "call_clone_function", "holds_layer_of", "restore_trainable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +62,26 @@ def call_clone_function(
             f"Return `layer.__class__.from_config(layer.get_config())` or {instead}."
         )
     return new
+
+
+def holds_layer_of(layer: Any, cls: Any) -> bool:
+    """Whether any layer nested inside `layer` (not `layer` itself) is a `cls`.
+
+    tf.keras 2.x, tf_keras and Keras 3 list every tracked sublayer, wrapped
+    ones included (`_flatten_layers`); standalone Keras 2.0-2.3 has no such
+    list, and there the nested models' `layers` are walked (iteratively: the
+    nesting depth is the user's).
+    """
+    flatten = getattr(layer, "_flatten_layers", None)
+    if flatten is not None:
+        return any(isinstance(sub, cls) for sub in flatten(include_self=False))
+    stack = list(getattr(layer, "layers", None) or [])
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, cls):
+            return True
+        stack.extend(getattr(sub, "layers", None) or [])
+    return False
 
 
 def restore_trainable(model: Any, new: Any, layer_map: LayerMap) -> None:

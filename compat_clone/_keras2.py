@@ -54,7 +54,7 @@ import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from compat_clone._common import CloneRequest, call_clone_function
+from compat_clone._common import CloneRequest, call_clone_function, holds_layer_of
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -152,17 +152,6 @@ def _clone_lambda(layer: Any) -> Any:
     kwargs["mask"] = getattr(layer, "mask", None)
     kwargs["arguments"] = dict(getattr(layer, "arguments", None) or {})
     return layer.__class__(**kwargs)
-
-
-def _holds_lambda(model: Any) -> bool:
-    _, _, _, _, lambda_cls = _classes()
-    stack = list(getattr(model, "layers", None) or [])
-    while stack:  # iterative: nesting depth is the user's
-        layer = stack.pop()
-        if isinstance(layer, lambda_cls):
-            return True
-        stack.extend(getattr(layer, "layers", None) or [])
-    return False
 
 
 def default_clone_layer(layer: Any) -> Any:
@@ -286,7 +275,7 @@ class _Cloner:
         self.device = device
         self.layer_map = layer_map
         (self.layer_cls, self.network_cls, self.sequential_cls,
-         self.input_layer_cls, _) = _classes()
+         self.input_layer_cls, self.lambda_cls) = _classes()
 
     # placement ----------------------------------------------------------
     @contextlib.contextmanager
@@ -312,7 +301,9 @@ class _Cloner:
         # A nested model holding a Lambda is rebuilt from its live layers even
         # without `recursive`: its config round trip would rebuild the Lambda's
         # function from bytecode, losing the module globals it reads.
-        if nested and (self.recursive or (self.clone_function is None and _holds_lambda(layer))):
+        if nested and (
+            self.recursive or (self.clone_function is None and holds_layer_of(layer, self.lambda_cls))
+        ):
             # Layer by layer, nesting kept (recursion over nesting levels
             # only; each level's graph walk is iterative).
             new = self.model(layer, None)
@@ -735,7 +726,7 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
     if K.backend() != "tensorflow":
         # Theano / CNTK shared variables: no graph-side assign across them;
         # the backend's batch transfer is what they offer (untested here).
-        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, K.batch_get_value([s for s, _ in pairs]))])
+        _host_copy(K, pairs)
         return
     tf = _tf()
     graphs: Set[Any] = {getattr(v, "graph", None) for pair in pairs for v in pair}
@@ -743,8 +734,7 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
         # Source and target in different graphs (e.g. `K.clear_session()`
         # between them): an op cannot read one and write the other; only the
         # host can carry the values.
-        values = K.batch_get_value([s for s, _ in pairs])
-        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
+        _host_copy(K, pairs)
         return
     graph = graphs.pop()
     key = tuple((id(s), id(d)) for s, d in pairs)
@@ -767,13 +757,18 @@ def _assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
     if session.graph is not graph:
         # The variables live in a graph no session of Keras runs (built
         # under another `graph.as_default()`): carry the values by the host.
-        values = K.batch_get_value([s for s, _ in pairs])
-        K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
+        _host_copy(K, pairs)
         return
     try:
         session.run(entry[2])
     except tf.errors.FailedPreconditionError as exc:
         raise _unreadable_error(exc) from exc
+
+
+def _host_copy(K: Any, pairs: List[Tuple[Any, Any]]) -> None:
+    """Every value read into host memory, then written: where no graph op can copy."""
+    values = K.batch_get_value([src for src, _ in pairs])
+    K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
 
 
 def _unreadable_error(exc: BaseException) -> WeightsUnreadableError:

@@ -32,7 +32,7 @@ import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
-from compat_clone._common import CloneRequest, call_clone_function, restore_trainable
+from compat_clone._common import CloneRequest, call_clone_function, holds_layer_of, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -114,13 +114,6 @@ def _clone_lambda(layer: Any) -> Any:
     return layer.__class__(**config)
 
 
-def _holds_lambda(layer: Any, lambda_cls: type) -> bool:
-    flatten = getattr(layer, "_flatten_layers", None)
-    if flatten is None:
-        return False
-    return any(isinstance(sub, lambda_cls) for sub in flatten(include_self=False))
-
-
 def _same_classmethod(cls: type, base: type, name: str) -> bool:
     mine = getattr(getattr(cls, name), "__func__", None)
     return mine is not None and mine is getattr(getattr(base, name), "__func__", None)
@@ -146,7 +139,7 @@ def default_clone_layer(layer: Any) -> Any:
     if isinstance(layer, lambda_cls) and _same_classmethod(type(layer), lambda_cls, "from_config"):
         return _clone_lambda(layer)
     config = layer.get_config()
-    if _holds_lambda(layer, lambda_cls):
+    if holds_layer_of(layer, lambda_cls):
         with _unsafe_in_this_thread():
             return layer.__class__.from_config(config)
     return layer.__class__.from_config(config)
@@ -174,7 +167,7 @@ def _wrap(
         elif (
             not user_supplied
             and isinstance(layer, (functional_cls, sequential_cls))
-            and _holds_lambda(layer, lambda_cls)
+            and holds_layer_of(layer, lambda_cls)
         ):
             # A nested model holding a `Lambda`, default clone: rebuilt from
             # its live layers (still one unit: no user callables inside). Its

@@ -32,7 +32,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone import _placement
-from compat_clone._common import CloneRequest, call_clone_function, restore_trainable
+from compat_clone._common import CloneRequest, call_clone_function, holds_layer_of, restore_trainable
 from compat_clone._errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -78,13 +78,6 @@ def _is_sequential(layer: Any) -> bool:
 def _default_clone_layer(layer: Any) -> Any:
     # The native default, tf.keras 2.4-2.15 and tf_keras alike.
     return layer.__class__.from_config(layer.get_config())
-
-
-def _holds_lambda(layer: Any, lambda_cls: type) -> bool:
-    flatten = getattr(layer, "_flatten_layers", None)
-    if flatten is None:
-        return False
-    return any(isinstance(sub, lambda_cls) for sub in flatten(include_self=False))
 
 
 @contextlib.contextmanager
@@ -143,7 +136,7 @@ class _Cloner:
 
     def _default_clone(self, layer: Any) -> Any:
         lambda_cls = self.keras.layers.Lambda
-        if not _holds_lambda(layer, lambda_cls):
+        if not holds_layer_of(layer, lambda_cls):
             return _default_clone_layer(layer)
         if _is_graph_model(layer) or _is_sequential(layer):
             # A nested model holding a `Lambda`: rebuilt by our graph walk from
