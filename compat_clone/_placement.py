@@ -316,24 +316,20 @@ def assign_tf(pairs: Pairs) -> None:
     plan: List[Tuple[Any, Any]] = []
     for src, dst in pairs:
         plan.extend(_tf_plan(tf, _tf_var(tf, src), _tf_var(tf, dst)))
-    if tf.executing_eagerly() and all(_tf_plain_resource(src) and _tf_plain_resource(dst) for src, dst in plan):
+    from tensorflow.python.ops import gen_resource_variable_ops as gen
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    # Local, non-distributed resource variables (no mirrored / sync-on-read wrapper).
+    plain = (rvo.ResourceVariable, rvo.UninitializedVariable)
+    if tf.executing_eagerly() and all(type(src) in plain and type(dst) in plain for src, dst in plan):
         # The two kernels `dst.assign(src)` runs, without its Python layers
         # (conversion, dispatch, handle-data checks: 3x the time on CPU);
         # shapes and dtypes were checked by the plan.
-        from tensorflow.python.ops import gen_resource_variable_ops as gen
-
         for src, dst in plan:
             gen.assign_variable_op(dst.handle, gen.read_variable_op(src.handle, src.dtype.base_dtype))
         return
     for src, dst in plan:
         dst.assign(src, read_value=False)
-
-
-def _tf_plain_resource(variable: Any) -> bool:
-    """A local, non-distributed resource variable (not a mirrored/sync-on-read wrapper)."""
-    from tensorflow.python.ops import resource_variable_ops
-
-    return type(variable) in (resource_variable_ops.ResourceVariable, resource_variable_ops.UninitializedVariable)
 
 
 # -- JAX ---------------------------------------------------------------------
