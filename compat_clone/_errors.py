@@ -75,13 +75,13 @@ def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedMo
     """The error for a subclassed model whose config round trip failed (every family)."""
     what = f"the subclassed model {getattr(model, 'name', '?')!r} of type {type(model).__name__}"
     if isinstance(exc, NotImplementedError):
-        problem = f"Cannot clone {what}: it has no usable `get_config()` ({exc})."
+        problem = f"Cannot clone {what}: it has no usable `get_config()` ({exc}). "
         fix = "Implement `get_config()` (and `from_config()` if its constructor needs more)"
     else:  # TypeError (missing constructor arguments), ValueError, KeyError...
         problem = f"Cannot rebuild {what} from its config: {type(exc).__name__}: {exc}\n"
         fix = "Implement `get_config()` returning the constructor's arguments (and `from_config()` for objects in it)"
     return UnsupportedModelError(
-        f"{problem} {fix}, or build the model functionally and use `clone_function`."
+        f"{problem}{fix}, or build the model functionally and use `clone_function`."
     )
 
 
