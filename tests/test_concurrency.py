@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import compat_clone
+from features import family_name
 from model_state import fill_weights, predict, rich_input, rich_model
 
 THREADS = 8
@@ -63,9 +64,7 @@ def per_thread_session(K: Any) -> bool:
     """Standalone Keras 2.3 on a TF 1.x graph keeps one TF session per thread."""
     from packaging.version import Version
 
-    if compat_clone.family_of(K.models.Sequential()).family != "keras2":
-        return False
-    return Version(K.__version__) >= Version("2.3")
+    return family_name(K) == "keras2" and Version(K.__version__) >= Version("2.3")
 
 
 def session_scope(K: Any) -> Callable[[], Any]:

@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import given
 
 import compat_clone
+from features import family_name
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, build_model, describe, graph_specs, run_model, sample_inputs
 
@@ -49,7 +50,7 @@ def fresh_graph(K: Any) -> None:
     and predicts over all of them: without this, each example costs more than
     the one before (200 examples: over 14 minutes instead of under 2).
     """
-    if compat_clone.family_of(K.models.Sequential()).family == "keras2":
+    if family_name(K) == "keras2":
         K.backend.clear_session()
 
 
