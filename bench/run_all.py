@@ -246,6 +246,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
     return lines
 
 
+def _on_gpu(copy_result: Dict[str, Any]) -> bool:
+    """Whether a `bench_copy.py` result was measured on a GPU (its device names one)."""
+    where = str(copy_result.get("device", "")).lower()
+    return "gpu" in where or "cuda" in where
+
+
 def _target(family: str) -> float:
     return LEGACY_MAX if family == "keras2" else ADAPTER_MAX
 
@@ -432,9 +438,8 @@ def report(
     copy_notes: List[str] = []
     for env, payload in copies:
         for r in payload.get("results", []):
-            where = str(r.get("device", ""))
             label = f"{env}/{r['family']} [{r['backend']}] copy {r['mb']} MB"
-            if any(tag in where.lower() for tag in ("gpu", "cuda")):
+            if _on_gpu(r):
                 ok = r["ratio_to_raw"] <= COPY_MAX_RAW_GPU
                 verdicts.append(f"{'met' if ok else 'MISSED':12} {label} on GPU: copy_weights / raw "
                                 f"{r['ratio_to_raw']:.2f} (target ≤ {COPY_MAX_RAW_GPU:.2f})")
@@ -644,26 +649,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     copies: List[Tuple[str, Dict[str, Any]]] = []
     for env in envs:
         for family in ENV_FAMILIES[env]:
-            if family == "keras2" and not (ROOT / "compat_clone" / "_keras2.py").exists():
-                skipped.append(f"{env}: compat_clone has no standalone-Keras-2 implementation yet")
-                continue
             res = runner.run(env, f"clone-{family}", "bench_clone.py", ["--family", family] + clone_args)
             if res is not None:
                 clones.append(res)
-        if not (BENCH / "bench_copy.py").exists():
-            skipped.append(f"{env}: weight copy (bench/bench_copy.py is missing)")
-        else:
-            copy = runner.run(env, "copy", "bench_copy.py", copy_args)
-            if copy is not None:
-                copies.append((env, copy))
-    for env in copy_envs:
-        if env in envs:
-            continue
+    for env in envs + [e for e in copy_envs if e not in envs]:
         copy = runner.run(env, "copy", "bench_copy.py", copy_args)
         if copy is not None:
             copies.append((env, copy))
-    if not any(any(tag in str(r.get("device", "")).lower() for tag in ("gpu", "cuda"))
-               for _, payload in copies for r in payload.get("results", [])):
+    if not any(_on_gpu(r) for _, payload in copies for r in payload.get("results", [])):
         skipped.append("weight copy on a GPU (target: within 1.25× of a raw device copy): no GPU on this machine; "
                        "`python bench/bench_copy.py --device cuda:0` measures it where there is one")
 
