@@ -8,9 +8,9 @@ model object.
 
 from __future__ import annotations
 
-from compat_clone._api import clone_model, copy_weights, family_of
+from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone._dispatch import FamilyInfo
-from compat_clone._errors import (
+from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
     DeviceNotFoundError,

@@ -17,9 +17,9 @@ import threading
 from types import ModuleType
 from typing import Any, Dict, Optional, Tuple
 
-from compat_clone._errors import NotAModelError
+from compat_clone.errors import NotAModelError
 
-__all__ = ["FamilyInfo", "family_of", "adapter_for", "family_of_class"]
+__all__ = ["FamilyInfo", "family_of", "family_for", "adapter_for", "family_of_class"]
 
 KERAS3 = "keras3"
 TF_KERAS = "tf_keras"
@@ -39,9 +39,9 @@ _LAYER_CLASS_NAMES = frozenset({"Layer"})
 # Implementation module per family (imported lazily: each imports its
 # framework inside its functions only).
 _ADAPTERS = {
-    KERAS3: "compat_clone._keras3",
-    TF_KERAS: "compat_clone._tfkeras",
-    KERAS2: "compat_clone._keras2",
+    KERAS3: "compat_clone.families.keras3",
+    TF_KERAS: "compat_clone.families.tf_keras",
+    KERAS2: "compat_clone.families.keras2",
 }
 
 
@@ -86,7 +86,7 @@ def _package_version(module: ModuleType) -> str:
     return str(getattr(sub, "__version__", "0"))
 
 
-def _family_for(package: str, version: str) -> str:
+def family_for(package: str, version: str) -> str:
     if package == "tf_keras" or package == "tensorflow":
         return TF_KERAS
     # Imported here, not at module level: compiling its version regex is the
@@ -134,7 +134,7 @@ def _classify(cls: type) -> Optional[Tuple[str, str, str]]:
     if module is None:  # cannot happen for a live object; be explicit anyway
         return None
     version = _package_version(module)
-    return _family_for(owner, version), owner, version
+    return family_for(owner, version), owner, version
 
 
 def family_of_class(cls: type) -> Optional[Tuple[str, str, str]]:

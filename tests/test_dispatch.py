@@ -18,7 +18,7 @@ FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "jax", "torch", "numpy")
 
 def test_import_loads_no_framework() -> None:
     code = (
-        "import sys, json, compat_clone, compat_clone._cli;"
+        "import sys, json, compat_clone, compat_clone.tools.cli;"
         f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -28,7 +28,7 @@ def test_import_loads_no_framework() -> None:
 def test_cli_help_loads_no_framework() -> None:
     code = (
         "import sys, json, contextlib, io\n"
-        "from compat_clone._cli import main\n"
+        "from compat_clone.tools.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['--version'])\n"
         f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r})))"
@@ -65,8 +65,8 @@ def test_two_families_in_one_process() -> None:
     k3 = keras.Model(a, keras.layers.Dense(1)(a))
     b = tf_keras.Input((2,))
     k2 = tf_keras.Model(b, tf_keras.layers.Dense(1)(b))
-    assert compat_clone.family_of(k3).implementation == "compat_clone._keras3"
-    assert compat_clone.family_of(k2).implementation == "compat_clone._tfkeras"
+    assert compat_clone.family_of(k3).implementation == "compat_clone.families.keras3"
+    assert compat_clone.family_of(k2).implementation == "compat_clone.families.tf_keras"
     c3, c2 = compat_clone.clone_model(k3), compat_clone.clone_model(k2)
     assert type(c3).__module__.startswith("keras.")
     assert type(c2).__module__.startswith("tf_keras.")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Tuple
 import pytest
 
 import compat_clone
-from compat_clone import _weights
+from compat_clone import weights as _weights
 
 OURS = os.path.dirname(os.path.abspath(compat_clone.__file__)) + os.sep
 DEEP = 1100  # more layers than Python's default recursion limit (1000)
@@ -147,7 +147,7 @@ def test_iter_layers_depth_does_not_grow_with_nesting(K: Any) -> None:
 def test_keras3_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
-    from compat_clone import _keras3
+    from compat_clone.families import keras3 as _keras3
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))

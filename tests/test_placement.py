@@ -442,7 +442,7 @@ def test_tf_sync_on_read_sum_target_refused_before_any_write() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from compat_clone import InvalidArgumentError, _placement
+    from compat_clone import InvalidArgumentError, placement as _placement
 
     strategy = tf.distribute.MirroredStrategy(["/CPU:0"])
     a = tf.Variable(np.ones(3, "float32"))
@@ -648,7 +648,7 @@ def _worker_tf(out: str) -> None:
             assert_same_weights(model, clone)
 
         def sync_on_read_sum_refused_first(K: Any = K) -> None:
-            from compat_clone import InvalidArgumentError, _placement
+            from compat_clone import InvalidArgumentError, placement as _placement
 
             strategy = tf.distribute.MirroredStrategy(["/CPU:0", "/CPU:1"])
             a = tf.Variable(np.ones(3, "float32"))

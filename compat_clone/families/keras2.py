@@ -54,8 +54,8 @@ import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from compat_clone._common import CloneRequest, call_clone_function, holds_layer_of
-from compat_clone._errors import (
+from compat_clone.families._core import CloneRequest, call_clone_function, holds_layer_of
+from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
     DeviceNotFoundError,
@@ -64,7 +64,7 @@ from compat_clone._errors import (
     UnsupportedModelError,
     WeightsUnreadableError,
 )
-from compat_clone._weights import LayerMap
+from compat_clone.weights import LayerMap
 
 __all__ = ["clone", "variable_spec", "assign_pairs", "default_clone_layer"]
 
@@ -171,7 +171,7 @@ def _rebuild_error(layer: Any, exc: BaseException) -> UnsupportedModelError:
     Worded like the other families' (`_errors.layer_rebuild_error`), with
     Keras 2's way of registering a class: it has no decorator.
     """
-    from compat_clone._errors import _custom_classes_inside
+    from compat_clone.errors import _custom_classes_inside
 
     cls = type(layer)
     custom = _custom_classes_inside(layer)

@@ -3,9 +3,9 @@
 1. Installed families and versions, read from package metadata (nothing is
    imported for this part), with `TF_USE_LEGACY_KERAS` and `KERAS_BACKEND`.
 2. For each family: which implementation serves it, and the known native
-   problems of that version (`compat_clone._known_issues`).
+   problems of that version (`compat_clone.known_issues`).
 3. The devices each installed backend sees.
-4. A self-check: reference models (`compat_clone._reference`) built in every
+4. A self-check: reference models (`compat_clone.tools.reference_models`) built in every
    family, cloned natively and through compat_clone, outputs compared after a
    weight copy; a table of model x family -> native, compat_clone, time.
 """
@@ -101,7 +101,7 @@ def _short(exc: BaseException) -> str:
 
 def _self_check(K: Any) -> List[Dict[str, Any]]:
     import compat_clone
-    from compat_clone._reference import REFERENCE_MODELS
+    from compat_clone.tools.reference_models import REFERENCE_MODELS
 
     rows = []
     for label, build in REFERENCE_MODELS.items():
@@ -138,7 +138,7 @@ def _self_check(K: Any) -> List[Dict[str, Any]]:
 def collect(self_check: bool = True) -> Dict[str, Any]:
     """Everything the doctor reports, as one JSON-able dict."""
     from compat_clone import __version__
-    from compat_clone._known_issues import issues_for
+    from compat_clone.known_issues import issues_for
 
     installed = _installed()
     report: Dict[str, Any] = {

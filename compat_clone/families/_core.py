@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
-from compat_clone._errors import CloneFunctionError, CompatCloneError
-from compat_clone._weights import LayerMap
+from compat_clone.errors import CloneFunctionError, CompatCloneError
+from compat_clone.weights import LayerMap
 
 __all__ = ["CloneRequest", "call_clone_function", "holds_layer_of", "restore_trainable"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from compat_clone import _dispatch, _weights
-from compat_clone._common import CloneRequest
-from compat_clone._errors import (
+from compat_clone import _dispatch, weights as _weights
+from compat_clone.families._core import CloneRequest
+from compat_clone.errors import (
     InvalidArgumentError,
     NotAModelError,
 )

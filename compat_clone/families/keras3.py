@@ -31,9 +31,9 @@ import contextlib
 import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from compat_clone import _placement
-from compat_clone._common import CloneRequest, call_clone_function, holds_layer_of, restore_trainable
-from compat_clone._errors import (
+from compat_clone import placement as _placement
+from compat_clone.families._core import CloneRequest, call_clone_function, holds_layer_of, restore_trainable
+from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
     InputTensorsError,
@@ -41,7 +41,7 @@ from compat_clone._errors import (
     layer_rebuild_error,
     subclassed_rebuild_error,
 )
-from compat_clone._weights import LayerMap
+from compat_clone.weights import LayerMap
 
 __all__ = ["clone", "variable_spec", "assign_pairs"]
 

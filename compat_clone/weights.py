@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone._errors import WeightsMismatchError
+from compat_clone.errors import WeightsMismatchError
 
 __all__ = ["LayerMap", "plan_copy", "iter_layers"]
 

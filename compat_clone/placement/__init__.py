@@ -55,7 +55,7 @@ import re
 import sys
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone._errors import DeviceNotFoundError, InvalidArgumentError
+from compat_clone.errors import DeviceNotFoundError, InvalidArgumentError
 
 __all__ = ["Placement", "scope", "assign_keras3", "assign_tf"]
 
@@ -163,7 +163,7 @@ def _backend(info: Any) -> Optional[str]:
         return "tensorflow"
     if family == "keras3":
         return getattr(info, "backend", None) or "tensorflow"
-    return None  # standalone Keras 2 places its own variables (compat_clone._keras2)
+    return None  # standalone Keras 2 places its own variables (compat_clone.families.keras2)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,1 @@
+"""The cloning implementations, one module per Keras family, over one shared core (`_core`)."""
