@@ -28,7 +28,7 @@ test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
 
 # `make test`: our suite (pytest -n auto) in every environment of the version
-# matrix (compat_clone/matrix.toml), built with uv under .matrix/<env>/ and run
+# matrix (compat_clone/tools/matrix/matrix.toml), built with uv under .matrix/<env>/ and run
 # min(cores, memory GB // 4) at a time; then COMPATIBILITY.md and the README
 # table are regenerated from the recorded feature results. Fails if any
 # environment fails to build, fails a test, or runs/passes no test.

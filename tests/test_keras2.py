@@ -194,7 +194,7 @@ def test_envfix_hook_is_lazy() -> None:
 
 
 def test_envfix_install_into(tmp_path: Any) -> None:
-    from compat_clone import _envfix
+    from compat_clone.tools import envfix as _envfix
 
     path = _envfix.install_into(tmp_path, "keras2_on_tf2")
     assert os.path.basename(path) == "compat_clone_envfix_keras2_on_tf2.pth"

@@ -20,7 +20,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from compat_clone import _matrix, _report
+from compat_clone.tools import matrix as _matrix
+from compat_clone.tools.matrix import procs, report as _report, runner, summary
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parent / "sample_project"
@@ -153,7 +154,7 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    assert _matrix._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
+    assert runner._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
         "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"),
     ]
 
@@ -168,9 +169,9 @@ def _standin_env(root: Path, env: Any) -> Path:
 
 
 def _run(env: Any, root: Path, command: List[str], uv: List[str]) -> Any:
-    return _matrix._run_one(
+    return runner._run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
-        source=_matrix._self_source(), procs=_matrix._Procs(), timeout=60, rebuild=False,
+        source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
         say=lambda name, text: None,
     )
 
@@ -234,9 +235,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
         "print('grandchild', p.pid, flush=True); time.sleep(60)"
     )
-    out = _matrix._run_one(
+    out = runner._run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=_matrix._self_source(), procs=_matrix._Procs(), timeout=3, rebuild=False,
+        uv=["false"], source=runner._self_source(), procs=procs._Procs(), timeout=3, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -279,9 +280,9 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
     said: List[Any] = []
 
     def second_run() -> None:
-        said.append(_matrix._run_one(
+        said.append(runner._run_one(
             env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=_matrix._self_source(), procs=_matrix._Procs(), timeout=60, rebuild=False,
+            uv=["false"], source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
             say=lambda name, text: said.append(text),
         ))
 
@@ -321,8 +322,8 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = _matrix._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
-    bad = _matrix._Outcome("b", build="FAILED", status="BUILD FAILED")
+    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
+    bad = summary._Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
     assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-$", text, re.M), text
     assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED", text, re.M), text

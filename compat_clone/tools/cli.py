@@ -17,7 +17,7 @@ __all__ = ["main"]
 # `add_arguments(parser)` and `run(args) -> int`.
 _COMMANDS = {
     "doctor": ("compat_clone.tools.doctor", "report installed Keras families and self-check cloning"),
-    "matrix": ("compat_clone._matrix", "run a command in every environment of a version matrix"),
+    "matrix": ("compat_clone.tools.matrix", "run a command in every environment of a version matrix"),
     "migrate": ("compat_clone._migrate", "rewrite old clone_model code to use compat_clone"),
 }
 

@@ -155,7 +155,7 @@ def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Opti
         "# Compatibility",
         "",
         "Every cloning feature of the test suite, run in every environment of the version",
-        "matrix ([`compat_clone/matrix.toml`](compat_clone/matrix.toml)) twice: with the",
+        "matrix ([`compat_clone/tools/matrix/matrix.toml`](compat_clone/tools/matrix/matrix.toml)) twice: with the",
         "family's native `clone_model` and with `compat_clone.clone_model`.",
         "",
         render_table(results, names, descriptions),
