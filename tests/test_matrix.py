@@ -8,6 +8,7 @@ in it (`-m "not slow"` deselects it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -88,12 +89,46 @@ def test_defaults_merge_into_every_env() -> None:
         ({"expect": {"famly": "keras3"}}, "Unknown key(s) 'famly'"),
         ({"env": {"KERAS_BACKEND": 1}}, "table of strings"),
         ({"enabled": "no"}, "true or false"),
+        ({"python": 3.11}, "Expected `python` in environment 'a' of my.toml to be a string"),
+        ({"tags": "wide"}, "Received: tags='wide'"),
+        ({"expect": {"family": "keras2", "version": "3.15"}}, "a keras2 model cannot have version '3.15'"),
+        ({"expect": {"family": "keras3", "version": "2.15"}}, "(that version is tf_keras)"),
     ],
 )
 def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message: str) -> None:
     with pytest.raises(_matrix.TableError) as info:
         _matrix.parse_table(_table(**change), "my.toml")
     assert message in str(info.value) and "my.toml" in str(info.value)
+
+
+def test_schema_is_one_table_of_keys() -> None:
+    from compat_clone.tools.matrix import table
+
+    # every Env attribute is a key of the schema, and nothing else is
+    assert set(table._FIELDS) == {f.name for f in dataclasses.fields(_matrix.Env)}
+    with pytest.raises(_matrix.TableError, match=r"Unknown key\(s\) 'no_deps' in \[defaults\] of my.toml"):
+        _matrix.parse_table({"defaults": {"no_deps": []}, "env": [{"name": "a", "packages": []}]}, "my.toml")
+    with pytest.raises(_matrix.TableError, match="Expected `packages` in \\[defaults\\] of t.toml to be a list"):
+        _matrix.parse_table({"defaults": {"packages": "x"}, "env": [{"name": "a", "packages": []}]}, "t.toml")
+
+
+def test_tags_merge_and_select() -> None:
+    data = {"defaults": {"tags": ["wide"], "pip_args": ["-q"]},
+            "env": [{"name": "ci", "packages": [], "pip_args": ["--x"]},
+                    {"name": "extra-1", "packages": [], "enabled": False, "tags": ["k3"]},
+                    {"name": "extra-2", "packages": [], "enabled": False}]}
+    envs = _matrix.parse_table(data)
+    assert [e.tags for e in envs] == [("wide",), ("wide", "k3"), ("wide",)]
+    assert envs[0].pip_args == ("-q", "--x")
+    names = lambda *a: [e.name for e in _matrix.select_envs(envs, *a)]  # noqa: E731
+    assert names(None) == ["ci"]
+    assert names(None, ["wide"]) == ["ci", "extra-1", "extra-2"]
+    assert names(["extra-*"], ["wide"]) == ["extra-1", "extra-2"]  # --env narrows the tagged group
+    assert names(["extra-1"]) == ["extra-1"]  # a disabled env runs when named exactly
+    with pytest.raises(_matrix.TableError, match="No environment matches --env 'extra-\\*'"):
+        names(["extra-*"])  # without a tag a glob sees enabled environments only
+    with pytest.raises(_matrix.TableError, match="No environment has --tag 'nope'. Known tags: k3, wide"):
+        names(None, ["k3,nope"])
 
 
 def test_duplicate_and_missing_fields() -> None:

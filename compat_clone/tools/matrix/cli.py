@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "Example: compat-clone matrix --env 'keras-3.15-*' -- python -m pytest -q tests"
     parser.add_argument("--env", action="append", metavar="NAME",
                         help="environment name or glob; repeat or comma-separate (default: every enabled one)")
+    parser.add_argument("--tag", action="append", metavar="TAG",
+                        help="every environment with this tag, enabled or not (`wide`: the whole built-in "
+                             "matrix); --env then narrows the group")
     parser.add_argument("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
     parser.add_argument("--jobs", "-j", type=int, metavar="N",
                         help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
@@ -59,7 +62,7 @@ def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
         stamp_path = root / e.name / _STAMP_FILE
         state = "built" if stamp_path.is_file() and stamp_path.read_text().strip() == env_stamp(e, source) else "-"
         claim = " ".join(f"{k}={v}" for k, v in e.expect) or "(no claim)"
-        flag = "" if e.enabled else "  [disabled]"
+        flag = ("" if e.enabled else "  [disabled]") + (f"  tags: {','.join(e.tags)}" if e.tags else "")
         print(f"{e.name.ljust(width)}  {state:5}  {claim}{flag}")
         print(f"{' ' * width}         {' '.join(e.packages + tuple(f'--no-deps {p}' for p in e.no_deps))}")
         extra = [f"{k}={v}" for k, v in e.env] + ([f"fixup={e.fixup}"] if e.fixup else [])
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     try:
         table = load_table(args.table)
-        selected = select_envs(table, args.env)
+        selected = select_envs(table, args.env, args.tag)
     except TableError as e:
         print(f"compat-clone matrix: {e}", file=sys.stderr)
         return 2
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     source = _self_source()
     results = root / _RESULTS_DIR
     if args.list:
-        _list(selected if args.env else table, root, source)
+        _list(selected if args.env or args.tag else table, root, source)
         return 0
     if not command:
         if args.report:

@@ -1,9 +1,14 @@
-"""The matrix table: environments as data, validated.
+"""The matrix table: environments as data, validated against one declarative schema.
 
 A TOML document with ``[defaults]`` and one ``[[env]]`` per environment (the
-built-in one is ``compat_clone/tools/matrix/matrix.toml``); `load_table`
+built-in one is ``compat_clone/tools/matrix/matrix.toml``). `load_table`
 reads it, `parse_table` validates it into `Env` records, `select_envs` picks
-environments by name or glob.
+environments by name, glob or tag.
+
+The schema is the table `_FIELDS` below: one row per key with its type, its
+default, whether ``[defaults]`` may set it, and how an environment's value
+combines with the default. One small validator (`_validate_value`) checks every
+key against its row.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 __all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs"]
 
-_FAMILIES = ("keras3", "tf_keras", "keras2")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_RUNNING_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 class TableError(ValueError):
@@ -39,8 +44,9 @@ class Env:
         env: environment variables set when the command runs.
         fixup: name of a `compat_clone.tools.envfix` fix-up, or None.
         expect: the claim (``family``, ``version``, ``backend``).
-        enabled: False leaves it out unless selected by name.
+        enabled: False leaves it out of a run that names no environment.
         install_compat_clone: install the running `compat_clone` into it.
+        tags: labels that `--tag` selects by (``wide``, ...).
         note: free text.
     """
 
@@ -54,6 +60,7 @@ class Env:
     expect: Tuple[Tuple[str, str], ...] = ()
     enabled: bool = True
     install_compat_clone: bool = True
+    tags: Tuple[str, ...] = ()
     note: str = ""
 
     def expect_vars(self) -> Dict[str, str]:
@@ -61,57 +68,149 @@ class Env:
         return {f"COMPAT_CLONE_EXPECT_{k.upper()}": v for k, v in self.expect}
 
 
-# --------------------------------------------------------------------------- table
+# --------------------------------------------------------------------------- schema
 
-_DEFAULT_KEYS = {"python", "packages", "pip_args", "env", "install_compat_clone"}
-_ENV_KEYS = {
-    "name",
-    "python",
-    "packages",
-    "no_deps",
-    "pip_args",
-    "env",
-    "fixup",
-    "expect",
-    "enabled",
-    "install_compat_clone",
-    "note",
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+# type name -> (check, what the error message says was expected)
+_TYPES: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (_is_str_list, 'a list of strings, e.g. ["keras==3.15.1"]'),
+    "map": (_is_str_map, 'a table of strings, e.g. { KERAS_BACKEND = "jax" }'),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    """One key of an ``[[env]]`` entry.
+
+    `merge` says how the entry's value combines with the ``[defaults]`` one:
+    ``replace`` (the entry's wins), ``append`` (the entry's items, then the
+    defaults'), ``prepend`` (the defaults' items, then the entry's), ``update``
+    (a table: the entry's keys over the defaults').
+    """
+
+    type: str
+    default: Any
+    in_defaults: bool = False
+    merge: str = "replace"
+    required: bool = False
+
+
+_FIELDS: Dict[str, _Field] = {
+    "name": _Field("str", None, required=True),
+    "python": _Field("str", _RUNNING_PYTHON, in_defaults=True),
+    "packages": _Field("list", [], in_defaults=True, merge="append", required=True),
+    "no_deps": _Field("list", []),
+    "pip_args": _Field("list", [], in_defaults=True, merge="prepend"),
+    "env": _Field("map", {}, in_defaults=True, merge="update"),
+    "fixup": _Field("str", None),
+    "expect": _Field("map", {}),
+    "enabled": _Field("bool", True),
+    "install_compat_clone": _Field("bool", True, in_defaults=True),
+    "tags": _Field("list", [], in_defaults=True, merge="prepend"),
+    "note": _Field("str", ""),
+}
+_DEFAULT_KEYS = {key for key, field in _FIELDS.items() if field.in_defaults}
 _EXPECT_KEYS = {"family", "version", "backend"}
 
 
-def _toml_loads(text: str) -> Dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib  # dependency with marker python_version < "3.11"
-    return tomllib.loads(text)
-
-
-def _str_list(value: Any, where: str) -> Tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TableError(f"Expected {where} to be a list of strings. Received: {value!r}.")
-    return tuple(value)
-
-
-def _str_map(value: Any, where: str) -> Dict[str, str]:
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise TableError(
-            f"Expected {where} to be a table of strings, e.g. "
-            f'{{ KERAS_BACKEND = "jax" }}. Received: {value!r}.'
-        )
-    return dict(value)
-
-
-def _check_keys(table: Mapping[str, Any], allowed: Set[str], where: str) -> None:
+def _validate_keys(table: Mapping[str, Any], allowed: Set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise TableError(
             f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}. "
             f"Allowed keys: {', '.join(sorted(allowed))}."
         )
+
+
+def _validate_value(key: str, value: Any, where: str) -> Any:
+    check, expected = _TYPES[_FIELDS[key].type]
+    if not check(value):
+        raise TableError(f"Expected `{key}` in {where} to be {expected}. Received: {key}={value!r}.")
+    return value
+
+
+def _merge(key: str, default: Any, value: Any) -> Any:
+    how = _FIELDS[key].merge
+    if how == "append":
+        return list(value) + list(default)
+    if how == "prepend":
+        return list(default) + list(value)
+    if how == "update":
+        return {**default, **value}
+    return value
+
+
+def _validate_claim(expect: Mapping[str, str], where: str) -> None:
+    """The claim names a family whose package could have that version.
+
+    The version -> family rule is compat_clone's own (`family_for`), not a
+    second copy: ``keras2`` claims need a 2.0-2.3 version, ``keras3`` a 3.x.
+    """
+    from compat_clone._dispatch import KERAS2, KERAS3, TF_KERAS, family_for
+
+    _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
+    family = expect.get("family")
+    if family is None:
+        return
+    families = (KERAS3, TF_KERAS, KERAS2)
+    if family not in families:
+        raise TableError(
+            f"Expected `expect.family` of {where} to be one of {', '.join(families)}. Received: family={family!r}."
+        )
+    version = expect.get("version")
+    if version and family not in {family_for("keras", version), family_for("tf_keras", version)}:
+        raise TableError(
+            f"The claim of {where} does not hold together: a {family} model cannot have version {version!r} "
+            f"(that version is {family_for('keras', version)}). Fix `expect.family` or `expect.version`."
+        )
+
+
+def _parse_defaults(raw: Any, source: str) -> Dict[str, Any]:
+    where = f"[defaults] of {source}"
+    if not isinstance(raw, dict):
+        raise TableError(f"Expected {where} to be a table. Received: {raw!r}.")
+    _validate_keys(raw, _DEFAULT_KEYS, where)
+    merged = {key: field.default for key, field in _FIELDS.items()}
+    merged.update({key: _validate_value(key, value, where) for key, value in raw.items()})
+    return merged
+
+
+def _parse_env(raw: Any, defaults: Mapping[str, Any], index: int, source: str) -> Env:
+    where = f"[[env]] #{index} of {source}"
+    if not isinstance(raw, dict):
+        raise TableError(f"Expected {where} to be a table. Received: {raw!r}.")
+    _validate_keys(raw, set(_FIELDS), where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise TableError(
+            f"Expected `name` of {where} to be a folder-safe name (letters, digits, '.', '_', '+', '-'; "
+            f"not starting with a symbol). Received: name={name!r}."
+        )
+    where = f"environment {name!r} of {source}"
+    for key, field in _FIELDS.items():
+        if field.required and key not in raw:
+            raise TableError(f"Missing `{key}` in {where}: add it (see the schema in compat_clone/tools/matrix/matrix.toml).")
+    values = {key: _merge(key, defaults[key], _validate_value(key, raw[key], where)) if key in raw else defaults[key]
+              for key in _FIELDS}
+    _validate_claim(values["expect"], where)
+    return Env(**{key: _frozen(value) for key, value in values.items()})
+
+
+def _frozen(value: Any) -> Any:
+    """Lists become tuples, tables sorted tuples of pairs: `Env` is hashable."""
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    return tuple(value) if isinstance(value, list) else value
 
 
 def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
@@ -126,7 +225,8 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
 
     Raises:
         TableError: unknown keys, wrong types, a missing or duplicate name,
-            or a claim (``expect``) naming an unknown family.
+            or a claim (``expect``) naming an unknown family or a version
+            that family cannot have.
 
     Example:
 
@@ -134,18 +234,8 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
     >>> envs[0].packages
     ('keras==3.15.1',)
     """
-    _check_keys(data, {"defaults", "env"}, f"the top level of {source}")
-    defaults = data.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise TableError(f"Expected [defaults] in {source} to be a table. Received: {defaults!r}.")
-    _check_keys(defaults, _DEFAULT_KEYS, f"[defaults] of {source}")
-    d_python = defaults.get("python", f"{sys.version_info[0]}.{sys.version_info[1]}")
-    d_packages = _str_list(defaults.get("packages", []), f"defaults.packages in {source}")
-    d_pip_args = _str_list(defaults.get("pip_args", []), f"defaults.pip_args in {source}")
-    d_env = _str_map(defaults.get("env", {}), f"defaults.env in {source}")
-    d_self = defaults.get("install_compat_clone", True)
-    if not isinstance(d_self, bool):
-        raise TableError(f"Expected defaults.install_compat_clone in {source} to be true or false. Received: {d_self!r}.")
+    _validate_keys(data, {"defaults", "env"}, f"the top level of {source}")
+    defaults = _parse_defaults(data.get("defaults", {}), source)
     raw_envs = data.get("env")
     if not isinstance(raw_envs, list) or not raw_envs:
         raise TableError(
@@ -153,62 +243,20 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
             f"with a `name` and `packages`. Received: env={raw_envs!r}."
         )
     envs: List[Env] = []
-    seen: Set[str] = set()
-    for i, raw in enumerate(raw_envs):
-        where = f"[[env]] #{i + 1} of {source}"
-        if not isinstance(raw, dict):
-            raise TableError(f"Expected {where} to be a table. Received: {raw!r}.")
-        _check_keys(raw, _ENV_KEYS, where)
-        name = raw.get("name")
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            raise TableError(
-                f"Expected `name` of {where} to be a folder-safe name (letters, "
-                f"digits, '.', '_', '+', '-'; not starting with a symbol). "
-                f"Received: name={name!r}."
-            )
-        if name in seen:
-            raise TableError(f"Duplicate environment name {name!r} in {source}.")
-        seen.add(name)
-        where = f"environment {name!r} of {source}"
-        if "packages" not in raw:
-            raise TableError(f"Missing `packages` in {where}: list its pinned requirements.")
-        python = raw.get("python", d_python)
-        if not isinstance(python, str):
-            raise TableError(f'Expected `python` of {where} to be a string like "3.11". Received: {python!r}.')
-        expect = _str_map(raw.get("expect", {}), f"`expect` of {where}")
-        _check_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
-        if "family" in expect and expect["family"] not in _FAMILIES:
-            raise TableError(
-                f"Expected `expect.family` of {where} to be one of {', '.join(_FAMILIES)}. "
-                f"Received: {expect['family']!r}."
-            )
-        fixup = raw.get("fixup")
-        if fixup is not None and not isinstance(fixup, str):
-            raise TableError(f"Expected `fixup` of {where} to be a string. Received: {fixup!r}.")
-        for flag in ("enabled", "install_compat_clone"):
-            if flag in raw and not isinstance(raw[flag], bool):
-                raise TableError(f"Expected `{flag}` of {where} to be true or false. Received: {raw[flag]!r}.")
-        note = raw.get("note", "")
-        if not isinstance(note, str):
-            raise TableError(f"Expected `note` of {where} to be a string. Received: {note!r}.")
-        env_vars = dict(d_env)
-        env_vars.update(_str_map(raw.get("env", {}), f"`env` of {where}"))
-        envs.append(
-            Env(
-                name=name,
-                python=python,
-                packages=_str_list(raw["packages"], f"`packages` of {where}") + d_packages,
-                no_deps=_str_list(raw.get("no_deps", []), f"`no_deps` of {where}"),
-                pip_args=d_pip_args + _str_list(raw.get("pip_args", []), f"`pip_args` of {where}"),
-                env=tuple(sorted(env_vars.items())),
-                fixup=fixup,
-                expect=tuple(sorted(expect.items())),
-                enabled=bool(raw.get("enabled", True)),
-                install_compat_clone=bool(raw.get("install_compat_clone", d_self)),
-                note=note,
-            )
-        )
+    for index, raw in enumerate(raw_envs, 1):
+        env = _parse_env(raw, defaults, index, source)
+        if any(e.name == env.name for e in envs):
+            raise TableError(f"Duplicate environment name {env.name!r} in {source}: names must be unique.")
+        envs.append(env)
     return envs
+
+
+def _toml_loads(text: str) -> Dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python < 3.11
+        import tomli as tomllib  # dependency with marker python_version < "3.11"
+    return tomllib.loads(text)
 
 
 def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
@@ -223,6 +271,11 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
 
     Raises:
         TableError: the file is missing, is not TOML, or fails validation.
+
+    Example:
+
+    >>> [e.name for e in load_table() if e.enabled][:2]
+    ['keras-2.2.4', 'keras-2.2.5']
     """
     if path is None:
         from importlib import resources
@@ -234,7 +287,9 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
-            raise TableError(f"Cannot read the matrix table {source!r}: {e.strerror}. Pass an existing TOML file to --table.") from None
+            raise TableError(
+                f"Cannot read the matrix table {source!r}: {e.strerror}. Pass an existing TOML file to --table."
+            ) from None
     try:
         data = _toml_loads(text)
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
@@ -242,29 +297,52 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     return parse_table(data, source)
 
 
-def select_envs(envs: Sequence[Env], patterns: Optional[Sequence[str]]) -> List[Env]:
-    """Picks environments by name or glob (``keras-3.15-*``), in table order.
+def _split(items: Optional[Sequence[str]]) -> List[str]:
+    return [p.strip() for item in items or () for p in item.split(",") if p.strip()]
 
-    Without patterns every enabled environment is picked; a disabled one is
-    picked only when a pattern names it exactly.
+
+def select_envs(envs: Sequence[Env], patterns: Optional[Sequence[str]], tags: Optional[Sequence[str]] = None) -> List[Env]:
+    """Picks environments by name, glob (``keras-3.15-*``) or tag, in table order.
+
+    With neither patterns nor tags, every enabled environment is picked. Tags
+    pick every environment carrying one of them, enabled or not; patterns then
+    narrow that group. Without tags a glob matches enabled environments only,
+    and a disabled one is picked when a pattern names it exactly.
+
+    Args:
+        envs: the table, from `load_table`.
+        patterns: names or globs; an item may hold several, comma-separated.
+        tags: tags (``wide``); an item may hold several, comma-separated.
+
+    Returns:
+        The picked environments, in table order.
 
     Raises:
-        TableError: a pattern that matches no environment.
+        TableError: a pattern or tag that matches no environment.
+
+    Example:
+
+    >>> [e.name for e in select_envs(load_table(), ["keras-2.2.*"])]
+    ['keras-2.2.4', 'keras-2.2.5']
     """
-    if not patterns:
-        return [e for e in envs if e.enabled]
-    names: List[str] = []
-    for item in patterns:
-        names.extend(p.strip() for p in item.split(",") if p.strip())
+    names, wanted_tags = _split(patterns), _split(tags)
+    pool = list(envs) if wanted_tags else [e for e in envs if e.enabled]
+    for tag in wanted_tags:
+        if not any(tag in e.tags for e in envs):
+            known = sorted({t for e in envs for t in e.tags})
+            raise TableError(f"No environment has --tag {tag!r}. Known tags: {', '.join(known) or '(none)'}.")
+    if wanted_tags:
+        pool = [e for e in pool if set(e.tags) & set(wanted_tags)]
+    if not names:
+        return pool
     chosen: Set[str] = set()
     for pat in names:
-        hits = [e for e in envs if e.name == pat or (fnmatch.fnmatchcase(e.name, pat) and e.enabled)]
+        hits = [e for e in pool if fnmatch.fnmatchcase(e.name, pat)]
+        hits += [e for e in envs if e.name == pat and not wanted_tags]
         if not hits:
+            scope = f" among the environments tagged {', '.join(wanted_tags)}" if wanted_tags else ""
             raise TableError(
-                f"No environment matches --env {pat!r}. Known environments: "
-                f"{', '.join(e.name for e in envs)}."
+                f"No environment matches --env {pat!r}{scope}. Known environments: {', '.join(e.name for e in envs)}."
             )
         chosen.update(e.name for e in hits)
     return [e for e in envs if e.name in chosen]
-
-
