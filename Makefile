@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-default report bench tools venv clean
+.PHONY: demo test test-wide test-default report bench tools venv clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -39,6 +39,13 @@ PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
 
 test: $(VENV)/.stamp
 	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
+		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
+
+# `make test-wide`: the same in the wide matrix (`--tag wide`: every environment
+# of the table, also the ones `enabled = false` keeps out of `make test`: every
+# Keras 3 minor on TensorFlow, every tf_keras and tf.keras minor).
+test-wide: $(VENV)/.stamp
+	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
 		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
 
 # Regenerate COMPATIBILITY.md / the README table from the last results, without running.

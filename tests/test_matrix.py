@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from packaging.version import Version
 
 from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import procs, report as _report, runner, summary
@@ -45,24 +46,74 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
     assert backends == {"tensorflow", "jax", "torch"}
 
 
+_CI_ENVS = [
+    "keras-2.2.4", "keras-2.2.5", "keras-2.3.1", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
+    "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
+    "keras-3.15-torch",
+]
+
+
+def _pins(env: Any) -> Dict[str, str]:
+    """``{"keras": "3.15.1", "tensorflow": "2.21.0", ...}`` from the exact pins."""
+    pins = {}
+    for req in env.packages + env.no_deps:
+        name, sep, version = req.partition("==")
+        if sep:
+            pins[name.replace("-cpu", "").replace("-", "_")] = version.split("+")[0]
+    return pins
+
+
+def test_builtin_wide_matrix_covers_every_minor() -> None:
+    envs = _matrix.load_table()
+    wide = _matrix.select_envs(envs, None, ["wide"])
+    assert wide == envs  # the wide group is the whole table
+    k3_tf = {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras3"
+             and dict(e.expect)["backend"] == "tensorflow"}
+    newest = ["3.0.5", "3.1.1", "3.2.1", "3.3.3", "3.4.1", "3.5.0", "3.6.0", "3.7.0", "3.8.0", "3.9.2",
+              "3.10.0", "3.11.3", "3.12.4", "3.13.2", "3.14.1", "3.15.1"]
+    assert k3_tf == {"3.0.0", *newest}
+    tf_keras = sorted(_pins(e)["tf_keras"] for e in wide if "tf_keras" in _pins(e) and dict(e.expect)["family"] == "tf_keras")
+    assert [v.rsplit(".", 1)[0] for v in tf_keras] == [f"2.{m}" for m in range(16, 22)]
+    tf_dot_keras = sorted(_pins(e)["tensorflow"] for e in wide if e.name.startswith("tf.keras-"))
+    assert [v.rsplit(".", 1)[0] for v in tf_dot_keras] == ["2.12", "2.13", "2.14", "2.15"]
+    assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {"2.2.4", "2.2.5", "2.3.1"}
+    for env in wide:
+        pins = _pins(env)
+        if "keras" in pins and "tensorflow" in pins and Version(pins["tensorflow"]) >= Version("2.20"):
+            assert Version(pins["keras"]) >= Version("3.10"), env.name  # TF 2.20+ requires keras >= 3.10
+        if "tensorflow" in pins and Version(pins["tensorflow"]) < Version("2.18"):
+            assert "numpy<2" in env.packages or dict(env.expect)["family"] != "keras3", env.name
+
+
+def test_default_run_is_the_ci_set() -> None:
+    assert [e.name for e in _matrix.select_envs(_matrix.load_table(), None)] == _CI_ENVS
+
+
 def test_builtin_table_pins_are_exact_and_safe() -> None:
+    from compat_clone._dispatch import family_for
+
     for env in _matrix.load_table():
-        family = dict(env.expect)["family"]
-        # the family's own package is pinned exactly
-        own = {"keras2": "keras==", "keras3": "keras==", "tf_keras": "tensorflow-cpu=="}[family]
-        assert any(p.startswith(own) for p in env.packages + env.no_deps), (env.name, env.packages)
+        claim = dict(env.expect)
+        family = claim["family"]
+        pins = _pins(env)
+        # the package that defines the models is pinned exactly, and compat_clone's own
+        # version -> family rule gives the claimed family for it
+        package = "keras" if family != "tf_keras" else ("tf_keras" if "tf_keras" in pins else "tensorflow")
+        assert package in pins, (env.name, env.packages, env.no_deps)
+        assert family_for(package, pins[package]) == family, (env.name, package, pins[package])
+        assert (pins[package] + ".").startswith(claim["version"] + "."), (env.name, pins[package], claim)
         # every environment gets the test tools
         assert any(p.startswith("pytest-xdist") for p in env.packages), env.name
         if family == "keras2":
             assert env.fixup == "keras2_on_tf2" and any(p.startswith("keras==2.") for p in env.no_deps)
-        if dict(env.expect)["family"] == "tf_keras" and dict(env.expect)["version"] >= "2.16":
+        if family == "tf_keras" and Version(claim["version"]) >= Version("2.16"):
             assert dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", env.name
+            assert any(p.startswith("tf_keras==") for p in env.no_deps), env.name
         if "torch" in " ".join(env.packages):
             # only the local CPU wheel carries the +cpu label: never a CUDA build
             assert "torch==2.13.0+cpu" in env.packages and "/opt/wheels" in env.pip_args
-        backend = dict(env.expect)["backend"]
         if family == "keras3":
-            assert dict(env.env).get("KERAS_BACKEND") == backend, env.name
+            assert dict(env.env).get("KERAS_BACKEND") == claim["backend"], env.name
 
 
 def _table(**env: Any) -> Dict[str, Any]:
@@ -156,8 +207,6 @@ def test_table_file_errors(tmp_path: Path) -> None:
 
 def test_select_by_name_glob_and_disabled() -> None:
     envs = _matrix.load_table()
-    default = [e.name for e in _matrix.select_envs(envs, None)]
-    assert len(default) == 11 and "keras-2.3.1" in default  # every built-in env is enabled
     (table,) = _matrix.parse_table(_table(enabled=False))
     assert _matrix.select_envs([table], None) == []  # a disabled env runs only when named
     assert [e.name for e in _matrix.select_envs([table], [table.name])] == [table.name]
