@@ -1,0 +1,503 @@
+"""What each native `clone_model` guarantees, checked natively and through compat_clone.
+
+Standalone Keras 2.x, tf.keras 2.x and tf_keras ship no tests in their
+packages, so these are ours: one test per behaviour their native clone
+guarantees, run on every family (Keras 3 too, where the behaviour exists).
+
+Each test builds one source model and clones it twice, natively and through
+`compat_clone.clone_model`, side by side (`side_by_side`):
+
+* where the native call succeeds, compat_clone must succeed and give an
+  equivalent clone: same class, same layer classes, names and configs, same
+  input/output structure, same trainable flags and weight shapes, same losses
+  (count and values), same outputs once the source's weights are copied in;
+* where the native call fails (or the native API lacks the argument), the
+  test says so with the reason, that failure is asserted (so a row cannot
+  rot), and compat_clone's clone must match the source instead;
+* the source model is unchanged by either clone (weights, config, names).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import pytest
+from packaging.version import Version
+
+import compat_clone
+from features import NativeLacks, data, family_name, native_clone, predict
+
+# -- the side-by-side harness ------------------------------------------------
+
+
+def _version(K: Any) -> Version:
+    return Version(K.__version__)
+
+
+def _keras2_before(K: Any, version: str) -> bool:
+    return family_name(K) == "keras2" and _version(K) < Version(version)
+
+
+def _numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "numpy"):
+        try:
+            return np.asarray(value.numpy())
+        except Exception:
+            pass
+    try:
+        import keras
+
+        if keras.__version__.startswith("3"):
+            return np.asarray(keras.ops.convert_to_numpy(value))
+    except ImportError:
+        pass
+    return np.asarray(value)
+
+
+def _flat_inputs(model: Any, x: Any) -> List[Any]:
+    """`x` in the order of `model.inputs`."""
+    if isinstance(x, dict):
+        names = [t.name.split(":")[0] for t in model.inputs]
+        keyed = {k: v for k, v in x.items()}
+        # a dict-structured model: inputs flatten in sorted-key order
+        return [keyed[k] for k in sorted(keyed)] if len(names) == len(keyed) else list(keyed.values())
+    if isinstance(x, (list, tuple)):
+        flat: List[Any] = []
+        for item in x:
+            flat.extend(_flat_inputs(model, item) if isinstance(item, (list, tuple, dict)) else [item])
+        return flat
+    return [x]
+
+
+def loss_values(K: Any, model: Any, x: Any) -> List[float]:
+    """The values of `model.losses` for input `x`, sorted (their order is not part of the contract)."""
+    if family_name(K) == "keras2":
+        if not model.losses:
+            return []
+        fn = K.backend.function(model.inputs, model.losses)
+        return sorted(float(np.sum(v)) for v in fn(_flat_inputs(model, x)))
+    model(x, training=False)
+    return sorted(float(np.sum(_numpy(v))) for v in model.losses)
+
+
+def _structure(value: Any) -> Any:
+    """The nesting of a model's `input`/`output`: container types and keys, tensors as '*'."""
+    if isinstance(value, dict):
+        return {k: _structure(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__] + [_structure(v) for v in value]
+    return "*"
+
+
+def _io_structure(model: Any, attr: str) -> Any:
+    try:
+        value = getattr(model, attr)
+    except (AttributeError, ValueError) as exc:  # e.g. a Sequential built by a call, no Input
+        return f"no {attr}: {type(exc).__name__}"
+    return _structure(value)
+
+
+def _layer_configs(model: Any) -> List[Tuple[str, str, Any]]:
+    return [(type(layer).__name__, layer.name, layer.get_config()) for layer in model.layers]
+
+
+def _trainable(model: Any) -> Dict[str, Any]:
+    return {
+        "model": model.trainable,
+        "layers": [(layer.name, layer.trainable) for layer in model.layers],
+        "trainable_weights": [tuple(w.shape) for w in model.trainable_weights],
+        "non_trainable_weights": [tuple(w.shape) for w in model.non_trainable_weights],
+    }
+
+
+def _built(model: Any) -> bool:
+    return bool(getattr(model, "built", True))
+
+
+def _weights(model: Any) -> List[Any]:
+    """`model.weights`; none for an unbuilt model (tf.keras raises there)."""
+    return list(model.weights) if _built(model) else []
+
+
+def _source_state(model: Any) -> Dict[str, Any]:
+    built = _built(model)
+    return {
+        "name": model.name,
+        "built": built,
+        "layers": [(type(layer).__name__, layer.name) for layer in model.layers],
+        "config": model.get_config() if built else None,
+        "weights": [np.array(w, copy=True) for w in model.get_weights()] if built else [],
+        "trainable": _trainable(model) if built else model.trainable,
+    }
+
+
+def _assert_source_unchanged(before: Dict[str, Any], model: Any, who: str) -> None:
+    after = _source_state(model)
+    assert after["name"] == before["name"], f"{who} renamed the source"
+    assert after["built"] == before["built"], f"{who} built the source"
+    assert after["layers"] == before["layers"], f"{who} changed the source's layers"
+    assert after["config"] == before["config"], f"{who} changed the source's config"
+    assert after["trainable"] == before["trainable"], f"{who} changed the source's trainable flags"
+    assert len(after["weights"]) == len(before["weights"]), f"{who} changed the source's weights"
+    for u, v in zip(before["weights"], after["weights"]):
+        np.testing.assert_array_equal(u, v, err_msg=f"{who} changed a source weight")
+
+
+def _copy_source_weights(source: Any, clone: Any, shared: bool) -> None:
+    if not shared:
+        clone.set_weights(source.get_weights())
+
+
+def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *, shared: bool = False,
+                      compare_config: bool = True) -> None:
+    """`compat` is the clone `native` is: class, layers, structure, flags, losses, outputs."""
+    assert type(compat) is type(native), f"class {type(compat).__name__} vs native {type(native).__name__}"
+    assert [type(layer).__name__ for layer in compat.layers] == [type(layer).__name__ for layer in native.layers]
+    if compare_config:
+        assert _layer_configs(compat) == _layer_configs(native), "layer configs differ from the native clone's"
+    assert compat.name == native.name
+    built = getattr(native, "built", True)
+    assert getattr(compat, "built", True) == built, f"built: native {built}, compat_clone {not built}"
+    for attr in ("input", "output"):
+        assert _io_structure(compat, attr) == _io_structure(native, attr), f"{attr} structure differs"
+    assert _trainable(compat) == _trainable(native), "trainable flags or weight shapes differ"
+    assert len(compat.losses) == len(native.losses), (
+        f"{len(compat.losses)} losses through compat_clone, {len(native.losses)} natively"
+    )
+    for clone in (native, compat):
+        _copy_source_weights(source, clone, shared)
+    expected = predict(source, x)
+    for who, clone in (("native", native), ("compat_clone", compat)):
+        got = predict(clone, x)
+        assert len(got) == len(expected), f"{who}: {len(got)} outputs vs {len(expected)}"
+        for i, (u, v) in enumerate(zip(expected, got)):
+            np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5, err_msg=f"{who} clone, output {i}")
+    native_losses, compat_losses = loss_values(K, native, x), loss_values(K, compat, x)
+    np.testing.assert_allclose(compat_losses, native_losses, rtol=1e-5, atol=1e-6,
+                               err_msg="loss values differ from the native clone's")
+
+
+def assert_matches_source(K: Any, compat: Any, source: Any, x: Any, *, shared: bool = False) -> None:
+    """Where the native clone fails: compat_clone's clone against the source itself."""
+    assert type(compat) is type(source)
+    assert [type(layer).__name__ for layer in compat.layers] == [type(layer).__name__ for layer in source.layers]
+    assert _trainable(compat)["layers"] == _trainable(source)["layers"]
+    _copy_source_weights(source, compat, shared)
+    for i, (u, v) in enumerate(zip(predict(source, x), predict(compat, x))):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5, err_msg=f"compat_clone clone, output {i}")
+    np.testing.assert_allclose(loss_values(K, compat, x), loss_values(K, source, x), rtol=1e-5, atol=1e-6)
+
+
+def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = None,
+                 native_rejects: Optional[str] = None, shared: bool = False, build: Optional[Callable[[Any], None]] = None,
+                 compare_config: bool = True, **kwargs: Any) -> Tuple[Any, Any]:
+    """Clones `source` natively, then through compat_clone, and compares them.
+
+    `native_fails`: the reason the native call is known to fail here (or to
+    lack the argument); that failure is asserted, and compat_clone's clone is
+    checked against the source. `native_rejects`: the reason the native call
+    refuses these arguments by design; compat_clone must refuse them too, with
+    an exception of the same class (a drop-in changes nothing), and both
+    clones are None. `build(model)` is called on
+    both clones and the source before the comparison (for unbuilt models).
+    Returns (native clone or None, compat_clone's clone).
+    """
+    before = _source_state(source)
+    native: Any = None
+    native_error: Optional[BaseException] = None
+    try:
+        native = native_clone(K)(source, **kwargs)
+    except NativeLacks as exc:
+        native_error = exc
+    except Exception as exc:  # judged below against `native_fails`
+        native_error = exc
+    if native_rejects is not None:
+        assert native_error is not None and not isinstance(native_error, NativeLacks), (
+            f"the native clone accepted what it is recorded to reject ({native_rejects}): the expectation is stale"
+        )
+        try:
+            compat_clone.clone_model(source, **kwargs)
+        except type(native_error):
+            pass
+        else:
+            pytest.fail(
+                f"compat_clone accepted what the native clone rejects ({native_rejects}); native raised "
+                f"{type(native_error).__name__}: {str(native_error).splitlines()[0]}"
+            )
+        _assert_source_unchanged(before, source, "compat_clone")
+        return None, None
+    if native_fails is None:
+        assert native_error is None, f"the native clone failed: {native_error!r}"
+        _assert_source_unchanged(before, source, "the native clone")
+    else:
+        assert native_error is not None, (
+            f"the native clone succeeded where it is recorded to fail ({native_fails}): "
+            "the expectation is stale"
+        )
+    compat = compat_clone.clone_model(source, **kwargs)
+    _assert_source_unchanged(before, source, "compat_clone")
+    if build is not None:
+        for model in (source, native, compat):
+            if model is not None:
+                build(model)
+    if native is not None:
+        assert_equivalent(K, native, compat, source, x, shared=shared, compare_config=compare_config)
+    else:
+        assert_matches_source(K, compat, source, x, shared=shared)
+    return native, compat
+
+
+# -- behaviours ------------------------------------------------------------------
+
+
+def test_unbuilt_sequential(K: Any) -> None:
+    """Layers given without an input shape: the native clone is an unbuilt Sequential."""
+    source = K.models.Sequential([K.layers.Dense(4, activation="relu"), K.layers.Dense(2)])
+    x = data((3, 5))
+    native, compat = side_by_side(K, source, x, compare_config=True, build=lambda m: predict(m, x))
+    assert not compat.layers[0] is source.layers[0]
+
+
+def test_unbuilt_sequential_stays_unbuilt(K: Any) -> None:
+    source = K.models.Sequential([K.layers.Dense(4), K.layers.Dense(2)])
+    native = native_clone(K)(source)
+    compat = compat_clone.clone_model(source)
+    assert getattr(compat, "built", True) == getattr(native, "built", True)
+    assert len(_weights(compat)) == len(_weights(native)) == 0
+    assert len(compat.layers) == len(native.layers) == 2
+
+
+def test_layer_losses(K: Any) -> None:
+    """Weight regularizers and activity regularization come back with the layers."""
+    x_in = K.Input((4,))
+    h = K.layers.Dense(3, kernel_regularizer=K.regularizers.l2(0.1), name="reg")(x_in)
+    h = K.layers.ActivityRegularization(l1=0.01)(h)
+    source = K.models.Model(x_in, K.layers.Dense(2)(h))
+    side_by_side(K, source, data((3, 4)))
+
+
+def _ancillary_model(K: Any, with_metric: bool) -> Any:
+    x_in = K.Input((4,), name="x")
+    main = K.layers.Dense(3, name="main")(x_in)
+    out = K.layers.Dense(2, name="out")(main)
+    side = K.layers.Dense(2, name="side")(x_in)  # feeds no output
+    model = K.models.Model(x_in, out)
+    model.add_loss(K.backend.mean(side))
+    model.add_loss(0.5 * K.backend.mean(main))
+    if with_metric:
+        model.add_metric(K.backend.sum(side), name="side_sum", aggregation="mean")
+    return model
+
+
+def test_model_add_loss_on_unconnected_tensor(K: Any) -> None:
+    """`model.add_loss` on a tensor that feeds no output: the native clone re-inserts that branch."""
+    if family_name(K) == "keras3":
+        pytest.skip("Keras 3: model.add_loss takes no symbolic tensor (losses come from layers' call)")
+    source = _ancillary_model(K, with_metric=False)
+    x = data((3, 4))
+    native, compat = side_by_side(K, source, x)
+    assert len(loss_values(K, compat, x)) == len(loss_values(K, source, x))
+
+
+def _metric_results(K: Any, model: Any, x: Any, y: Any) -> Dict[str, float]:
+    model.compile(optimizer="sgd", loss="mse")
+    values = model.evaluate(x, y, verbose=0)
+    values = values if isinstance(values, list) else [values]
+    return dict(zip(model.metrics_names, (float(v) for v in values)))
+
+
+def test_model_add_metric(K: Any) -> None:
+    """`model.add_metric` (tf.keras, standalone Keras 2.3): the metric survives the clone."""
+    if family_name(K) == "keras3":
+        pytest.skip("Keras 3 has no add_metric")
+    if _keras2_before(K, "2.3"):
+        pytest.skip(f"standalone Keras {K.__version__} has no add_metric (added in 2.3.0)")
+    source = _ancillary_model(K, with_metric=True)
+    x, y = data((4, 4)), data((4, 2), 1)
+    native, compat = side_by_side(K, source, x)
+    expected = _metric_results(K, source, x, y)
+    assert "side_sum" in expected, expected
+    for who, clone in (("native", native), ("compat_clone", compat)):
+        got = _metric_results(K, clone, x, y)
+        assert sorted(got) == sorted(expected), f"{who}: metrics {sorted(got)} vs source {sorted(expected)}"
+        for key in expected:
+            np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=f"{who} {key}")
+
+
+def _share_all(layer: Any) -> Any:
+    return layer
+
+
+@pytest.mark.parametrize("kind", ["functional", "sequential"])
+def test_clone_function_returning_the_same_layer_shares_weights(K: Any, kind: str) -> None:
+    if kind == "functional":
+        x_in = K.Input((3,))
+        source = K.models.Model(x_in, K.layers.Dense(2, name="d2")(K.layers.Dense(4, name="d1")(x_in)))
+    else:
+        source = K.models.Sequential([K.layers.Dense(4, input_shape=(3,), name="d1"), K.layers.Dense(2, name="d2")])
+    lacks = "clone_function is new in standalone Keras 2.3" if _keras2_before(K, "2.3") else None
+    x = data((2, 3))
+    native, compat = side_by_side(K, source, x, native_fails=lacks, shared=True, clone_function=_share_all)
+    for name in ("d1", "d2"):
+        assert compat.get_layer(name) is source.get_layer(name), f"{name} was not shared"
+    # shared variables: a change in the source shows in the clone without any copy
+    d2 = source.get_layer("d2")
+    d2.set_weights([w + 1.0 for w in d2.get_weights()])
+    for u, v in zip(predict(source, x), predict(compat, x)):
+        np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5)
+
+
+def test_mask_embedding_lstm(K: Any) -> None:
+    """The Embedding(mask_zero=True) mask reaches the LSTM of the clone."""
+    ids = K.Input((None,), dtype="int32")
+    source = K.models.Model(ids, K.layers.LSTM(3)(K.layers.Embedding(10, 4, mask_zero=True)(ids)))
+    padded = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
+    native, compat = side_by_side(K, source, padded)
+    short = np.array([[1, 2], [3, 4]], dtype="int32")
+    # padding is ignored: the padded row 0 gives what its two real steps give
+    for clone in filter(None, (native, compat)):
+        np.testing.assert_allclose(predict(clone, padded)[0][0], predict(clone, short)[0][0], rtol=1e-5, atol=1e-6)
+
+
+def test_nested_models_and_shared_layers(K: Any) -> None:
+    inner_in = K.Input((3,))
+    inner = K.models.Model(inner_in, K.layers.Dense(4, name="inner_dense")(inner_in), name="inner")
+    seq = K.models.Sequential([K.layers.Dense(4, input_shape=(4,), name="seq_dense")], name="inner_seq")
+    frozen = K.layers.Dense(4, name="frozen")
+    frozen.trainable = False
+    shared = K.layers.Dense(2, name="shared")
+    a, b = K.Input((3,), name="a"), K.Input((3,), name="b")
+    ha, hb = seq(inner(a)), seq(inner(b))  # the nested models are themselves shared
+    out = K.layers.Add()([shared(frozen(ha)), shared(hb)])
+    source = K.models.Model([a, b], out)
+    native, compat = side_by_side(K, source, [data((2, 3), 1), data((2, 3), 2)])
+    assert len(compat.weights) == len(source.weights)
+    assert sum(type(layer).__name__ == "Dense" for layer in compat.layers) == 2
+    assert compat.get_layer("frozen").trainable is False
+
+
+def _attention_model(K: Any) -> Any:
+    q, v = K.Input((4, 8), name="q"), K.Input((6, 8), name="v")
+    mask = K.Input((4, 6), dtype="bool", name="mask")
+    out = K.layers.MultiHeadAttention(num_heads=2, key_dim=4)(q, v, attention_mask=mask)
+    return K.models.Model([q, v, mask], out)
+
+
+def test_tensor_keyword_argument_attention_mask(K: Any) -> None:
+    if not hasattr(K.layers, "MultiHeadAttention"):
+        pytest.skip(f"{K.__name__} {K.__version__} has no MultiHeadAttention")
+    source = _attention_model(K)
+    mask = np.random.RandomState(0).rand(2, 4, 6) > 0.5
+    mask[:, :, 0] = True
+    x = [data((2, 4, 8), 1), data((2, 6, 8), 2), mask]
+    # the fixture can fail: the mask changes the source's outputs
+    assert not np.allclose(predict(source, x)[0], predict(source, x[:2] + [np.ones_like(mask)])[0])
+    side_by_side(K, source, x)
+
+
+def _rnn_initial_state_model(K: Any, bidirectional: bool) -> Any:
+    seq = K.Input((5, 3), name="seq")
+    n_states = 4 if bidirectional else 2
+    states = [K.Input((4,), name=f"s{i}") for i in range(n_states)]
+    rnn = K.layers.LSTM(4)
+    layer = K.layers.Bidirectional(rnn) if bidirectional else rnn
+    return K.models.Model([seq] + states, layer(seq, initial_state=states))
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["lstm", "bidirectional"])
+def test_tensor_keyword_argument_initial_state(K: Any, bidirectional: bool) -> None:
+    source = _rnn_initial_state_model(K, bidirectional)
+    n_states = 4 if bidirectional else 2
+    x = [data((2, 5, 3), 0)] + [data((2, 4), i + 1) for i in range(n_states)]
+    zeros = [x[0]] + [np.zeros_like(s) for s in x[1:]]
+    assert not np.allclose(predict(source, x)[0], predict(source, zeros)[0]), "initial_state has no effect"
+    side_by_side(K, source, x)
+
+
+# -- input_tensors, in every structure the family accepts ---------------------------
+
+
+def _two_input_model(K: Any) -> Any:
+    a, b = K.Input((3,), name="a"), K.Input((2,), name="b")
+    return K.models.Model([a, b], K.layers.Dense(2)(K.layers.Concatenate()([a, b])))
+
+
+def _dict_input_model(K: Any) -> Any:
+    a, b = K.Input((3,), name="a"), K.Input((2,), name="b")
+    return K.models.Model({"a": a, "b": b}, K.layers.Dense(2)(K.layers.Concatenate()([a, b])))
+
+
+def _nested_input_model(K: Any) -> Any:
+    a, b, c = K.Input((3,), name="a"), K.Input((2,), name="b"), K.Input((1,), name="c")
+    out = K.layers.Dense(2)(K.layers.Concatenate()([a, b, c]))
+    return K.models.Model({"a": a, "bc": [b, c]}, out)
+
+
+def _input_case(K: Any, case: str) -> Tuple[Any, Any, Any]:
+    """(source model, input_tensors, data) for one structure of `input_tensors`."""
+    fam = family_name(K)
+    if case in ("single", "single_in_list"):
+        x_in = K.Input((3,))
+        source = K.models.Model(x_in, K.layers.Dense(2)(x_in))
+        new = K.Input((3,), name="new_x")
+        return source, (new if case == "single" else [new]), data((2, 3))
+    if case == "sequential_single":
+        source = K.models.Sequential([K.layers.Dense(2, input_shape=(3,))])
+        return source, K.Input((3,), name="new_x"), data((2, 3))
+    if case in ("list", "tuple"):
+        new = [K.Input((3,), name="new_a"), K.Input((2,), name="new_b")]
+        return _two_input_model(K), (new if case == "list" else tuple(new)), [data((2, 3), 1), data((2, 2), 2)]
+    if fam == "keras2":
+        pytest.skip(f"standalone Keras {K.__version__} models take no dict or nested inputs")
+    if case == "dict":
+        new = {"a": K.Input((3,), name="new_a"), "b": K.Input((2,), name="new_b")}
+        return _dict_input_model(K), new, {"a": data((2, 3), 1), "b": data((2, 2), 2)}
+    if case == "nested":
+        new = {"a": K.Input((3,), name="new_a"), "bc": [K.Input((2,), name="new_b"), K.Input((1,), name="new_c")]}
+        return _nested_input_model(K), new, {"a": data((2, 3), 1), "bc": [data((2, 2), 2), data((2, 1), 3)]}
+    raise ValueError(case)
+
+
+def _flatten(value: Any) -> List[Any]:
+    if isinstance(value, dict):
+        return [t for k in sorted(value) for t in _flatten(value[k])]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _flatten(v)]
+    return [value]
+
+
+INPUT_CASES = ["single", "single_in_list", "sequential_single", "list", "tuple", "dict", "nested"]
+
+
+def _rejected_natively(K: Any, case: str) -> Optional[str]:
+    """Why the family's native clone_model refuses this structure of `input_tensors`, if it does."""
+    if family_name(K) == "keras3" and case in ("single_in_list", "tuple"):
+        return "Keras 3 requires `input_tensors` to have exactly the structure of model.input"
+    return None
+
+
+@pytest.mark.parametrize("case", INPUT_CASES)
+def test_input_tensors(K: Any, case: str) -> None:
+    source, given, x = _input_case(K, case)
+    rejected = _rejected_natively(K, case)
+    native, compat = side_by_side(K, source, x, native_rejects=rejected, input_tensors=given)
+    if rejected:
+        return
+    flat = _flatten(given)
+
+    def uses_given(model: Any) -> List[bool]:
+        return [any(t is g for g in flat) for t in model.inputs]
+
+    assert uses_given(compat) == uses_given(native), "the clone's inputs are not the given tensors"
+
+
+def test_input_tensors_backend_placeholder(K: Any) -> None:
+    """Standalone Keras 2: a backend tensor (not a Keras tensor) is wrapped in an InputLayer."""
+    if family_name(K) != "keras2":
+        pytest.skip("graph-mode backend placeholders exist in standalone Keras 2 only")
+    x_in = K.Input((3,))
+    source = K.models.Model(x_in, K.layers.Dense(2)(x_in))
+    placeholder = K.backend.placeholder(shape=(None, 3))
+    native, compat = side_by_side(K, source, data((2, 3)), input_tensors=placeholder)
+    assert compat.inputs[0] is placeholder or compat.inputs[0].op is placeholder.op
