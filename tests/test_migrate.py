@@ -27,7 +27,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from compat_clone import _migrate
+from compat_clone.tools import migrate as _migrate
 from conftest import families_under_test
 
 FIXTURES = Path(__file__).parent / "migrate_fixtures"
@@ -246,7 +246,7 @@ def test_missing_libcst_gives_install_hint(monkeypatch: Any, capsys: Any) -> Non
 
 def test_importing_migrate_imports_no_libcst_and_no_framework() -> None:
     code = (
-        "import sys, compat_clone._migrate, compat_clone.tools.cli\n"
+        "import sys, compat_clone.tools.migrate, compat_clone.tools.cli\n"
         "bad = [m for m in ('libcst', 'keras', 'tensorflow', 'tf_keras', 'jax', 'torch')"
         " if m in sys.modules]\n"
         "assert not bad, bad\n"

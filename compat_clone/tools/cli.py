@@ -18,7 +18,7 @@ __all__ = ["main"]
 _COMMANDS = {
     "doctor": ("compat_clone.tools.doctor", "report installed Keras families and self-check cloning"),
     "matrix": ("compat_clone.tools.matrix", "run a command in every environment of a version matrix"),
-    "migrate": ("compat_clone._migrate", "rewrite old clone_model code to use compat_clone"),
+    "migrate": ("compat_clone.tools.migrate", "rewrite old clone_model code to use compat_clone"),
 }
 
 

@@ -1,0 +1,76 @@
+"""What the codemod rewrites and reports, as data: no libcst here.
+
+The homes of `clone_model`, the packages whose star imports may bring it in,
+the words that make a file worth analysing, and the messages for the uses
+that have nothing to be rewritten to.
+"""
+
+from __future__ import annotations
+
+# Modules whose `clone_model` this tool rewrites, as the fully qualified
+# import path a name resolves to (`import tensorflow as tf` makes
+# `tf.keras.models` resolve to `tensorflow.keras.models`).
+CLONE_MODEL_HOMES = frozenset(
+    {
+        # standalone Keras 2.0-2.3 (keras/models.py), Keras 2.4-2.15 and Keras 3
+        "keras.models",
+        "keras.api.models",
+        "keras.api._v2.keras.models",
+        "keras.src.models",
+        "keras.src.models.cloning",
+        "keras.models.cloning",
+        # tf.keras (TF 1.x / 2.x), including the compat namespaces
+        "tensorflow.keras.models",
+        "tensorflow.python.keras.models",
+        "tensorflow.compat.v1.keras.models",
+        "tensorflow.compat.v2.keras.models",
+        "tensorflow.contrib.keras.models",
+        "tensorflow.contrib.keras.api.keras.models",
+        # tf_keras (Keras 2 kept alive for TF >= 2.16)
+        "tf_keras.models",
+        "tf_keras.src.models",
+        "tf_keras.src.models.cloning",
+    }
+)
+CLONE_MODEL_TARGETS = frozenset(f"{home}.clone_model" for home in CLONE_MODEL_HOMES)
+
+# Every use this tool rewrites or reports contains one of these words; a file
+# without them is left alone without the scope analysis.
+TRIGGERS = (b"clone_model", b"clone_and_build_model", b"multi_gpu_model")
+
+# Top-level packages whose star imports may bring a `clone_model` in.
+KERAS_ROOTS = ("keras", "tensorflow", "tf_keras")
+
+MULTI_GPU_WHY = (
+    "`multi_gpu_model` was removed (deprecated in Keras 2.3.1 / TF 2.2, gone in TF 2.4 and "
+    "Keras 3); not rewritten. For data parallelism use `tf.distribute.MirroredStrategy`; to "
+    "clone the model under /cpu:0 as its `cpu_relocation=True` did, use "
+    '`compat_clone.clone_model(model, device="/cpu:0")`.'
+)
+CLONE_AND_BUILD_WHY = (
+    "`clone_and_build_model` (tf.keras 2.x; gone in Keras 3) clones and compiles; not "
+    "rewritten. Use `clone = compat_clone.clone_model(model, copy_weights=True)` and then "
+    "`clone.compile(...)` with the optimizer, loss and metrics it was given."
+)
+# Keras functions reported wherever they are imported or called: nothing to rewrite them to.
+REMOVED_WHY = {
+    "multi_gpu_model": MULTI_GPU_WHY,
+    "clone_and_build_model": CLONE_AND_BUILD_WHY,
+}
+
+
+def is_keras_module(module: str) -> bool:
+    """Whether `module` (a dotted name) belongs to one of the Keras packages.
+
+    Args:
+        module: an absolute module name, such as `"tensorflow.keras.utils"`.
+
+    Returns:
+        True when its top-level package is `keras`, `tensorflow` or `tf_keras`.
+
+    Example:
+
+    >>> is_keras_module("tf_keras.models"), is_keras_module("mylib.models")
+    (True, False)
+    """
+    return module.partition(".")[0] in KERAS_ROOTS
