@@ -351,7 +351,9 @@ def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None
     )
     _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"])
     assert old.read_text() == '{"feature": "new"}\n'
-    assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl"]  # staging removed
+    assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl", "a.outcome.json"]  # staging removed
+    outcome = json.loads((old.parent / "a.outcome.json").read_text())
+    assert outcome["env"] == "a" and outcome["status"] == "ok" and outcome["counts"]["passed"] == 1
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
@@ -462,7 +464,7 @@ def test_report_aggregates_envs_into_tables(tmp_path: Path) -> None:
     assert "| `sequential` | ❌ ✅ | ✅ ✅ |" in text
     assert "| `rename` |   | ➖ ✅ |" in text
     assert "| `torch_device` | · · |   |" in text
-    assert "No results for: `keras-2.2.4` (BUILD FAILED)." in text
+    assert "Missing, no results for: `keras-2.2.4` (BUILD FAILED)." in text
     assert "- `sequential` in `tf_keras-2.21`, native: fail: ValueError: boom" in text
     new_readme = readme.read_text()
     assert "old table" not in new_readme and "| `sequential` | ❌ ✅ | ✅ ✅ |" in new_readme
@@ -508,7 +510,13 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
         environ["COMPAT_CLONE_UV"] = str(local_uv)
     cli = [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--jobs", "1"]
 
-    first = subprocess.run(cli + ["--", "pytest", "-q"], cwd=project, env=environ,
+    # The command `--emit github` gives the CI job of this environment, run here.
+    emitted = subprocess.run(cli + ["--emit", "github", "--", "pytest"], cwd=project, env=environ,
+                             capture_output=True, text=True, timeout=120)
+    (entry,) = json.loads(emitted.stdout)["include"]
+    assert entry["command"] == "compat-clone matrix --env keras3-jax --table matrix.toml -- pytest"
+    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
+    first = subprocess.run(["bash", "-c", entry["command"]], cwd=project, env=environ,
                            capture_output=True, text=True, timeout=1200)
     log = project / ".matrix" / "keras3-jax" / "last.log"
     detail = first.stdout + first.stderr + (log.read_text() if log.exists() else "")
@@ -516,6 +524,17 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     assert re.search(r"^keras3-jax\s+built\s+4\s+0\s+0\s+ok", first.stdout, re.M), detail
     assert "matrix: all 1 environments passed" in first.stdout
     assert "4 passed" in log.read_text()
+    # compat_clone's pytest plugin checked the claim and named the environment
+    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax)" \
+        in log.read_text(), log.read_text()
+
+    # The same environment under a false claim (TensorFlow): the plugin stops it before any test.
+    liar = subprocess.run(cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"], cwd=project, env=environ,
+                          capture_output=True, text=True, timeout=1200)
+    assert liar.returncode == 1, liar.stdout + liar.stderr
+    assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+FAILED", liar.stdout, re.M), liar.stdout
+    assert "environment 'keras3-jax' is not what it claims" in log.read_text()
+    assert "runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
 
     # Same pins: the environment is reused. A command that collects nothing fails.
     second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,

@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.tools.matrix.procs import _Procs, default_jobs
 from compat_clone.tools.matrix.runner import (
@@ -26,33 +26,45 @@ from compat_clone.tools.matrix.table import Env, TableError, load_table, select_
 __all__ = ["add_arguments", "run", "main"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the `compat-clone matrix` options to `parser`.
+
+    Args:
+        parser: the subcommand's parser (or a parser of its own, as `main` does).
+    """
     parser.description = (
         "Run COMMAND in every environment of a version matrix (built with uv under "
         ".matrix/<env>/, reused while its pins are unchanged), in parallel, and print "
         "one summary table. Exits 1 if any environment fails."
     )
     parser.epilog = "Example: compat-clone matrix --env 'keras-3.15-*' -- python -m pytest -q tests"
-    parser.add_argument("--env", action="append", metavar="NAME",
-                        help="environment name or glob; repeat or comma-separate (default: every enabled one)")
-    parser.add_argument("--tag", action="append", metavar="TAG",
-                        help="every environment with this tag, enabled or not (`wide`: the whole built-in "
-                             "matrix); --env then narrows the group")
-    parser.add_argument("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
-    parser.add_argument("--jobs", "-j", type=int, metavar="N",
-                        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
-    parser.add_argument("--list", action="store_true", help="list the environments and exit")
-    parser.add_argument("--root", default=".matrix", metavar="DIR", help="where environments live (default: .matrix)")
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
-    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
-    parser.add_argument("--report", metavar="FILE.md",
-                        help="afterwards write the feature table (COMPATIBILITY.md) from the environments' "
-                             "results; with no COMMAND, only write it")
-    parser.add_argument("--readme", metavar="FILE.md",
-                        help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file")
-    parser.add_argument("--tail", type=int, default=40, metavar="N",
-                        help="print the last N log lines of each failed environment (default: 40)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                        help="the command to run in each environment, after `--`")
+    add = parser.add_argument
+    add("--env", action="append", metavar="NAME",
+        help="environment name or glob; repeat or comma-separate (default: every enabled one)")
+    add("--tag", action="append", metavar="TAG",
+        help="every environment with this tag, enabled or not (`wide`: the whole built-in matrix); --env then "
+             "narrows the group")
+    add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
+    add("--jobs", "-j", type=int, metavar="N",
+        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
+    add("--list", action="store_true", help="list the environments and exit")
+    add("--root", default=".matrix", metavar="DIR", help="where environments live (default: .matrix)")
+    add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
+    add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
+    add("--report", metavar="FILE.md",
+        help="afterwards write the feature table (COMPATIBILITY.md) from the environments' results; with no "
+             "COMMAND, only write it")
+    add("--readme", metavar="FILE.md",
+        help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file")
+    add("--tail", type=int, default=40, metavar="N",
+        help="print the last N log lines of each failed environment (default: 40)")
+    add("--emit", choices=("github", "workflow"),
+        help="print, instead of running: `github`, the GitHub Actions strategy matrix (JSON) of the selected "
+             "environments; `workflow`, a complete workflow file using it (COMMAND default: python -m pytest -q)")
+    add("--merge", nargs="+", metavar="DIR",
+        help="with --report: build the report from result folders collected from several runs or machines "
+             "(refuses one environment's results twice; lists selected environments without results)")
+    add("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+        help="the command to run in each environment, after `--`")
     parser.set_defaults(jobs=None)
 
 
@@ -72,7 +84,27 @@ def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
             print(f"{' ' * width}         # {e.note}")
 
 
+def _fail(message: str, status: int = 2) -> int:
+    print(f"compat-clone matrix: {message}", file=sys.stderr)
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
+    """Runs `compat-clone matrix` with parsed arguments.
+
+    Args:
+        args: from a parser that `add_arguments` set up.
+
+    Returns:
+        The exit status: 0 when every environment passed (or nothing ran),
+        1 when one failed or the report could not be written, 2 for a usage
+        error (bad table, unknown environment, no command).
+
+    Example:
+
+    >>> main(["--list", "--env", "keras-3.15-jax"])  # doctest: +SKIP
+    0
+    """
     command = list(args.command or [])
     if command and command[0] == "--":
         command = command[1:]
@@ -80,28 +112,49 @@ def run(args: argparse.Namespace) -> int:
         table = load_table(args.table)
         selected = select_envs(table, args.env, args.tag)
     except TableError as e:
-        print(f"compat-clone matrix: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e))
     root = Path(args.root).resolve()
-    source = _self_source()
     results = root / _RESULTS_DIR
+    if args.emit:
+        return _emit(args, selected, command)
+    if args.merge:
+        if not args.report:
+            return _fail("--merge needs --report FILE.md: the report to build from the merged results.")
+        return _write_report(args, table, [Path(d) for d in args.merge], {}, selected)
     if args.list:
-        _list(selected if args.env or args.tag else table, root, source)
+        _list(selected if args.env or args.tag else table, root, _self_source())
         return 0
     if not command:
         if args.report:
-            return _write_report(args, table, results, {})
-        print("compat-clone matrix: no COMMAND given. Usage: compat-clone matrix [options] -- COMMAND...\n"
-              "  e.g. compat-clone matrix -- python -m pytest -q", file=sys.stderr)
-        return 2
+            return _write_report(args, table, [results], {}, selected)
+        return _fail("no COMMAND given. Usage: compat-clone matrix [options] -- COMMAND...\n"
+                     "  e.g. compat-clone matrix -- python -m pytest -q")
     jobs = args.jobs if args.jobs is not None else default_jobs()
     if jobs < 1:
-        print(f"compat-clone matrix: expected --jobs >= 1. Received: {jobs}.", file=sys.stderr)
-        return 2
+        return _fail(f"expected --jobs >= 1. Received: {jobs}.")
+    ordered, wall = _run_all(args, selected, command, root, jobs)
+    if ordered is None:
+        return 130
+    for o in ordered:
+        if not o.ok and args.tail > 0:
+            print(f"\n----- {o.env}: {o.status}; last {args.tail} lines of {o.log} -----")
+            print(_tail(o.log, args.tail))
+    print()
+    print(format_summary(ordered, wall), flush=True)
+    rc = 0 if all(o.ok for o in ordered) else 1
+    if args.report:
+        rc = max(rc, _write_report(args, table, [results], {o.env: o.status for o in ordered}, selected))
+    return rc
+
+
+def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], root: Path,
+             jobs: int) -> Tuple[Optional[List[_Outcome]], float]:
+    """Runs the environments, `jobs` at a time; (outcomes in table order or None if interrupted, seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".gitignore").exists():
         (root / ".gitignore").write_text("*\n", encoding="utf-8")
     uv = _find_uv(Path.cwd())
+    source = _self_source()
     print(f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; "
           f"logs: {root}/<env>/{_LOG_FILE}", flush=True)
     lock = threading.Lock()
@@ -112,52 +165,71 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{_fmt_s(time.monotonic() - t0):>6}] {name}: {text}", flush=True)
 
     procs = _Procs()
-    outcomes: Dict[str, _Outcome] = {}
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = {
-        e.name: pool.submit(_run_one, e, root=root, results=results, command=command, uv=uv, source=source,
-                            procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say)
+        e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
+                            source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say)
         for e in selected
     }
     try:
-        for name, fut in futures.items():
-            outcomes[name] = fut.result()
+        outcomes = {name: fut.result() for name, fut in futures.items()}
     except KeyboardInterrupt:
         procs.kill_all()
         pool.shutdown(wait=False, cancel_futures=True)
         print("\ncompat-clone matrix: interrupted", file=sys.stderr)
-        return 130
+        return None, time.monotonic() - t0
     pool.shutdown()
-    ordered = [outcomes[e.name] for e in selected]
-    for o in ordered:
-        if not o.ok and args.tail > 0:
-            print(f"\n----- {o.env}: {o.status}; last {args.tail} lines of {o.log} -----")
-            print(_tail(o.log, args.tail))
-    print()
-    print(format_summary(ordered, time.monotonic() - t0), flush=True)
-    rc = 0 if all(o.ok for o in ordered) else 1
-    if args.report:
-        rc = max(rc, _write_report(args, table, results, {o.env: o.status for o in ordered}))
-    return rc
+    return [outcomes[e.name] for e in selected], time.monotonic() - t0
 
 
-def _write_report(args: argparse.Namespace, table: Sequence[Env], results: Path, statuses: Dict[str, str]) -> int:
+def _common_options(args: argparse.Namespace) -> List[str]:
+    """Options every `compat-clone matrix` call of an emitted CI set-up repeats."""
+    out = ["--table", args.table] if args.table else []
+    return out + (["--timeout", f"{args.timeout:g}"] if args.timeout is not None else [])
+
+
+def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:
+    from compat_clone import __version__
+    from compat_clone.tools.matrix import ci
+
+    selection = [f"--env={e}" for e in args.env or ()] + [f"--tag={t}" for t in args.tag or ()]
+    editable = _self_source() == ("editable", Path.cwd().resolve())
+    try:
+        text = ci.emit(args.emit, selected, command or ci.DEFAULT_COMMAND, selection, _common_options(args),
+                       table=args.table, editable_checkout=editable, version=__version__)
+    except ValueError as e:
+        return _fail(str(e))
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Sequence[Path],
+                  statuses: Dict[str, str], selected: Sequence[Env]) -> int:
     from compat_clone.tools.matrix import report as _report
 
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        return _fail(f"result folder(s) {', '.join(map(repr, missing))} do not exist. Pass the folders that hold "
+                     "the <env>.jsonl files (CI artifacts, .matrix/_results).", 1)
     try:
-        written = _report.write(results, table, Path(args.report), Path(args.readme) if args.readme else None,
-                                statuses=statuses)
+        written = _report.write(folders, table, Path(args.report), Path(args.readme) if args.readme else None,
+                                statuses=statuses, expected=[e.name for e in selected])
     except _report.ReportError as e:
-        print(f"compat-clone matrix: {e}", file=sys.stderr)
-        return 1
+        return _fail(str(e), 1)
     for path in written:
         print(f"compat-clone matrix: wrote {path}")
     return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m compat_clone.tools.matrix ...``: the subcommand on its own."""
+    """``python -m compat_clone.tools.matrix ...``: the subcommand on its own.
+
+    Args:
+        argv: the arguments after ``compat-clone matrix``; None for ``sys.argv[1:]``.
+
+    Returns:
+        The exit status (see `run`).
+    """
     parser = argparse.ArgumentParser(prog="compat-clone matrix")
     add_arguments(parser)
     return run(parser.parse_args(argv))
-

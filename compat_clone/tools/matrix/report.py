@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-__all__ = ["ReportError", "load_results", "render_table", "render_report", "update_readme", "write"]
+__all__ = ["ReportError", "load_results", "load_statuses", "render_table", "render_report", "update_readme", "write"]
 
 START_MARKER = "<!-- compat-table:start -->"
 END_MARKER = "<!-- compat-table:end -->"
-_SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone"}
+_SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone", "test": "test"}
 _OUTCOMES = ("pass", "fail", "missing", "n/a")
 # When several records meet in one cell (a default env testing two families,
 # a rerun appending), the worst wins.
@@ -47,54 +47,94 @@ def _merge(cell: Dict[str, Tuple[str, str]], side: str, outcome: str, detail: st
         cell[side] = (outcome, detail)
 
 
-def load_results(results_dir: Path) -> Tuple[Results, Dict[str, str], Dict[str, str]]:
-    """Reads every ``<env>.jsonl`` in `results_dir`.
+def _load_file(path: Path, results: Results, descriptions: Dict[str, str], versions: Dict[str, str]) -> Set[str]:
+    """Adds one ``.jsonl`` file's records; returns the environments it holds."""
+    envs: Set[str] = set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise ReportError(f"{where} is not a JSON line ({e}). Received: {line[:120]!r}.") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("feature"), str):
+            raise ReportError(f"Expected {where} to be an object with a `feature` string. Received: {line[:120]!r}.")
+        env = str(rec.get("env") or path.name.split(".")[0])
+        envs.add(env)
+        feature = rec["feature"]
+        cell = results.setdefault(env, {}).setdefault(feature, {})
+        pairs: List[Tuple[str, Any]] = [(str(rec["side"]), rec.get("outcome"))] if "side" in rec else []
+        pairs += [(key, rec[key]) for key in ("native", "compat", "compat_clone") if key in rec]
+        if not pairs:
+            raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
+        for side, outcome in pairs:
+            if side not in _SIDES or outcome not in _OUTCOMES:
+                raise ReportError(
+                    f"Expected {where} to have side in {sorted(set(_SIDES))} and outcome in "
+                    f"{list(_OUTCOMES)}. Received: side={side!r}, outcome={outcome!r}."
+                )
+            _merge(cell, _SIDES[side], outcome, str(rec.get("detail", "")))
+        if isinstance(rec.get("description"), str):
+            descriptions.setdefault(feature, rec["description"])
+        if isinstance(rec.get("keras"), str) and rec["keras"]:
+            versions.setdefault(env, rec["keras"])
+    return envs
+
+
+def _result_files(folder: Path) -> List[Path]:
+    """Every ``*.jsonl`` under `folder`, at any depth, outside hidden (staging) folders."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.jsonl")
+                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def load_results(*folders: Path) -> Tuple[Results, Dict[str, str], Dict[str, str]]:
+    """Reads every ``<env>.jsonl`` (and ``<env>.tests.jsonl``) under the folders.
+
+    One folder is one run's ``.matrix/_results``; several are results
+    collected from several machines (CI artifacts, one folder per job).
+
+    Args:
+        *folders: folders searched at any depth; a folder that does not exist
+            holds nothing.
 
     Returns:
         ``(results, descriptions, keras_versions)``: results per env, feature
         and side; a description per feature; the ``keras`` field per env.
 
     Raises:
-        ReportError: a line that is not JSON, or lacks the fields above.
+        ReportError: a line that is not JSON, or lacks the fields above; or
+            one environment's results in two folders (two runs of it).
     """
     results: Results = {}
     descriptions: Dict[str, str] = {}
     versions: Dict[str, str] = {}
-    files = sorted(results_dir.glob("*.jsonl")) if results_dir.is_dir() else []
-    for path in files:
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise ReportError(f"{where} is not a JSON line ({e}). Received: {line[:120]!r}.") from None
-            if not isinstance(rec, dict) or not isinstance(rec.get("feature"), str):
-                raise ReportError(f"Expected {where} to be an object with a `feature` string. Received: {line[:120]!r}.")
-            env = str(rec.get("env") or path.stem)
-            feature = rec["feature"]
-            cell = results.setdefault(env, {}).setdefault(feature, {})
-            pairs: List[Tuple[str, Any]] = []
-            if "side" in rec:
-                pairs.append((str(rec["side"]), rec.get("outcome")))
-            for key in ("native", "compat", "compat_clone"):
-                if key in rec:
-                    pairs.append((key, rec[key]))
-            if not pairs:
-                raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
-            for side, outcome in pairs:
-                if side not in _SIDES or outcome not in _OUTCOMES:
+    origin: Dict[str, Path] = {}
+    for folder in folders:
+        for path in _result_files(folder):
+            for env in _load_file(path, results, descriptions, versions):
+                if origin.setdefault(env, path.parent) != path.parent:
                     raise ReportError(
-                        f"Expected {where} to have side in {sorted(set(_SIDES))} and outcome in "
-                        f"{list(_OUTCOMES)}. Received: side={side!r}, outcome={outcome!r}."
+                        f"Environment {env!r} has results in both {origin[env]} and {path.parent}: merge one run "
+                        "per environment (drop the duplicate folder)."
                     )
-                _merge(cell, _SIDES[side], outcome, str(rec.get("detail", "")))
-            if isinstance(rec.get("description"), str):
-                descriptions.setdefault(feature, rec["description"])
-            if isinstance(rec.get("keras"), str):
-                versions.setdefault(env, rec["keras"])
     return results, descriptions, versions
+
+
+def load_statuses(*folders: Path) -> Dict[str, str]:
+    """env -> the status of its last run (``<env>.outcome.json``, written by the runner)."""
+    statuses: Dict[str, str] = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*.outcome.json")) if folder.is_dir() else []:
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("env"), str):
+                statuses[rec["env"]] = str(rec.get("status", "?"))
+    return statuses
 
 
 def _env_order(results: Results, env_names: Sequence[str]) -> List[str]:
@@ -121,6 +161,9 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
             if not cell:
                 cells.append(" ")
                 continue
+            if set(cell) == {"test"}:  # a plain test (pytest plugin's --compat-results): one symbol
+                cells.append(_SYMBOL[cell["test"][0]])
+                continue
             native = cell.get("native", (None, ""))[0]
             compat = cell.get("compat_clone", (None, ""))[0]
             cells.append(f"{_SYMBOL[native]} {_SYMBOL[compat]}")
@@ -129,21 +172,28 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
     legend = (
         "\nEach cell: native `clone_model` first, then `compat_clone.clone_model`. "
         "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
-        "`·` the feature does not exist in that family.\n"
+        "`·` the feature does not exist in that family (a plain test's cell: its outcome; `·` skipped).\n"
     )
     return "\n".join(rows) + "\n" + legend
 
 
 def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Optional[Mapping[str, str]] = None,
-                  versions: Optional[Mapping[str, str]] = None, statuses: Optional[Mapping[str, str]] = None) -> str:
+                  versions: Optional[Mapping[str, str]] = None, statuses: Optional[Mapping[str, str]] = None,
+                  expected: Optional[Sequence[str]] = None) -> str:
     """The whole COMPATIBILITY.md text.
 
     Args:
         results: from `load_results`.
-        envs: the matrix table's `Env` records (for column order and pins).
+        envs: the matrix table's `Env` records (for column order and pins);
+            environments with results but not in it come last.
         descriptions: feature -> one-line description.
         versions: env -> the Keras it loaded (``"keras 2.2.4"``).
         statuses: env -> status of the run that produced the results.
+        expected: the environments that should have results (the run's
+            selection); those without are listed as missing. Default: `envs`.
+
+    Returns:
+        The markdown text.
     """
     descriptions = descriptions or {}
     versions = versions or {}
@@ -161,23 +211,23 @@ def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Opti
         render_table(results, names, descriptions),
     ]
     envs_in = _env_order(results, names)
-    missing = [e for e in names if e not in results]
+    missing = [e for e in (names if expected is None else expected) if e not in results]
     if envs_in:
         out += ["## Environments", "", "| env | loaded | pins |", "|---|---|---|"]
         by_name = {e.name: e for e in envs}
         for name in envs_in:
             env = by_name.get(name)
             pins = " ".join(f"`{p}`" for p in (tuple(env.packages) + tuple(env.no_deps))
-                            if not p.startswith(("pytest", "hypothesis", "packaging"))) if env else ""
+                            if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>="))) if env else ""
             out.append(f"| `{name}` | {versions.get(name, '')} | {pins} |")
         out.append("")
     if missing:
-        out += ["No results for: " + ", ".join(
+        out += ["Missing, no results for: " + ", ".join(
             f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in missing) + ".", ""]
     notes = []
     for env in envs_in:
         for feature in sorted(results[env]):
-            for side in ("native", "compat_clone"):
+            for side in ("native", "compat_clone", "test"):
                 outcome, detail = results[env][feature].get(side, (None, ""))
                 if outcome in ("fail", "missing") and detail:
                     notes.append(f"- `{feature}` in `{env}`, {side}: {outcome}: {detail.splitlines()[0][:200]}")
@@ -205,11 +255,30 @@ def update_readme(readme: Path, table: str) -> bool:
     return True
 
 
-def write(results_dir: Path, envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
-          statuses: Optional[Mapping[str, str]] = None) -> List[Path]:
-    """Writes `report` (and the README table); returns the files written."""
-    results, descriptions, versions = load_results(results_dir)
-    report.write_text(render_report(results, envs, descriptions, versions, statuses), encoding="utf-8")
+def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
+          statuses: Optional[Mapping[str, str]] = None, expected: Optional[Sequence[str]] = None) -> List[Path]:
+    """Writes `report` (and the README table) from one or several result folders.
+
+    Args:
+        results_dir: ``.matrix/_results``, or several folders collected from
+            several machines (`load_results` refuses one environment in two).
+        envs: the matrix table's `Env` records.
+        report: the markdown file to write (``COMPATIBILITY.md``).
+        readme: a file whose compat-table markers get the table, or None.
+        statuses: env -> status of this run; the runner's ``<env>.outcome.json``
+            files fill in the others.
+        expected: environments that should have results (see `render_report`).
+
+    Returns:
+        The files written.
+
+    Raises:
+        ReportError: a malformed result line, or a duplicate environment.
+    """
+    folders = [results_dir] if isinstance(results_dir, Path) else list(results_dir)
+    results, descriptions, versions = load_results(*folders)
+    all_statuses = {**load_statuses(*folders), **(statuses or {})}
+    report.write_text(render_report(results, envs, descriptions, versions, all_statuses, expected), encoding="utf-8")
     written = [report]
     if readme is not None and update_readme(readme, render_table(results, [e.name for e in envs], descriptions)):
         written.append(readme)

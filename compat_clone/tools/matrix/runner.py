@@ -48,6 +48,18 @@ def _self_source() -> Tuple[str, Path]:
     return "copy", pkg
 
 
+def _editable_metadata(src: Tuple[str, Path]) -> Any:
+    """What an editable install writes besides the link to the code (dependencies, scripts,
+    entry points such as the pytest plugin): a change there needs a reinstall."""
+    if src[0] != "editable":
+        return None
+    try:
+        project = _toml_loads((src[1] / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return None
+    return {key: project.get(key) for key in ("dependencies", "scripts", "entry-points")}
+
+
 def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
     """Hash of everything that decides an environment's contents.
 
@@ -61,6 +73,7 @@ def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
         "no_deps": _expand_requirements(env.no_deps),
         "pip_args": list(env.pip_args),
         "self": [src[0], str(src[1])] if env.install_compat_clone else None,
+        "self_metadata": _editable_metadata(src) if env.install_compat_clone else None,
     }
     blob = json.dumps(payload, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:20]
@@ -108,6 +121,7 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]
         target = Path(site) / "compat_clone"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(source[1], target, ignore=shutil.ignore_patterns("__pycache__"))
+        _write_dist_info(Path(site))
         log.write(f"compat-clone matrix: copied {source[1]} -> {target}\n")
     if env.fixup:
         if not env.install_compat_clone:
@@ -119,6 +133,24 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]
 
         path = envfix.install_into(site or _site_packages(python), env.fixup)
         log.write(f"compat-clone matrix: fix-up {env.fixup!r} installed: {path}\n")
+
+
+def _write_dist_info(site: Path) -> None:
+    """The copied compat_clone's metadata: its version and entry points (the pytest plugin)."""
+    from importlib import metadata
+
+    for old in site.glob("compat_clone-*.dist-info"):
+        shutil.rmtree(old, ignore_errors=True)
+    try:
+        dist = metadata.distribution("compat-clone")
+    except metadata.PackageNotFoundError:  # a vendored copy: nothing to declare
+        return
+    info = site / f"compat_clone-{dist.version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: compat-clone\nVersion: {dist.version}\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text(dist.read_text("entry_points.txt") or "", encoding="utf-8")
+    (info / "INSTALLER").write_text("compat-clone matrix\n", encoding="utf-8")
 
 
 def _expand_requirements(items: Sequence[str]) -> List[str]:
@@ -194,8 +226,10 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
             except OSError:
                 say(env.name, "waiting for another run that uses this environment")
                 fcntl.flock(lock_file, fcntl.LOCK_EX)
-        return _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
-                               procs=procs, timeout=timeout, rebuild=rebuild, say=say)
+        out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
+                              procs=procs, timeout=timeout, rebuild=rebuild, say=say)
+        _write_outcome(results, out)
+        return out
 
 
 def _publish_results(staging: Path, results: Path) -> None:
@@ -264,18 +298,31 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         _publish_results(staging, results)
     out.returncode = rc
     out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
-    if timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout:
-        out.status = "TIMEOUT"
-    elif rc == 5 and out.counts is not None:  # pytest: no tests were collected
-        out.status = "NO TESTS"
-    elif rc != 0:
-        out.status = "FAILED"
-    elif out.counts is not None and out.counts["passed"] == 0:
-        # An environment where every test skipped proves nothing.
-        out.status = "NONE PASSED"
-    else:
-        out.status = "ok"
+    out.status = _status(rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
     say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}")
     return out
 
 
+
+
+def _status(rc: int, counts: Optional[Dict[str, int]], *, timed_out: bool) -> str:
+    """The summary's status of a command that ran: exit code first, then pytest's counts."""
+    if timed_out:
+        return "TIMEOUT"
+    if rc == 5 and counts is not None:  # pytest: no tests were collected
+        return "NO TESTS"
+    if rc != 0:
+        return "FAILED"
+    if counts is not None and counts["passed"] == 0:
+        return "NONE PASSED"  # an environment where every test skipped proves nothing
+    return "ok"
+
+
+def _write_outcome(results: Path, out: _Outcome) -> None:
+    """``<results>/<env>.outcome.json``: how the environment's last run ended, for reports merged elsewhere."""
+    results.mkdir(parents=True, exist_ok=True)
+    record = {"env": out.env, "status": out.status, "build": out.build, "counts": out.counts,
+              "seconds": round(out.build_s + out.run_s, 1)}
+    tmp = results / f".{out.env}.outcome.json.tmp"
+    tmp.write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, results / f"{out.env}.outcome.json")

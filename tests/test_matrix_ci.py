@@ -1,0 +1,376 @@
+"""`compat-clone matrix` beyond one machine: --emit (GitHub Actions), --merge, nox, the pytest plugin.
+
+Nothing here builds an environment: a stand-in environment is the running
+interpreter behind a fresh stamp (`install_compat_clone = false`), and the
+plugin runs in the environment running these tests. The real user-project run
+(emitted command, mislabeled environment) is in tests/test_matrix.py's
+end-to-end test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import types
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import yaml  # in every matrix environment (the table's defaults) and in .venv
+
+from compat_clone.tools import matrix as _matrix
+from compat_clone.tools.matrix import report as _report
+from compat_clone.tools.matrix import sessions
+
+_TABLE = """
+[defaults]
+install_compat_clone = false
+packages = ["pytest"]
+
+[[env]]
+name = "a"
+packages = ["keras==3.15.1"]
+env = { KERAS_BACKEND = "jax" }
+expect = { family = "keras3", version = "3.15", backend = "jax" }
+
+[[env]]
+name = "b"
+packages = ["tensorflow-cpu==2.15.1"]
+expect = { family = "tf_keras", version = "2.15", backend = "tensorflow" }
+
+[[env]]
+name = "c"
+packages = ["keras==3.0.0"]
+
+[[env]]
+name = "extra"
+enabled = false
+tags = ["wide"]
+packages = ["keras==3.1.1"]
+"""
+
+
+def _clean_environ(**extra: str) -> Dict[str, str]:
+    """This process's variables without the matrix's own (these tests may run inside a matrix env)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_") or k == "COMPAT_CLONE_UV"}
+    environ.update(extra)
+    return environ
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "matrix.toml").write_text(_TABLE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _standin(root: Path, env: Any) -> None:
+    env_dir = root / env.name
+    (env_dir / "bin").mkdir(parents=True)
+    (env_dir / "bin" / "python").symlink_to(sys.executable)
+    (env_dir / ".compat-clone-stamp").write_text(_matrix.env_stamp(env) + "\n")
+
+
+def _emit(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert _matrix.main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- --emit
+
+
+def _check_github_matrix(data: Any) -> List[Dict[str, str]]:
+    """What `strategy.matrix` must be for the workflow's test job."""
+    assert isinstance(data, dict) and set(data) == {"include"}, data
+    entries = data["include"]
+    assert isinstance(entries, list) and entries
+    for entry in entries:
+        assert set(entry) == {"name", "python", "command"} and all(isinstance(v, str) for v in entry.values())
+    assert len({e["name"] for e in entries}) == len(entries)
+    return entries
+
+
+def test_emit_github_is_one_entry_per_environment(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _emit(capsys, "--table", "matrix.toml", "--emit", "github", "--timeout", "600", "--", "pytest", "-q", "my tests")
+    assert out.count("\n") == 1  # one line: fits `echo "matrix=..." >> $GITHUB_OUTPUT`
+    entries = _check_github_matrix(json.loads(out))
+    assert [e["name"] for e in entries] == ["a", "b", "c"]  # the enabled ones, in table order
+    assert entries[0]["python"] == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert shlex.split(entries[0]["command"]) == [
+        "compat-clone", "matrix", "--env", "a", "--table", "matrix.toml", "--timeout", "600",
+        "--", "pytest", "-q", "my tests",
+    ]
+    wide = json.loads(_emit(capsys, "--table", "matrix.toml", "--emit", "github", "--tag", "wide"))
+    assert [e["name"] for e in wide["include"]] == ["extra"]
+    assert wide["include"][0]["command"].endswith("-- python -m pytest -q")  # the default command
+
+
+def test_emit_github_refuses_an_empty_selection(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "empty.toml").write_text('[[env]]\nname = "x"\npackages = []\nenabled = false\n')
+    assert _matrix.main(["--table", "empty.toml", "--emit", "github"]) == 2
+    assert "at least one environment" in capsys.readouterr().err
+
+
+def _check_workflow(doc: Any) -> Dict[str, Any]:
+    """The required keys of the GitHub workflow schema (schemastore github-workflow.json)."""
+    assert isinstance(doc, dict)
+    on = doc.get("on", doc.get(True))  # YAML 1.1 readers load the key `on` as True
+    assert on is not None and "jobs" in doc, sorted(map(str, doc))
+    jobs = doc["jobs"]
+    assert isinstance(jobs, dict) and jobs
+    for name, job in jobs.items():
+        assert "runs-on" in job, name
+        assert isinstance(job["steps"], list) and job["steps"], name
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), (name, step)
+        needs = job.get("needs", [])
+        for need in [needs] if isinstance(needs, str) else needs:
+            assert need in jobs, (name, need)
+        if "strategy" in job:
+            assert "matrix" in job["strategy"], name
+    return jobs
+
+
+def test_emit_workflow_is_a_valid_workflow_using_the_matrix(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _emit(capsys, "--table", "matrix.toml", "--emit", "workflow", "--env", "a,b", "--", "pytest", "-q")
+    assert text.startswith("# GitHub Actions workflow generated by")
+    jobs = _check_workflow(yaml.safe_load(text))
+    assert set(jobs) == {"plan", "test", "report"}
+    plan_run = jobs["plan"]["steps"][-1]["run"]
+    assert "compat-clone matrix --emit github --table matrix.toml --env=a,b -- pytest -q" in plan_run
+    assert "$GITHUB_OUTPUT" in plan_run and jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
+    test = jobs["test"]
+    assert test["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert test["strategy"]["fail-fast"] is False
+    runs = [s.get("run", "") for s in test["steps"]]
+    assert "${{ matrix.command }}" in runs
+    uses = {s.get("uses", "").split("@")[0]: s for s in test["steps"]}
+    assert {"actions/checkout", "actions/setup-python", "actions/cache", "actions/upload-artifact"} <= set(uses)
+    assert uses["actions/cache"]["with"]["path"] == "~/.cache/uv"
+    assert "matrix.toml" in uses["actions/cache"]["with"]["key"]
+    assert uses["actions/upload-artifact"]["if"] == "always()"
+    assert uses["actions/upload-artifact"]["with"]["include-hidden-files"] is True
+    report = jobs["report"]
+    assert report["needs"] == "test" and report["if"] == "always()"
+    merge = [s["run"] for s in report["steps"] if "--merge" in s.get("run", "")]
+    assert merge and shlex.split(merge[0]) == [
+        "compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md",
+        "--table", "matrix.toml", "--env=a,b",
+    ]
+
+
+def test_emitted_command_runs_locally(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    entries = json.loads(_emit(capsys, "--table", "matrix.toml", "--emit", "github", "--env", "a", "--",
+                               "python", "-c", "import os; print(os.environ['KERAS_BACKEND'], '1 passed in 0.1s')"))
+    (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == "a"]
+    _standin(project / ".matrix", env)
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "compat-clone").exists(), "the compat-clone script of this environment"
+    environ = _clean_environ(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run(["bash", "-c", entries["include"][0]["command"]], cwd=project, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "matrix: all 1 environments passed" in done.stdout
+    assert "jax 1 passed" in (project / ".matrix" / "a" / "last.log").read_text()
+
+
+# --------------------------------------------------------------------------- --merge
+
+_RECORD = (
+    "import json, os, pathlib; env = os.environ['COMPAT_CLONE_ENV']; "
+    "d = pathlib.Path(os.environ['COMPAT_CLONE_RESULTS']); "
+    "(d / (env + '.jsonl')).write_text(json.dumps({'env': env, 'feature': 'clone', 'side': 'compat_clone', "
+    "'outcome': 'pass', 'keras': 'keras ' + env}) + '\\n'); print('1 passed in 0.1s')"
+)
+
+
+def _machine_run(project: Path, root: str, env_name: str) -> Path:
+    """One `compat-clone matrix` run on one "machine" (its own --root); returns its results folder."""
+    (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == env_name]
+    _standin(project / root, env)
+    done = subprocess.run(
+        [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--root", root,
+         "--env", env_name, "--", "python", "-c", _RECORD],
+        cwd=project, env=_clean_environ(), capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project / root / "_results"
+
+
+def test_merge_reports_results_of_two_runs_and_marks_the_missing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _machine_run(project, "machine1", "a"), _machine_run(project, "machine2", "b")
+    assert sorted(p.name for p in first.iterdir()) == ["a.jsonl", "a.outcome.json"]
+    rc = _matrix.main(["--table", "matrix.toml", "--merge", str(first), str(second), "--report", "C.md"])
+    assert rc == 0, capsys.readouterr().err
+    text = (project / "C.md").read_text()
+    assert "| feature | `a` | `b` |" in text and "| `clone` |   ✅ |   ✅ |" in text
+    assert "| `a` | keras a |" in text and "| `b` | keras b |" in text
+    assert "Missing, no results for: `c`." in text  # selected (enabled) but no job uploaded results
+    # A job's folder nested in an artifact folder is found; one environment twice is refused.
+    nested = project / "artifacts" / "compat-results-a" / "_results"
+    nested.mkdir(parents=True)
+    (nested / "a.jsonl").write_text((first / "a.jsonl").read_text())
+    assert _matrix.main(["--table", "matrix.toml", "--merge", str(first), str(project / "artifacts"),
+                         "--report", "C.md"]) == 1
+    err = capsys.readouterr().err
+    assert "Environment 'a' has results in both" in err and "compat-results-a" in err
+
+
+def test_merge_usage_errors(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _matrix.main(["--table", "matrix.toml", "--merge", "nowhere"]) == 2
+    assert "--merge needs --report" in capsys.readouterr().err
+    assert _matrix.main(["--table", "matrix.toml", "--merge", "nowhere", "--report", "C.md"]) == 1
+    assert "result folder(s) 'nowhere' do not exist" in capsys.readouterr().err
+
+
+def test_missing_env_shows_its_status(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    results.mkdir()
+    (results / "c.outcome.json").write_text(json.dumps({"env": "c", "status": "BUILD FAILED"}))
+    envs = _matrix.parse_table({"env": [{"name": "c", "packages": []}]})
+    _report.write([results], envs, tmp_path / "C.md")
+    assert "Missing, no results for: `c` (BUILD FAILED)." in (tmp_path / "C.md").read_text()
+
+
+# --------------------------------------------------------------------------- nox
+
+
+class _FakeSession:
+    def __init__(self, posargs: List[str]) -> None:
+        self.posargs = posargs
+        self.calls: List[Any] = []
+
+    def install(self, *args: str) -> None:
+        self.calls.append(("install",) + args)
+
+    def run(self, *args: str, env: Any = None, silent: bool = False) -> None:
+        self.calls.append(("run",) + args)
+        self.env = dict(env or {})
+        self.outer_backend = os.environ.get("KERAS_BACKEND")
+
+
+def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    registered: Dict[str, Any] = {}
+
+    def session(**kwargs: Any) -> Any:
+        def register(func: Any) -> Any:
+            registered[kwargs["name"]] = (kwargs, func)
+            return func
+        return register
+
+    monkeypatch.setitem(sys.modules, "nox", types.SimpleNamespace(session=session))
+    (project / "fix.toml").write_text(
+        '[[env]]\nname = "k2"\npackages = ["tensorflow-cpu==2.15.1"]\nno_deps = ["keras==2.2.4"]\n'
+        'pip_args = ["--find-links", "/w"]\nfixup = "keras2_on_tf2"\nenv = { HYPOTHESIS_PROFILE = "dev" }\n'
+        'expect = { family = "keras2", version = "2.2.4", backend = "tensorflow" }\n'
+    )
+    assert sessions.nox_sessions("fix.toml", command=["pytest", "-q"]) == ["k2"]
+    kwargs, func = registered["k2"]
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"  # the table names no python
+    assert kwargs == {"name": "k2", "python": running, "venv_backend": "uv", "reuse_venv": True}
+    monkeypatch.setenv("KERAS_BACKEND", "torch")  # the caller's shell must not leak in
+    fake = _FakeSession(["-x"])
+    func(fake)
+    assert fake.calls[0] == ("install", "--find-links", "/w", "tensorflow-cpu==2.15.1")
+    assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "keras==2.2.4")
+    assert fake.calls[2][:4] == ("install", "--find-links", "/w", "-e")  # compat_clone, from this checkout
+    assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
+    assert fake.calls[-1] == ("run", "pytest", "-q", "-x")
+    assert fake.env["COMPAT_CLONE_ENV"] == "k2" and fake.env["COMPAT_CLONE_EXPECT_VERSION"] == "2.2.4"
+    assert fake.env["HYPOTHESIS_PROFILE"] == "dev" and fake.outer_backend is None
+    assert os.environ["KERAS_BACKEND"] == "torch"  # restored after the session
+    assert [n for n in sessions.nox_sessions("matrix.toml", tags=["wide"])] == ["extra"]
+
+
+def test_nox_sessions_without_nox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nox", None)
+    with pytest.raises(ImportError, match="pip install nox"):
+        sessions.nox_sessions()
+
+
+# --------------------------------------------------------------------------- pytest plugin
+
+_TESTS = """
+import pytest
+
+def test_ok():
+    pass
+
+def test_bad():
+    assert 1 == 2, "one is not two"
+
+def test_skipped():
+    pytest.skip("not here")
+"""
+
+
+def _pytest(folder: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    (folder / "test_user.py").write_text(_TESTS)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],  # no -q: the header
+                          cwd=folder, env=_clean_environ(**environ), capture_output=True, text=True, timeout=600)
+
+
+def test_plugin_is_installed_and_imports_no_framework() -> None:
+    points = {e.name: e.value for e in metadata.entry_points(group="pytest11")}
+    assert points.get("compat_clone") == "compat_clone.tools.matrix.pytest_plugin"
+    code = ("import sys, compat_clone.tools.matrix.pytest_plugin; "
+            "print(sorted(m for m in ('keras', 'tensorflow', 'tf_keras', 'jax', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_clean_environ(), timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_plugin_is_off_outside_a_matrix_env(tmp_path: Path) -> None:
+    done = _pytest(tmp_path)
+    assert done.returncode == 1 and "1 failed, 1 passed, 1 skipped" in done.stdout, done.stdout
+    assert "compat-clone matrix env" not in done.stdout
+    assert not (tmp_path / ".matrix").exists()
+
+
+def test_plugin_writes_results_when_asked(tmp_path: Path) -> None:
+    done = _pytest(tmp_path, "--compat-results", COMPAT_CLONE_RESULTS=str(tmp_path / "out"))
+    assert "compat-clone matrix env: default (no claim)" in done.stdout, done.stdout
+    lines = [json.loads(x) for x in (tmp_path / "out" / "default.tests.jsonl").read_text().splitlines()]
+    outcomes = {r["feature"]: (r["outcome"], r["detail"]) for r in lines}
+    assert outcomes["test_user.py::test_ok"] == ("pass", "")
+    assert outcomes["test_user.py::test_bad"][0] == "fail" and "one is not two" in outcomes["test_user.py::test_bad"][1]
+    assert outcomes["test_user.py::test_skipped"][0] == "n/a"
+    results, _, _ = _report.load_results(tmp_path / "out")
+    table = _report.render_table(results)
+    assert "| `test_user.py::test_bad` | ❌ |" in table and "| `test_user.py::test_skipped` | · |" in table
+
+
+def _true_claim() -> Dict[str, str]:
+    """This environment's claim: the matrix's, or (default .venv) the Keras 3 it has."""
+    if os.environ.get("COMPAT_CLONE_EXPECT_FAMILY"):
+        return {k: os.environ[f"COMPAT_CLONE_EXPECT_{k}"] for k in ("FAMILY", "VERSION", "BACKEND")
+                if os.environ.get(f"COMPAT_CLONE_EXPECT_{k}")}
+    return {"FAMILY": "keras3", "VERSION": metadata.version("keras"), "BACKEND": "tensorflow"}
+
+
+def _claim_environ(claim: Dict[str, str]) -> Dict[str, str]:
+    environ = {f"COMPAT_CLONE_EXPECT_{k}": v for k, v in claim.items()}
+    for name in ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS"):
+        if os.environ.get(name):
+            environ[name] = os.environ[name]
+    return environ
+
+
+def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
+    claim = _true_claim()
+    done = _pytest(tmp_path, COMPAT_CLONE_ENV="here", **_claim_environ(claim))
+    assert "1 failed, 1 passed, 1 skipped" in done.stdout, done.stdout + done.stderr
+    header = [line for line in done.stdout.splitlines() if line.startswith("compat-clone matrix env: here")]
+    assert header and f"family={claim['FAMILY']}" in header[0] and "; loaded " in header[0], done.stdout
+
+
+def test_plugin_stops_a_mislabeled_env(tmp_path: Path) -> None:
+    claim = dict(_true_claim(), VERSION="0.0")
+    done = _pytest(tmp_path, COMPAT_CLONE_ENV="liar", **_claim_environ(claim))
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = done.stdout + done.stderr
+    assert "environment 'liar' is not what it claims" in out and "the table claims version 0.0" in out
+    assert "passed" not in done.stdout  # no test ran
