@@ -31,6 +31,7 @@ from __future__ import annotations
 from compat_clone.tools.matrix.cli import add_arguments, main, run
 from compat_clone.tools.matrix.procs import default_jobs
 from compat_clone.tools.matrix.runner import env_stamp
+from compat_clone.tools.matrix.sessions import nox_sessions
 from compat_clone.tools.matrix.summary import format_summary, parse_pytest_summary
 from compat_clone.tools.matrix.table import Env, TableError, load_table, parse_table, select_envs
 
@@ -47,4 +48,5 @@ __all__ = [
     "add_arguments",
     "run",
     "main",
+    "nox_sessions",
 ]
