@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import compat_clone
+from compat_clone.tools.matrix.claim import version_matches  # the plugin's rule, not a copy
 from conftest import families_under_test, keras_module
 
 FAMILY = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
@@ -32,11 +33,6 @@ ENV = os.environ.get("COMPAT_CLONE_ENV") or None
 def _tiny_model(K: Any) -> Any:
     inputs = K.Input((3,))
     return K.models.Model(inputs, K.layers.Dense(2)(inputs))
-
-
-def _version_matches(actual: str, prefix: str) -> bool:
-    """``2.12`` matches 2.12.0 and 2.12.1, not 2.120; ``3.0`` matches 3.0.5."""
-    return actual == prefix or actual.startswith(prefix + ".")
 
 
 def test_some_family_is_importable() -> None:
@@ -65,7 +61,7 @@ def test_loaded_family_is_the_claimed_one(fam: str) -> None:
         return
     assert info.family == FAMILY, f"{where}: loaded family {info.family!r}, the table claims {FAMILY!r} ({info})"
     if VERSION:
-        assert _version_matches(info.version, VERSION), (
+        assert version_matches(info.version, VERSION), (
             f"{where}: loaded {info.package} {info.version}, the table claims version {VERSION} ({info})"
         )
     if BACKEND:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Sequence, Tuple
 
 __all__ = ["FIXUPS", "install_into", "activate", "apply_now", "pth_filename"]
 
