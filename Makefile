@@ -52,24 +52,25 @@ test-wide: $(VENV)/.stamp
 report: $(VENV)/.stamp
 	$(VENV)/bin/compat-clone matrix --report COMPATIBILITY.md --readme README.md
 
-# `make bench`: clone time against the native clone_model (ResNet50, a 400-layer
-# chain, a 200-branch DAG; growth 500..4000 layers), weight copy, import time,
-# one process per environment (.venv for Keras 3 and tf_keras, the matrix env
-# keras-2.2.5 for standalone Keras 2); writes BENCHMARKS.md and
-# bench/clone_growth.png. .bench/venv holds matplotlib for the plot only.
+# `make bench`: bench/run.py runs bench/worker.py in each environment (.venv for
+# Keras 3 on TF and tf_keras; matrix envs keras-2.2.5 for standalone Keras 2,
+# keras-3.15-jax / -torch for the weight cases), one JSON file per environment
+# in .bench/results, then renders BENCHMARKS.md and bench/clone_growth.png from
+# them (bench/report.py). The GPU mode runs where nvidia-smi lists a GPU.
+# .bench/venv holds compat_clone (for the matrix runner) and matplotlib.
 #   make bench BENCH_ARGS="--envs default,keras-2.2.5,keras-3.15-jax"   more environments
 #   make bench BENCH_ARGS=--quick                                       a smoke run
 BENCH_VENV := .bench/venv
 BENCH_ARGS ?=
 
-$(BENCH_VENV)/.stamp: $(UV)
+$(BENCH_VENV)/.stamp: $(UV) pyproject.toml
 	$(UV) venv -q --allow-existing -p $(PYTHON) $(BENCH_VENV)
-	VIRTUAL_ENV=$(BENCH_VENV) $(UV) pip install -q "matplotlib>=3.5"
+	VIRTUAL_ENV=$(BENCH_VENV) $(UV) pip install -q "matplotlib>=3.5" -e .
 	touch $@
 
 bench: $(VENV)/.stamp $(BENCH_VENV)/.stamp
 	COMPAT_CLONE_BENCH_VIA_MAKE=1 COMPAT_CLONE_UV=$(abspath $(UV)) \
-		$(BENCH_VENV)/bin/python bench/run_all.py $(BENCH_ARGS)
+		$(BENCH_VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .matrix

@@ -1,0 +1,249 @@
+"""BENCHMARKS.md and bench/clone_growth.png, rendered from the JSON of the last `bench/run.py`.
+
+    python bench/report.py [--results .bench/results] [--out BENCHMARKS.md]
+
+Only the standard library, plus matplotlib for the plot (without it the
+report says so). Verdicts come from `verdicts.py`, where the targets are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import verdicts as V
+
+ROOT = Path(__file__).resolve().parent.parent
+PLOT = ROOT / "bench" / "clone_growth.png"
+Row = Dict[str, Any]
+
+GROWTH_CAUSES = {
+    "keras3": "Keras 3.15's functional graph check (`ops/function.py` `map_graph`) makes every operation name "
+              "unique with `all_names.count(name)` for each name: n² string comparisons. compat_clone's clone "
+              "makes the native clone's calls (the counts above match) and grows as the native one does.",
+    "tf_keras": "tf_keras's own `clone_model` is quadratic: `_clone_functional_model` (tf_keras 2.21 "
+                "`src/models/cloning.py`) tests `layer not in new_model.layers` for every cloned layer, and "
+                "`Model.layers` rebuilds the layer list on each access: n²/2 calls. compat_clone delegates a plain "
+                "tf.keras clone to it, to stay identical to native; its own graph walk (*own walk*) grows linearly.",
+    "keras2": "Keras 2.2.5's `Model` constructor is quadratic: `engine/network.py` `_map_graph_network` checks "
+              "`x not in computable_tensors` (a list) for every node input, each comparison through TensorFlow's "
+              "`Tensor.__eq__` dispatch: n²/2 calls. Native and compat_clone clones both end by constructing the "
+              "`Model`, with the same calls.",
+}
+COPY_BOUNDS = (
+    "Where the CPU copy target (≥ 20× the get/set path) is *bounded*: on the CPU the get/set path crosses no "
+    "device; it is two memcpys of the same bytes (into NumPy and back) on JAX, torch and standalone Keras 2 "
+    "(whose TF1 variables cannot share a buffer), while any real copy makes one. No copy can be 20× faster than "
+    "the two it replaces; the 20× holds where the copy can be avoided (TensorFlow eager shares the buffer, "
+    "copy-on-write), and on a GPU, where get/set goes through the host.")
+METHODS = [
+    "- **Clone time**: `compat_clone.clone_model(model)` against the family's own `clone_model(model)`, same model, "
+    "same process, interleaved (A B, B A, ...), `gc.collect()` before each call, after warm-up clones of both. The "
+    "**ratio** is the median of the per-pair ratios of CPU time (`time.process_time`: the machine is shared, and "
+    "CPU time is the steadier measure of the work); the wall ratio is shown too. Standalone Keras 2 keeps every "
+    "clone in its TF1 graph: there each pair runs on a model rebuilt in a fresh graph.",
+    "- **Growth**: the same on chains of weightless `ReLU` layers; the growth ratio is time(largest) / "
+    "time(smallest) from the fastest clone at each size (sizes are minutes apart: noise only adds time). Keras "
+    "itself recurses once per graph node, so the worker runs in a thread with a 512 MiB stack and a raised "
+    "recursion limit, for both sides; compat_clone's own graph walks are iterative (`tests/test_no_recursion.py`).",
+    "- **Weights** (`bench/cases_weights.py`): `copy_weights` against `set_weights(get_weights())` and against a "
+    "raw framework copy of the same tensors (the floor of any copy); on a ≥ 500 MB model (8 Dense(4096)), "
+    "`clone_model(m, copy_weights=True)` against native `clone_model` + get/set and the native clone alone, its "
+    "peak resident memory in a fresh process (kernel high-water mark), and the soft update "
+    "`copy_weights(source, target, tau=0.01)` against the NumPy loop. Medians of wall time.",
+    "- **GPU** (`bench/cases_gpu.py`): Keras 3 per backend on one GPU: clone overhead, copy and soft update "
+    "against the raw device op, the first clone on JAX in fresh processes.",
+    "- **Import**: `import compat_clone` in fresh interpreters (start-up excluded); no framework may load.",
+]
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> List[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + \
+           ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] + [""]
+
+
+def _ms(times: Dict[str, Any], name: str) -> str:
+    return f"{1e3 * V.med(times, name):.1f}"
+
+
+def _of(rows: Sequence[Row], case: str) -> List[Row]:
+    return [r for r in rows if r["case"] == case]
+
+
+def clone_section(rows: Sequence[Row]) -> List[str]:
+    body = []
+    for r in _of(rows, "clone"):
+        t, cpu = r["times"], V.pair_ratios(r["times"])
+        body.append([r["env"], r["keras"], r["title"], r["layers"], f"{V.med(t, 'native', 'cpu'):.3f}",
+                     f"{V.med(t, 'compat', 'cpu'):.3f}", f"**{statistics.median(cpu):.3f}**",
+                     f"{min(cpu):.2f}–{max(cpu):.2f}", f"{statistics.median(V.pair_ratios(t, 'wall')):.3f}", len(cpu),
+                     f"{r['calls_ratio']:.4f}" if "calls_ratio" in r else "-",
+                     f"{100 * r['own_share']:.2f}%" if "own_share" in r else "-", V.clone(r)[0].word])
+    return ["## Clone time: compat_clone / native", ""] + _table(
+        ["env", "Keras", "model", "layers", "native s", "compat_clone s", "ratio (CPU)", "pair spread", "ratio (wall)",
+         "pairs", "calls ratio", "own code", "verdict"], body) + [
+        "CPU seconds, medians. *calls ratio*: function calls of one compat_clone clone / of one native clone "
+        "(cProfile), a measure of work that does not depend on the load. *own code*: the share of the compat_clone "
+        "clone's profiled time spent in compat_clone's own functions.", ""]
+
+
+def growth_section(rows: Sequence[Row], plot_note: Optional[str]) -> List[str]:
+    groups = V.growth_groups(rows)
+    if not groups:
+        return []
+    body = [[env, g["keras"], g["layers"], f"{V.med(g['times'], 'native', 'cpu'):.3f}",
+             f"{V.med(g['times'], 'compat', 'cpu'):.3f}", f"{statistics.median(V.pair_ratios(g['times'])):.3f}",
+             len(g["times"]["compat"]["cpu"]), f"{g['walk']:.3f}" if "walk" in g else "-"]
+            for (env, _), group in groups.items() for g in group]
+    out = ["## Growth with model size (ReLU chain)", "",
+           f"![clone time vs layers](bench/{PLOT.name})" if plot_note is None else f"(No plot: {plot_note}.)", ""]
+    out += _table(["env", "Keras", "layers", "native s", "compat_clone s", "ratio (CPU)", "pairs", "own walk s"], body)
+    out += ["*own walk*: tf.keras / tf_keras only: compat_clone with a `call_function`, which runs compat_clone's "
+            "own graph walk instead of delegating to the native clone; one run per size.", ""]
+    profiles = [r for r in _of(rows, "growth") if "profile" in r]
+    for p in profiles:
+        out.append(f"- `{p['env']}` {p['keras']}: cProfile of chains of {p['small']} and {p['big']} layers (linear "
+                   f"{p['linear']:.0f}×): native grows {p['native_growth']:.2f}×, compat_clone {p['compat_growth']:.2f}×. "
+                   "What grows most beyond linear in the compat_clone clone (own time, small → big):")
+        out += [f"    - {t['function']}: {t['calls'][0]} → {t['calls'][1]} calls (native clone: {t['native_calls'][0]} "
+                f"→ {t['native_calls'][1]}), {t['seconds'][0]:.3f} s → {t['seconds'][1]:.3f} s" for t in p["top"]]
+        out.append(f"    - Analysis: {GROWTH_CAUSES.get(p['family'], '-')}")
+    return out + [""] * bool(profiles)
+
+
+def weights_section(rows: Sequence[Row]) -> List[str]:
+    out = ["## Weights", ""]
+    copies = [[r["env"], r["keras"], r["device"], f"{r['mb']:.1f}", _ms(r["times"], "copy_weights"),
+               _ms(r["times"], "get_set"), _ms(r["times"], "raw"),
+               f"{V.med(r['times'], 'get_set') / V.med(r['times'], 'copy_weights'):.1f}×",
+               f"{V.med(r['times'], 'copy_weights') / V.med(r['times'], 'raw'):.2f}"] for r in _of(rows, "copy")]
+    if copies:
+        out += _table(["env", "Keras", "device", "MB", "copy_weights ms", "get/set ms", "raw copy ms",
+                       "speed-up", "copy_weights / raw"], copies) + [COPY_BOUNDS, ""]
+    heavy = []
+    for r in _of(rows, "heavy"):
+        t, mem = r["times"], r["memory"]
+        peaks = " / ".join("-" if "error" in mem[w] else f"{(mem[w]['peak'] - mem[w]['before']) / 1e6:.0f}"
+                           for w in ("compat", "native_get_set"))
+        heavy.append([r["env"], r["keras"], f"{r['mb']:.0f}", _ms(t, "compat"), _ms(t, "native_get_set"),
+                      _ms(t, "native"), _ms(t, "raw"), peaks])
+    if heavy:
+        out += [f"Clone with weights ({_of(rows, 'heavy')[0]['layers']} × Dense({_of(rows, 'heavy')[0]['width']})):", ""]
+        out += _table(["env", "Keras", "MB", "compat_clone, copy_weights=True ms", "native + get/set ms",
+                       "native, no weights ms", "raw copy ms", "peak MB above the source: compat_clone / native"], heavy)
+    soft = [[r["env"], r["keras"], _ms(r["times"], "tau"), _ms(r["times"], "numpy_loop"), _ms(r["times"], "raw")]
+            for r in _of(rows, "soft") if r["available"]]
+    if soft:
+        out += ["Soft update, `copy_weights(source, target, tau=0.01)`, same model:", ""]
+        out += _table(["env", "Keras", "copy_weights(tau) ms", "NumPy loop ms", "raw copy ms"], soft)
+    return out
+
+
+def gpu_section(rows: Sequence[Row]) -> List[str]:
+    body = []
+    for r in _of(rows, "gpu"):
+        t = r.get("times", {})
+        if r["what"] == "clone":
+            body.append([r["env"], r["card"], f"clone, {r['layers']}-layer chain", _ms(t, "compat"), _ms(t, "native")])
+        elif r["what"] == "first clone":
+            s = r["seconds"]
+            body.append([r["env"], "", "first clone (fresh process)", f"{1e3 * statistics.median(s['compat']):.1f}",
+                         f"{1e3 * statistics.median(s['native']):.1f}"])
+        elif t:
+            ours, ref = ("copy_weights", "raw") if r["what"] == "copy" else ("tau", "fused")
+            body.append([r["env"], "", f"{r['what']} ({ref})", _ms(t, ours), _ms(t, ref)])
+    return ["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body) if body else []
+
+
+def import_section(rows: Sequence[Row]) -> List[str]:
+    out = ["## Import", ""]
+    for r in _of(rows, "import"):
+        ours = [m for m in r["added"] if m.startswith("compat_clone")]
+        out += ["- `import compat_clone`: " + V.import_time(r)[0].text + ".",
+                f"- Modules added: {len(r['added'])}, compat_clone's: {', '.join(ours)}.",
+                "- Slowest (`-X importtime`, cumulative µs): " + ", ".join(f"`{n}` {us}" for us, n in r["slowest"]) + "."]
+    return out + [""]
+
+
+def plot(rows: Sequence[Row], path: Path) -> Optional[str]:
+    """Clone time against layers, native and compat_clone, one panel per environment and family."""
+    groups = V.growth_groups(rows)
+    if not groups:
+        return "no growth data"
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed here; `make bench` installs it in .bench/venv"
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.0), squeeze=False)
+    for ax, ((env, _), group) in zip(axes[0], groups.items()):
+        xs = [g["layers"] for g in group]
+        for side, style, label in (("native", "o-", "native clone_model"), ("compat", "s--", "compat_clone")):
+            ax.plot(xs, [V.med(g["times"], side, "cpu") for g in group], style, label=label)
+        if all("walk" in g for g in group):
+            ax.plot(xs, [g["walk"] for g in group], "^-.", label="compat_clone, own walk")
+        first = V.med(group[0]["times"], "compat", "cpu")
+        ax.plot(xs, [first * x / xs[0] for x in xs], ":", color="gray", label="linear")
+        ax.set(xscale="log", yscale="log", xlabel="layers (ReLU chain)", ylabel="clone time, CPU s (median)")
+        ax.set_title(f"{group[0]['keras']} [{env}]", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def write(results: Path, out: Path) -> List[V.Verdict]:
+    """Renders the report of the run recorded in `results/_run.json`; returns its verdicts."""
+    meta = json.loads((results / "_run.json").read_text(encoding="utf-8"))
+    runs = [json.loads((results / name).read_text(encoding="utf-8")) for name in meta["files"]
+            if (results / name).exists()]
+    rows = [dict(row, env=run["env"]) for run in runs for row in run["rows"]]
+    verdicts = V.all_verdicts(rows)
+    args = " ".join(shlex.quote(a) for a in meta["argv"])
+    command = (f"make bench BENCH_ARGS={shlex.quote(args)}" if args else "make bench") if meta["via_make"] \
+        else f"python bench/run.py {args}".strip()
+    missing = meta["failures"] + meta["skipped"] + [e for run in runs for e in run["errors"]]
+    md = ["# Benchmarks", "", "<!-- Generated by `make bench` (bench/run.py, bench/report.py). Do not edit by hand. -->",
+          "", f"Generated {meta['started']} by `{command}` in {meta['wall'] / 60:.1f} min."]
+    if meta["quick"]:
+        md += ["", "**Quick run** (`--quick`): small models and few repeats, a smoke test of the benchmarks; its "
+                   "numbers are not the measurements of record (`make bench` without `--quick` makes those)."]
+    md += ["", "## What is measured, and how", "", *METHODS, "", "## Targets", "", "```",
+           *(v.line() for v in verdicts), "```", ""]
+    md += ["**Not measured in this run:**", "", *(f"- {m}" for m in missing), ""] if missing else []
+    md += ["**Reused from an earlier run** (`--reuse`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
+        if meta["reused"] else []
+    md += clone_section(rows) + growth_section(rows, plot(rows, PLOT)) + weights_section(rows)
+    md += gpu_section(rows) + import_section(rows)
+    mach, (load0, load1) = meta["machine"], (meta["load"] + ["?"])[:2]
+    md += ["## Machine and software", "", f"- CPU: {mach['cpu']}, {mach['cores']} cores; RAM {mach['ram_gb']} GB; "
+           f"{mach['os']}.", f"- Load average (1/5/15 min) at start {load0}, at end {load1}: the machine is shared, "
+           "which is why clone ratios are CPU times measured in-process, interleaved."]
+    md += [f"- `{run['env']}`: Python {run['python']}; " + ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items()))
+           + "." for run in runs]
+    md += ["", "## Reproduce", "", "```", command, "```", "", "Raw results: `.bench/results/*.json` (one file per "
+           "environment, `_run.json` for the run); `python bench/report.py` renders this file from them again.", ""]
+    out.write_text("\n".join(md), encoding="utf-8")
+    return verdicts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=str(ROOT / ".bench" / "results"))
+    parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    args = parser.parse_args()
+    for verdict in write(Path(args.results), Path(args.out)):
+        print(verdict.line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""`make bench`: run `bench/worker.py` in each environment, then render BENCHMARKS.md from the JSON.
+
+    python bench/run.py [--envs default,keras-2.2.5] [--weight-envs keras-3.15-jax,keras-3.15-torch]
+                        [--cases clone,growth,copy,heavy,soft,import,gpu] [--quick] [--reuse ENVS] [--gpu auto]
+
+``default`` is the project's ``.venv`` (Keras 3 on TensorFlow and tf_keras);
+any other name is an environment of the version matrix, built or reused and
+entered by the matrix runner (``compat-clone matrix --env NAME -- python
+bench/worker.py ...``), which also tells the worker the family it holds.
+``--envs`` run every case; ``--weight-envs`` the weight cases only (every
+Keras 3 backend has its own copy path). Environments run one after the other:
+ratios are measured in-process, and two benchmarks at once only add noise.
+With a GPU (``nvidia-smi`` lists one), the GPU mode runs too, one process per
+Keras 3 backend installed in ``--python``. Each run writes one JSON file per
+environment into ``--results`` and ``_run.json`` (what ran, the machine, the
+load); ``bench/report.py`` renders the report from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import report
+from compat_clone.tools.matrix import TableError, load_table, select_envs
+
+ROOT = Path(__file__).resolve().parent.parent
+CPU_CASES = "clone,growth,copy,heavy,soft,import"
+WEIGHT_CASES = {"copy", "heavy", "soft"}
+_SCRUBBED = ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "PYTHONPATH")  # the .venv: no inherited choice of Keras
+
+
+def _say(text: str) -> None:
+    print(f"[run {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def _stream(cmd: Sequence[str], env: Dict[str, str], timeout: float) -> int:
+    """Runs `cmd`, echoing its progress lines (`[bench ...]`, the matrix runner's); returns the exit status."""
+    _say(" ".join(shlex.quote(c) for c in cmd))
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", stdin=subprocess.DEVNULL) as proc:
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(("[bench", "[ ", "compat-clone matrix", "Traceback", "----- ")) or "Error" in line:
+                print("    " + line.rstrip(), flush=True)
+        timer.cancel()
+        return proc.wait()
+
+
+def run_env(args: argparse.Namespace, env: str, cases: str, out: Path, extra: Sequence[str] = (),
+            environ: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """Runs the worker in one environment; returns None, or why no results came back."""
+    worker = [str(ROOT / "bench" / "worker.py"), "--json", str(out), "--cases", cases, *extra]
+    worker += ["--quick"] if args.quick else []
+    if out.exists():
+        out.unlink()
+    if env == "default" or env.startswith("gpu-"):
+        env_vars = {k: v for k, v in os.environ.items() if k not in _SCRUBBED} | (environ or {})
+        rc = _stream([args.python, *worker, "--env-name", env], env_vars, args.timeout)
+    else:
+        cmd = [sys.executable, "-m", "compat_clone", "matrix", "--env", env, "--tail", "30",
+               "--timeout", str(args.timeout), "--", "python", *worker]
+        rc = _stream(cmd, dict(os.environ), args.timeout + 1800)  # building an environment takes a while
+        log = ROOT / ".matrix" / env / "last.log"
+        for line in log.read_text(errors="replace").splitlines() if log.exists() else ():
+            if line.startswith("[bench"):
+                print("    " + line, flush=True)
+    if not out.exists():
+        return f"{env}: no results (exit {rc}; see the output above" + ("" if env == "default" else
+                                                                       f" and .matrix/{env}/last.log") + ")"
+    return None
+
+
+def gpu_card() -> Optional[str]:
+    """The first GPU `nvidia-smi` lists, or None (no driver, no card)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    return names[0] if out.returncode == 0 and names else None
+
+
+def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> None:
+    card = gpu_card()
+    if card is None and args.gpu != "yes":
+        meta["skipped"].append("GPU mode: no GPU on this machine (`nvidia-smi` lists none); "
+                               "`python bench/run.py --cases gpu` measures it where there is one")
+        return
+    for backend, module in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow")):
+        probe = [args.python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"]
+        if subprocess.run(probe).returncode != 0:
+            meta["skipped"].append(f"GPU mode on {backend}: {module} is not installed in {args.python}")
+            continue
+        name = f"gpu-{backend}"
+        failed = run_env(args, name, "gpu", results / f"{name}.json", ["--device", "gpu:0"],
+                         {"KERAS_BACKEND": backend})
+        meta["files"].append(f"{name}.json")
+        if failed:
+            meta["failures"].append(failed)
+
+
+def machine() -> Dict[str, Any]:
+    def read(path: str) -> str:
+        try:
+            return Path(path).read_text()
+        except OSError:
+            return ""
+
+    def field(text: str, key: str, sep: str) -> str:
+        return next((line.split(sep, 1)[1].strip().strip('"') for line in text.splitlines()
+                     if line.startswith(key)), "")
+
+    mem_kb = field(read("/proc/meminfo"), "MemTotal:", ":").split(" ")[0] or "0"
+    return {"cpu": field(read("/proc/cpuinfo"), "model name", ":") or platform.machine(),
+            "cores": os.cpu_count(), "ram_gb": round(int(mem_kb) / 1024**2, 1),
+            "os": f"{field(read('/etc/os-release'), 'PRETTY_NAME=', '=')} ({platform.system()} {platform.release()})"}
+
+
+def _loadavg() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", default="default,keras-2.2.5", help="environments for every case")
+    parser.add_argument("--weight-envs", default="keras-3.15-jax,keras-3.15-torch",
+                        help="environments for the weight cases only ('' for none)")
+    parser.add_argument("--cases", default=CPU_CASES + ",gpu", help="comma-separated subset (default: all)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats: a smoke run, not the record")
+    parser.add_argument("--reuse", default="", metavar="ENVS", help="keep these environments' earlier results")
+    parser.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
+                        help="the GPU mode: where nvidia-smi lists a GPU (auto), always, never")
+    parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
+                        help="interpreter of the `default` environment and of the GPU mode")
+    parser.add_argument("--timeout", type=float, default=3600, help="per environment, seconds")
+    parser.add_argument("--results", default=str(ROOT / ".bench" / "results"))
+    parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    args = parser.parse_args(argv)
+    envs, weight_envs = ([e for e in s.split(",") if e] for s in (args.envs, args.weight_envs))
+    try:
+        select_envs(load_table(), [e for e in envs + weight_envs if e != "default"] or ["*"])
+    except TableError as exc:
+        parser.error(str(exc))
+    cases = set(args.cases.split(","))
+    results = Path(args.results).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    meta: Dict[str, Any] = {"argv": sys.argv[1:] if argv is None else argv, "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ,
+                            "started": time.strftime("%Y-%m-%d %H:%M %Z"), "load": [_loadavg()],
+                            "machine": machine(), "quick": args.quick, "files": [], "failures": [], "skipped": [],
+                            "reused": []}
+    start, reuse = time.monotonic(), set(args.reuse.split(","))
+    for env in envs + [e for e in weight_envs if e not in envs]:
+        chosen = [c for c in CPU_CASES.split(",") if c in cases and (env in envs or c in WEIGHT_CASES)
+                  and (c != "import" or env == "default")]
+        out = results / f"{env}.json"
+        if not chosen:
+            continue
+        meta["files"].append(out.name)
+        if env in reuse and out.exists():
+            meta["reused"].append(f"{env}: results of {time.strftime('%Y-%m-%d %H:%M', time.localtime(out.stat().st_mtime))}")
+            continue
+        failed = run_env(args, env, ",".join(chosen), out)
+        if failed:
+            meta["failures"].append(failed)
+    if "gpu" in cases and args.gpu != "no":
+        run_gpu(args, results, meta)
+    meta.update(wall=time.monotonic() - start, load=meta["load"] + [_loadavg()])
+    (results / "_run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    verdicts = report.write(results, Path(args.out))
+    print("\n".join(v.line() for v in verdicts))
+    _say(f"wrote {os.path.relpath(args.out, ROOT)} in {meta['wall'] / 60:.1f} min")
+    return 1 if meta["failures"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
