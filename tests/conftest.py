@@ -27,6 +27,15 @@ from typing import Any, List
 import pytest
 from packaging.version import Version
 
+# On a GPU, JAX preallocates most of the GPU's memory in every process that
+# initializes its backend, and TensorFlow takes it all on its first GPU op:
+# with pytest-xdist workers (and the placement tests' worker interpreters,
+# which inherit this environment) the second process then fails to allocate.
+# Set before any framework is imported: this module is imported before any
+# test module, and `families_under_test()` below imports Keras.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+
 FAMILIES = ("keras3", "tf_keras", "keras2")
 
 

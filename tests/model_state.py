@@ -89,7 +89,7 @@ def assert_unchanged(before: Dict[str, Any], model: Any) -> None:
     for key in ("name", "trainable", "variables", "trainable_variables", "layers"):
         assert after[key] == before[key], f"{key} changed: {before[key]!r} -> {after[key]!r}"
     assert len(after["weights"]) == len(before["weights"])
-    for i, (old, new) in enumerate(zip(before["weights"], after["weights"])):
+    for i, (old, new) in enumerate(zip(before["weights"], after["weights"], strict=True)):
         assert old.dtype == new.dtype and old.shape == new.shape, f"weight {i} changed kind"
         assert old.tobytes() == new.tobytes(), f"weight {i} changed value"
 
@@ -97,23 +97,28 @@ def assert_unchanged(before: Dict[str, Any], model: Any) -> None:
 def weights_equal(a: Any, b: Any) -> bool:
     wa, wb = a.get_weights(), b.get_weights()
     return len(wa) == len(wb) and all(
-        np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip(wa, wb)
+        np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip(wa, wb, strict=True)
     )
 
 
 def other_family(K: Any) -> Any:
-    """A Keras package other than `K`'s that can make an `Input` here, or None."""
+    """A Keras package other than `K`'s installed here, or None.
+
+    Only whether the package imports decides (an install of another Keras may
+    fail to import against this TensorFlow); once imported, it must work: an
+    error from its `Input` fails the test instead of skipping it.
+    """
     import importlib
 
     own = K.Input.__module__.partition(".")[0]
     for modname in ("keras", "tf_keras"):
         try:
             other = importlib.import_module(modname)
-            if other.Input.__module__.partition(".")[0] == own:
-                continue
-            other.Input((1,))
-        except Exception:
+        except Exception:  # not installed, or not importable beside this TensorFlow
             continue
+        if other.Input.__module__.partition(".")[0] == own:
+            continue
+        other.Input((1,))
         return other
     return None
 

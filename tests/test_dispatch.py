@@ -131,7 +131,9 @@ def test_copy_weights_function_returns_target(K: Any) -> None:
     model = K.models.Model(x, K.layers.Dense(3)(x))
     clone = compat_clone.clone_model(model)
     assert compat_clone.copy_weights(model, clone) is clone
-    for u, v in zip(model.get_weights(), clone.get_weights()):
+    expected, got = model.get_weights(), clone.get_weights()
+    assert len(got) == len(expected) == 2
+    for u, v in zip(expected, got, strict=True):
         np.testing.assert_array_equal(u, v)
 
 
@@ -147,7 +149,9 @@ def test_copy_weights_mismatch_names_variable(K: Any) -> None:
         compat_clone.copy_weights(source, target)
     assert isinstance(info.value, ValueError)
     assert "'head'" in str(info.value) and "(4, 3)" in str(info.value) and "(4, 5)" in str(info.value)
-    for u, v in zip(before, target.get_weights()):
+    after = target.get_weights()
+    assert len(after) == len(before) == 2
+    for u, v in zip(before, after, strict=True):
         np.testing.assert_array_equal(u, v)
 
 
@@ -166,6 +170,9 @@ def test_copy_weights_matches_by_layer_not_flat_order(K: Any) -> None:
         return layer.__class__.from_config(layer.get_config())
 
     clone = compat_clone.clone_model(model, clone_function=fn, copy_weights=True)
+    assert type(clone.get_layer("drop")).__name__ == "Activation"  # the swap happened
     for name in ("a", "b"):
-        for u, v in zip(model.get_layer(name).get_weights(), clone.get_layer(name).get_weights()):
+        expected, got = model.get_layer(name).get_weights(), clone.get_layer(name).get_weights()
+        assert len(got) == len(expected) == 2, name  # kernel and bias
+        for u, v in zip(expected, got, strict=True):
             np.testing.assert_array_equal(u, v)

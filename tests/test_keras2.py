@@ -56,8 +56,16 @@ def _predict_all(model: Any, x: Any) -> List[np.ndarray]:
 
 
 def _assert_same_predictions(a: Any, b: Any, x: Any) -> None:
-    for p, q in zip(_predict_all(a, x), _predict_all(b, x)):
+    expected, got = _predict_all(a, x), _predict_all(b, x)
+    assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
+    for p, q in zip(expected, got, strict=True):
         np.testing.assert_array_equal(p, q)
+
+
+def _assert_same_weights(expected: List[np.ndarray], got: List[np.ndarray]) -> None:
+    assert len(got) == len(expected), f"{len(got)} weights, expected {len(expected)}"
+    for a, b in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 # -- builders ----------------------------------------------------------------
@@ -461,8 +469,7 @@ def test_copy_weights_exact_including_batchnorm_statistics() -> None:
     rng = np.random.RandomState(5)
     model.fit(rng.standard_normal((16, 4)), rng.standard_normal((16, 4)), epochs=2, verbose=0)
     clone = _clone(model, copy_weights=True)
-    for a, b in zip(model.get_weights(), clone.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_weights(model.get_weights(), clone.get_weights())
 
     # One cached op: a second copy does not grow the graph.
     _randomize(clone, seed=9)
@@ -476,8 +483,7 @@ def test_copy_weights_exact_including_batchnorm_statistics() -> None:
     compat_clone.copy_weights(model, clone)
     assert len(graph.get_operations()) == n_after_set
     assert n_ops <= n_after_set
-    for a, b in zip(model.get_weights(), clone.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_weights(model.get_weights(), clone.get_weights())
 
 
 def test_source_untouched() -> None:
@@ -496,8 +502,7 @@ def test_source_untouched() -> None:
     _randomize(clone, seed=1)
     assert lstm._inbound_nodes[0].arguments == before_args  # native adds 'mask'
     assert {id(layer): len(layer._inbound_nodes) for layer in model.layers} == before_nodes
-    for a, b in zip(before_weights, model.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    _assert_same_weights(before_weights, model.get_weights())
 
     # Native 2.0-2.3.1 write the *clone's* mask into the source node.
     keras.models.clone_model(model)
@@ -507,51 +512,121 @@ def test_source_untouched() -> None:
 # -- keras 2.2.5's own cloning scenarios, through compat_clone -----------------
 
 
+def _structure(model: Any) -> List[Any]:
+    """Layer by layer (input layers left out): name, class, weight shapes, calls, output masks."""
+    K = _keras().backend
+    return [
+        (
+            layer.name,
+            type(layer).__name__,
+            [K.int_shape(w) for w in layer.weights],
+            len(layer._inbound_nodes),
+            [[m is None for m in _as_list(node.output_masks)] for node in layer._inbound_nodes],
+        )
+        for layer in model.layers
+        if type(layer).__name__ != "InputLayer"
+    ]
+
+
+def _as_list(value: Any) -> List[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _positive_weights(model: Any, seed: int = 0) -> List[np.ndarray]:
+    """Distinct positive weights (BatchNormalization variances stay valid); returns them."""
+    rng = np.random.RandomState(seed)
+    model.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(w.dtype) for w in model.get_weights()])
+    return model.get_weights()
+
+
+def _trains(model: Any, x: Any, y: np.ndarray) -> None:
+    """One step of training runs through the clone's own graph and moves its weights."""
+    before = model.get_weights()
+    model.compile("rmsprop", "mse")
+    loss = model.train_on_batch(x, y)
+    assert np.isfinite(loss), loss
+    after = model.get_weights()
+    assert len(after) == len(before)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True)), "training changed nothing"
+
+
 def test_keras225_clone_functional_model_scenarios() -> None:
+    """keras 2.2.5's `test_clone_functional_model`, each clone checked for what it computes.
+
+    The source's structure, weights and predictions are recorded, then the
+    session is cleared: every clone is built in the new session, gets the
+    recorded weights, and must have the source's layers (shared layer called
+    twice, no masks) and give its predictions, then train.
+    """
     keras = _keras()
+    K = keras.backend
     val_a = np.random.random((10, 4))
     val_b = np.random.random((10, 4))
     val_out = np.random.random((10, 4))
     model = build_shared()
+    weights = _positive_weights(model, seed=6)
+    expected = model.predict([val_a, val_b])
+    structure = _structure(model)
+    assert [calls for _, _, _, calls, _ in structure].count(2) == 1  # the shared Dense
     keras.backend.clear_session()  # everything should work in a new session
 
     new_model = _clone(model)
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch([val_a, val_b], val_out)
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(new_model.predict([val_a, val_b]), expected, rtol=1e-6)
+    _trains(new_model, [val_a, val_b], val_out)
 
     input_a = keras.Input(shape=(4,), name="a")
     input_b = keras.Input(shape=(4,), name="b")
     new_model = _clone(model, input_tensors=[input_a, input_b])
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch([val_a, val_b], val_out)
+    assert new_model.inputs == [input_a, input_b]
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(new_model.predict([val_a, val_b]), expected, rtol=1e-6)
+    _trains(new_model, [val_a, val_b], val_out)
 
     input_a = keras.backend.variable(val_a)
     input_b = keras.backend.variable(val_b)
     new_model = _clone(model, input_tensors=[input_a, input_b])
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch(None, val_out)
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(K.eval(new_model.outputs[0]), expected, rtol=1e-6)
+    _trains(new_model, None, val_out)
 
 
 def test_keras225_clone_sequential_model_scenarios() -> None:
+    """keras 2.2.5's `test_clone_sequential_model`, checked like the functional one."""
     keras = _keras()
+    K = keras.backend
     val_a = np.random.random((10, 4))
     val_out = np.random.random((10, 4))
     model = build_sequential()
+    weights = _positive_weights(model, seed=7)
+    expected = model.predict(val_a)
+    structure = _structure(model)
     keras.backend.clear_session()
 
     new_model = _clone(model)
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch(val_a, val_out)
+    assert isinstance(new_model, keras.models.Sequential)
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(new_model.predict(val_a), expected, rtol=1e-6)
+    _trains(new_model, val_a, val_out)
 
     input_a = keras.Input(shape=(4,))
     new_model = _clone(model, input_tensors=input_a)
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch(val_a, val_out)
+    assert new_model.inputs[0] is input_a
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(new_model.predict(val_a), expected, rtol=1e-6)
+    _trains(new_model, val_a, val_out)
 
     input_a = keras.backend.variable(val_a)
     new_model = _clone(model, input_tensors=input_a)
-    new_model.compile("rmsprop", "mse")
-    new_model.train_on_batch(None, val_out)
+    assert _structure(new_model) == structure
+    new_model.set_weights(weights)
+    np.testing.assert_allclose(K.eval(new_model.outputs[0]), expected, rtol=1e-6)
+    _trains(new_model, None, val_out)
 
 
 # -- devices -----------------------------------------------------------------
@@ -568,13 +643,15 @@ def test_device_follows_source_and_device_argument() -> None:
     tf = keras.backend.tensorflow_backend.tf
     with tf.device("/CPU:0"):
         model = build_shared()
-    assert all("CPU:0" in d for d in _var_devices(model))
+    assert model.weights and all("CPU:0" in d for d in _var_devices(model))
     clone = _clone(model)
+    assert len(clone.weights) == len(model.weights)
     assert all("CPU:0" in d for d in _var_devices(clone)), _var_devices(clone)
 
     plain = build_12202_add()
-    assert not any(_var_devices(plain))
+    assert plain.weights and not any(_var_devices(plain))
     clone = _clone(plain, device="/CPU:0")
+    assert len(clone.weights) == len(plain.weights)
     assert all("CPU:0" in d for d in _var_devices(clone))
 
     graph = keras.backend.get_session().graph

@@ -36,7 +36,7 @@ def test_clone_with_copied_weights_predicts_like_the_source(K: Any, spec: Any) -
 
     got = run_model(clone, xs)
     assert len(got) == len(expected), describe(spec)
-    for i, (a, b) in enumerate(zip(got, expected)):
+    for i, (a, b) in enumerate(zip(got, expected, strict=True)):
         assert a.shape == b.shape, f"output {i}: {a.shape} != {b.shape}\n{describe(spec)}"
         np.testing.assert_array_equal(a, b, err_msg=f"output {i}\n{describe(spec)}")
     assert not {id(v) for v in source.weights} & {id(v) for v in clone.weights}, describe(spec)
