@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import types
@@ -55,8 +56,13 @@ packages = ["keras==3.1.1"]
 
 
 def _clean_environ(**extra: str) -> Dict[str, str]:
-    """This process's variables without the matrix's own (these tests may run inside a matrix env)."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_") or k == "COMPAT_CLONE_UV"}
+    """This process's variables without the matrix's own (these tests may run inside a matrix env).
+
+    uv is `false`: stand-in environments are fresh, nothing is built (and no
+    uv is looked for or installed); a stale stamp fails the run loudly.
+    """
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_")}
+    environ["COMPAT_CLONE_UV"] = shutil.which("false") or "false"
     environ.update(extra)
     return environ
 
@@ -359,6 +365,11 @@ def _claim_environ(claim: Dict[str, str]) -> Dict[str, str]:
     return environ
 
 
+# The two tests below import the environment's framework in a nested session's check
+# (~20 s each): they run where soak checks run (one matrix env per family and backend,
+# and outside the matrix). Every matrix env's own session was checked by the plugin
+# at its start already.
+@pytest.mark.soak
 def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
     claim = _true_claim()
     done = _pytest(tmp_path, COMPAT_CLONE_ENV="here", **_claim_environ(claim))
@@ -367,6 +378,7 @@ def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
     assert header and f"family={claim['FAMILY']}" in header[0] and "; loaded " in header[0], done.stdout
 
 
+@pytest.mark.soak
 def test_plugin_stops_a_mislabeled_env(tmp_path: Path) -> None:
     claim = dict(_true_claim(), VERSION="0.0")
     done = _pytest(tmp_path, COMPAT_CLONE_ENV="liar", **_claim_environ(claim))
