@@ -109,13 +109,30 @@ def _io_structure(model: Any, attr: str) -> Any:
 
 
 def _layer_configs(model: Any) -> List[Tuple[str, str, Any]]:
-    return [(type(layer).__name__, layer.name, layer.get_config()) for layer in model.layers]
+    """Class, name and config of each layer; an InputLayer's name left out.
+
+    Keras 3.0's native clone names each new InputLayer after its KerasTensor
+    (`keras_tensor_27`) where later versions keep the source's name: which
+    name an input layer gets is not part of what a clone guarantees.
+    """
+    configs = []
+    for layer in model.layers:
+        config = dict(layer.get_config())
+        name = layer.name
+        if type(layer).__name__ == "InputLayer":
+            config.pop("name", None)
+            name = "<input>"
+        configs.append((type(layer).__name__, name, config))
+    return configs
 
 
 def _trainable(model: Any) -> Dict[str, Any]:
     return {
         "model": model.trainable,
-        "layers": [(layer.name, layer.trainable) for layer in model.layers],
+        "layers": [
+            ("<input>" if type(layer).__name__ == "InputLayer" else layer.name, layer.trainable)
+            for layer in model.layers
+        ],
         "trainable_weights": [tuple(w.shape) for w in model.trainable_weights],
         "non_trainable_weights": [tuple(w.shape) for w in model.non_trainable_weights],
     }
@@ -170,7 +187,12 @@ def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *, 
     built = getattr(native, "built", True)
     assert getattr(compat, "built", True) == built, f"built: native {built}, compat_clone {not built}"
     for attr in ("input", "output"):
-        assert _io_structure(compat, attr) == _io_structure(native, attr), f"{attr} structure differs"
+        expected = _io_structure(native, attr)
+        if expected != _io_structure(source, attr) and _built(source) and not isinstance(source.input, dict):
+            # the native clone changed the structure (Keras 3.0 returns a single
+            # output as a one-element list): compat_clone keeps the source's
+            expected = _io_structure(source, attr)
+        assert _io_structure(compat, attr) == expected, f"{attr} structure differs"
     assert _trainable(compat) == _trainable(native), "trainable flags or weight shapes differ"
     assert len(compat.losses) == len(native.losses), (
         f"{len(compat.losses)} losses through compat_clone, {len(native.losses)} natively"
@@ -454,7 +476,24 @@ def test_tensor_keyword_argument_initial_state(K: Any, bidirectional: bool) -> N
         # 2.2.x's clone calls the RNN with the states both in its input list and
         # as `initial_state=` (node.arguments): recurrent._standardize_args asserts.
         fails = "standalone Keras 2.2 cannot clone an RNN called with initial_state="
-    side_by_side(K, source, x, native_fails=fails)
+    defect = None
+    if bidirectional and _bidirectional_from_config_adds_weights(K):
+        n_weights = len(source.weights)
+        defect = (
+            f"Keras {K.__version__}'s Bidirectional.from_config builds a third LSTM: the native clone has "
+            f"more than the source's {n_weights} weights, and the source's weights cannot be set on it",
+            lambda clone: len(clone.weights) != n_weights,
+        )
+    side_by_side(K, source, x, native_fails=fails, native_defect=defect)
+
+
+def _bidirectional_from_config_adds_weights(K: Any) -> bool:
+    """Whether `Bidirectional.from_config(get_config())` builds more weights than the original (Keras 3.0)."""
+    layer = K.layers.Bidirectional(K.layers.LSTM(2))
+    layer.build((None, 3, 2))
+    copy = K.layers.Bidirectional.from_config(layer.get_config())
+    copy.build((None, 3, 2))
+    return len(copy.weights) != len(layer.weights)
 
 
 # -- input_tensors, in every structure the family accepts ---------------------------
@@ -496,8 +535,14 @@ def _input_case(K: Any, case: str) -> Tuple[Any, Any, Any]:
         new = {"a": K.Input((3,), name="new_a"), "b": K.Input((2,), name="new_b")}
         return _dict_input_model(K), new, {"a": data((2, 3), 1), "b": data((2, 2), 2)}
     if case == "nested":
+        try:
+            source = _nested_input_model(K)
+        except ValueError as exc:
+            if "must be KerasTensors" not in str(exc):
+                raise
+            pytest.skip(f"Keras {K.__version__} functional models take no nested dict inputs: {exc}"[:200])
         new = {"a": K.Input((3,), name="new_a"), "bc": [K.Input((2,), name="new_b"), K.Input((1,), name="new_c")]}
-        return _nested_input_model(K), new, {"a": data((2, 3), 1), "bc": [data((2, 2), 2), data((2, 1), 3)]}
+        return source, new, {"a": data((2, 3), 1), "bc": [data((2, 2), 2), data((2, 1), 3)]}
     raise ValueError(case)
 
 
@@ -524,9 +569,24 @@ STRAY_INPUT_LAYERS = (
 )
 
 
+def _keras3_tests_input_tensors_truth() -> bool:
+    """Keras 3.0's clone_model tests `if clone_function or input_tensors:`.
+
+    A single KerasTensor cannot be a truth value, so the native call raises
+    "A symbolic KerasTensor cannot be used as a boolean". Read from the
+    installed source: that line is the bug, whichever release still has it.
+    """
+    from keras.src.models import cloning
+
+    return "clone_function or input_tensors" in inspect.getsource(cloning)
+
+
 def _fails_natively(K: Any, case: str) -> Optional[str]:
-    if family_name(K) == "keras2" and case == "tuple":
+    fam = family_name(K)
+    if fam == "keras2" and case == "tuple":
         return "standalone Keras 2's to_list() takes a tuple of tensors for one tensor"
+    if fam == "keras3" and case in ("single", "sequential_single") and _keras3_tests_input_tensors_truth():
+        return f"Keras {K.__version__}'s clone_model takes the truth value of a single input tensor"
     return None
 
 

@@ -138,6 +138,11 @@ def test_compat_clone_was_substituted(upstream: Dict[str, Any]) -> None:
 
 def test_every_native_pass_passes_through_compat_clone(upstream: Dict[str, Any]) -> None:
     native, compat = upstream["native"], upstream["compat"]
+    for run in (native, compat):  # shown with -s / -rP: what ran where
+        counts: Dict[str, int] = {}
+        for outcome, _ in run["outcomes"].values():
+            counts[outcome] = counts.get(outcome, 0) + 1
+        print(f"Keras {run['keras']} ({run['backend']}) cloning_test.py, {run['side']}: {counts}")
     excused = {row.test for row in _applicable(native) if row.fails == "compat"}
     regressions = [
         f"{test}: {_outcome(compat, test)}: {_detail(compat, test)}"
