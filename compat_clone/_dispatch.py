@@ -87,6 +87,23 @@ def _package_version(module: ModuleType) -> str:
 
 
 def family_for(package: str, version: str) -> str:
+    """The family that serves models of `package` at `version`: the one such rule.
+
+    Dispatch, `doctor`, the tests and the benchmarks all ask this function.
+
+    Args:
+        package: the top-level package that owns the model's class
+            (``"keras"``, ``"tf_keras"`` or ``"tensorflow"``).
+        version: that package's version string.
+
+    Returns:
+        ``"keras3"``, ``"tf_keras"`` or ``"keras2"``.
+
+    Example:
+
+    >>> family_for("keras", "2.2.4"), family_for("keras", "2.15.0"), family_for("keras", "3.6.0")
+    ('keras2', 'tf_keras', 'keras3')
+    """
     if package == "tf_keras" or package == "tensorflow":
         return TF_KERAS
     # Imported here, not at module level: compiling its version regex is the
@@ -160,20 +177,11 @@ def _is_keras_layer(obj: Any) -> bool:
 
 
 def _backend(family: str, package: str) -> Optional[str]:
-    module = sys.modules.get(package)
-    if family == KERAS3 and module is not None:
-        backend_mod = getattr(module, "backend", None)
-        fn = getattr(backend_mod, "backend", None)
-        if callable(fn):
-            return str(fn())
-        return None
-    if family == KERAS2 and module is not None:
-        backend_mod = getattr(module, "backend", None)
-        fn = getattr(backend_mod, "backend", None)
-        if callable(fn):
-            return str(fn())
-        return None
-    return "tensorflow"
+    if family == TF_KERAS:
+        return "tensorflow"
+    # Keras 3 and standalone Keras 2 both name theirs in `keras.backend.backend()`.
+    fn = getattr(getattr(sys.modules.get(package), "backend", None), "backend", None)
+    return str(fn()) if callable(fn) else None
 
 
 def family_of(model: Any) -> FamilyInfo:
@@ -229,8 +237,8 @@ def family_of(model: Any) -> FamilyInfo:
     )
 
 
-def adapter_for(info: FamilyInfo) -> ModuleType:
-    """Imports (once) and returns the implementation module for a family."""
+def adapter_for(info: FamilyInfo) -> Any:
+    """The `Family` that clones models of `info`'s family (its module imported once)."""
     import importlib
 
-    return importlib.import_module(info.implementation)
+    return importlib.import_module(info.implementation).FAMILY(info)

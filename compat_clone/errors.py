@@ -88,9 +88,9 @@ def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedMo
 def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:
     """The error for a layer whose default clone (a config round trip) failed.
 
-    Shared by every adapter so the advice reads the same in every family.
-    `register_hint` is the family's spelling of the registration decorator,
-    e.g. ``"keras.saving.register_keras_serializable()"``.
+    Shared by every family so the advice reads the same in each.
+    `register_hint` is the family's way to register a class, as the message
+    shows it, e.g. ``"`@keras.saving.register_keras_serializable()`"``.
     """
     cls = type(layer)
     name = getattr(layer, "name", "?")
@@ -106,7 +106,7 @@ def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -
         f"rebuilding it from its config failed with {type(exc).__name__}: {exc}\n"
         f"To fix it: make `{cls.__qualname__}.get_config()` return every argument "
         f"of its constructor; register the custom classes its config names{names} "
-        f"with `@{register_hint}`;{nested} or pass a `clone_function` that builds "
+        f"with {register_hint};{nested} or pass a `clone_function` that builds "
         "this layer."
     )
 

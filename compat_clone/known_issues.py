@@ -1,9 +1,17 @@
-"""What each family's native `clone_model` gets wrong: the table the adapters work around.
+"""What each family's native `clone_model` gets wrong: the one table of it.
 
-Data, not code: one row per upstream problem, with the versions it was seen
-in (a `packaging` specifier over the owning package's version) and where
-compat_clone handles it. `compat-clone doctor` prints the rows that apply to
-the installed versions; its self-check then measures them.
+Data, not code. One row per upstream problem: an id (cited by the code that
+handles it, in a comment), the family, the versions where the native call
+misbehaves (a `packaging` specifier over the owning package's version), the
+symptom, the place that handles it, and the feature checks that show it
+(named checks of the test suite's `tests/features.py`).
+
+The table is the only place a version claim about a native bug is written:
+`compat-clone doctor` prints the rows that apply to the installed versions,
+and `tests/test_native_bugs.py` is generated from it: in every matrix
+environment each row's checks must fail natively *exactly* where the row's
+versions say (and pass elsewhere), and pass through `compat_clone` everywhere,
+so the table cannot drift from what the releases do.
 """
 
 from __future__ import annotations
@@ -11,97 +19,146 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Tuple
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
-__all__ = ["KnownIssue", "KNOWN_ISSUES", "issues_for"]
+__all__ = ["KnownIssue", "KNOWN_ISSUES", "issues_for", "issue"]
 
 
 @dataclasses.dataclass(frozen=True)
 class KnownIssue:
-    family: str
-    versions: str  # specifier over the owning package's version
-    upstream: str
-    summary: str
-    handled_by: str
+    """One upstream problem of a native `clone_model`.
 
+    Attributes:
+        id: short stable name, cited by the code that handles it.
+        family: ``"keras2"``, ``"tf_keras"`` or ``"keras3"``.
+        versions: where the native call misbehaves: a specifier over the
+            version of the package that owns the model (``keras``,
+            ``tf_keras``), e.g. ``"<2.2.5"``.
+        symptom: what the user sees.
+        handled_by: the module (and function) of compat_clone that fixes it.
+        checks: the feature checks (``tests/features.py``) that show it.
+        upstream: the upstream report, where there is one.
+    """
+
+    id: str
+    family: str
+    versions: str
+    symptom: str
+    handled_by: str
+    checks: Tuple[str, ...]
+    upstream: str = ""
+
+
+_K2 = "compat_clone.families.keras2"
+_TF = "compat_clone.families.tf_keras"
+_K3 = "compat_clone.families.keras3"
+_CORE = "compat_clone.families._core"
 
 KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
-        "keras2", "<2.2.5", "keras-team/keras #12202 (fixed by PR #12205 in 2.2.5)",
-        "a layer with several outputs and no mask support gets a mask list [None]: "
-        "clone fails with 'Could not compute output'",
-        "compat_clone.families.keras2: one mask entry per output",
+        "keras2-12202-masks", "keras2", "<2.2.5",
+        "a layer with several outputs and no mask support gets one mask for all of "
+        "them; the clone fails with 'Could not compute output'",
+        f"{_K2}._map_arguments (masks recomputed per output by the core walk)",
+        ("multi_output_no_mask", "lambda_pair_into_add"),
+        "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
-        "keras2", "<2.3", "keras 2.0-2.2 tensor map",
-        "tensor map keyed by the tensors themselves (unhashable on TensorFlow 2)",
-        "compat_clone.families.keras2: keyed by tensor identity",
+        "keras2-no-clone-function", "keras2", "<2.4",
+        "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only "
+        "for functional models)",
+        f"{_CORE}.Cloner.clone_layer", ("clone_function_every_layer",),
     ),
     KnownIssue(
-        "keras2", "<2.4", "no clone_function / recursive / call_function in 2.0-2.2",
-        "features missing natively; nested models cloned as one unit",
-        "compat_clone.families.keras2: backfilled",
+        "no-call-function", "keras2", "<2.4",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
     ),
     KnownIssue(
-        "keras2", "<2.4", "model.trainable",
-        "model.trainable = False is lost by the clone",
-        "compat_clone.families.keras2: restored",
+        "no-call-function", "tf_keras", ">=2.0",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
     ),
     KnownIssue(
-        "tf_keras", ">=2.4", "model.trainable",
-        "model.trainable = False on a model is lost by the clone",
-        "compat_clone.families.tf_keras: restored, then each layer's flag",
+        "no-call-function", "keras3", "<3.3.3",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
     ),
     KnownIssue(
-        "tf_keras", ">=2.12", "keras-team/keras #17700",
-        "a layer called on a one-element list (Concatenate()([x])) fails to clone",
-        "compat_clone.families.tf_keras: own graph walk keeps the call structure",
+        "no-recursive", "keras2", "<2.4",
+        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        ("recursive_nested",),
     ),
     KnownIssue(
-        "tf_keras", ">=2.4", "no recursive / call_function in tf.keras 2.x",
-        "nested models are passed whole to clone_function; no call_function",
-        "compat_clone.families.tf_keras: backfilled",
+        "no-recursive", "tf_keras", ">=2.0",
+        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        ("recursive_nested",),
     ),
     KnownIssue(
-        "keras3", ">=3.0", "Lambda + safe mode",
-        "a Lambda holding a Python lambda is refused by the config round trip "
-        "(safe-mode deserialization); turning safe mode off globally is unsafe",
-        "compat_clone.families.keras3: Lambda rebuilt from the live function",
+        "no-recursive", "keras3", "<3.14",
+        "no `recursive` argument before 3.3.3, and it stops after the first nesting "
+        "level before 3.14", f"{_CORE}.Cloner.clone_layer", ("recursive_nested",),
     ),
     KnownIssue(
-        "keras3", ">3.0.0", "sparse inputs",
-        "sparse=True / ragged=True inputs come back dense (seen in 3.15.1, not in 3.0.0)",
-        "compat_clone.families.keras3: inputs recreated with their flags",
+        "trainable-model", "keras2", "<2.4",
+        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        ("trainable_false",),
     ),
     KnownIssue(
-        "keras3", ">3.0.0", "model.trainable",
-        "trainable=False on a functional model is lost (seen in 3.15.1, not in 3.0.0)",
-        "compat_clone.families.keras3: restored",
+        "trainable-model", "tf_keras", ">=2.0",
+        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        ("trainable_false",),
     ),
     KnownIssue(
-        "keras3", "<3.3.3", "call_function / recursive",
-        "no call_function and no recursive argument",
-        "compat_clone.families.keras3: own graph walk",
+        "trainable-model", "keras3", ">3.0.0",
+        "`model.trainable = False` on a functional model is lost by the clone",
+        f"{_CORE}.restore_trainable", ("trainable_false",),
     ),
     KnownIssue(
-        "keras3", "<3.14", "recursive=True",
-        "recursion stops after the first nesting level",
-        "compat_clone.families.keras3: every level",
+        "tf-keras-single-list-call", "tf_keras", ">=2.0",
+        "a layer called on a one-element list (`Concatenate()([x])`) fails to clone",
+        f"{_TF}.TfKeras.clone_functional_natively (the core walk keeps the call's structure)",
+        ("single_input_concatenate",), "keras-team/keras #17700",
     ),
     KnownIssue(
-        "keras3", ">=3.0", "placement",
-        "the clone ignores the source's device / distribution",
-        "compat_clone.placement",
+        "lambda-safe-mode", "keras3", ">=3.0",
+        "a `Lambda` holding a Python lambda is refused by the config round trip "
+        "(safe-mode deserialization); turning safe mode off globally would be unsafe",
+        f"{_CORE}.Family.default_clone (rebuilt from the live function)",
+        ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
+    ),
+    KnownIssue(
+        "keras3-sparse-inputs", "keras3", ">3.0.0",
+        "`sparse=True` / `ragged=True` inputs come back dense",
+        f"{_K3}.Keras3.input_specs", ("sparse_input",),
     ),
 )
 
 
+def issue(issue_id: str) -> List[KnownIssue]:
+    """The rows with id `issue_id` (one per family it affects)."""
+    rows = [row for row in KNOWN_ISSUES if row.id == issue_id]
+    if not rows:
+        raise KeyError(f"no known issue {issue_id!r}; ids: {sorted({r.id for r in KNOWN_ISSUES})}")
+    return rows
+
+
 def issues_for(family: str, version: str) -> List[KnownIssue]:
-    """The known native problems of `family` at `version`."""
+    """The known native problems of `family` at `version`.
+
+    Args:
+        family: ``"keras2"``, ``"tf_keras"`` or ``"keras3"``.
+        version: the owning package's version, e.g. ``"3.15.1"``.
+
+    Returns:
+        The rows whose family matches and whose versions contain `version`.
+
+    Example:
+
+    >>> [row.id for row in issues_for("keras2", "2.2.4")][:2]
+    ['keras2-12202-masks', 'keras2-no-clone-function']
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
     parsed = Version(version)
     return [
-        issue
-        for issue in KNOWN_ISSUES
-        if issue.family == family and SpecifierSet(issue.versions).contains(parsed, prereleases=True)
+        row
+        for row in KNOWN_ISSUES
+        if row.family == family and SpecifierSet(row.versions).contains(parsed, prereleases=True)
     ]

@@ -14,10 +14,10 @@ compat_clone side to pass, and records both results for COMPATIBILITY.md.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, List
+import traceback
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
-from packaging.version import Version
 
 
 class NativeLacks(Exception):
@@ -71,14 +71,29 @@ def native_clone(K: Any) -> Callable[..., Any]:
     return clone
 
 
+def run_check(check: Callable[[Any, Callable[..., Any]], None], K: Any, clone: Callable[..., Any]) -> Tuple[str, str]:
+    """Runs one feature check; returns (outcome, detail).
+
+    The outcome is ``"pass"``, ``"fail"`` (with the exception's last line),
+    ``"missing"`` (the native API has no way to ask for it) or ``"n/a"`` (the
+    feature does not exist in this family or backend).
+    """
+    try:
+        check(K, clone)
+    except NotApplicable as exc:
+        return "n/a", str(exc)
+    except NativeLacks as exc:
+        return "missing", str(exc)
+    except Exception as exc:  # recorded, then judged by the caller
+        return "fail", traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return "pass", ""
+
+
 def family_name(K: Any) -> str:
-    name = K.__name__.split(".")[0]
-    version = K.__version__
-    if name == "keras" and version.startswith("3"):
-        return "keras3"
-    if name == "keras" and Version(version) < Version("2.4"):
-        return "keras2"
-    return "tf_keras"
+    """The family of Keras module `K` (`compat_clone._dispatch.family_for`: the one rule)."""
+    from compat_clone._dispatch import family_for
+
+    return family_for(K.__name__.split(".")[0], K.__version__)
 
 
 def backend_name(K: Any) -> str:

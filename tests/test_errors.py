@@ -26,6 +26,7 @@ from compat_clone import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
+from features import family_name
 from model_state import other_family, other_family_input
 
 
@@ -145,12 +146,21 @@ def test_input_tensors_wrong_count(K: Any) -> None:
         compat_clone.clone_model(sequential_model(K), input_tensors=[K.Input((4,)), K.Input((4,))])
 
 
-def test_input_tensors_other_structure_is_accepted_when_count_fits(K: Any) -> None:
-    # A dict or a nested list with the right number of tensors is re-packed
-    # like the native call does, not refused.
+def test_input_tensors_other_structure_follows_native(K: Any) -> None:
+    # Keras 2 families re-pack another structure holding the right number of
+    # tensors, natively and here; Keras 3 refuses any structure but
+    # `model.input`'s (natively too, in every release), and so do we, with
+    # native's wording in our message.
     model = two_input_model(K)
-    clone = compat_clone.clone_model(model, input_tensors=[[K.Input((4,))], K.Input((3,))])
-    assert len(clone.inputs) == 2
+    given = [[K.Input((4,))], K.Input((3,))]
+    if family_name(K) != "keras3":
+        clone = compat_clone.clone_model(model, input_tensors=given)
+        assert len(clone.inputs) == 2
+        return
+    with pytest.raises(ValueError, match="must have the same structure as model.input"):
+        K.models.clone_model(model, input_tensors=given)
+    with pytest.raises(InputTensorsError, match="must have the same structure as model.input"):
+        compat_clone.clone_model(model, input_tensors=given)
 
 
 # -- clone_function / call_function ------------------------------------------

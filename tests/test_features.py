@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 from typing import Any
 
 import pytest
 
 import compat_clone
-from features import DESCRIPTIONS, FEATURES, NativeLacks, NotApplicable, native_clone
+from features import DESCRIPTIONS, FEATURES, native_clone, run_check
 
 
 def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> None:
@@ -38,25 +37,12 @@ def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> 
         fh.write(json.dumps(line) + "\n")
 
 
-def _run(check: Any, K: Any, clone: Any) -> tuple[str, str]:
-    try:
-        check(K, clone)
-    except NotApplicable as exc:
-        return "n/a", str(exc)
-    except NativeLacks as exc:
-        return "missing", str(exc)
-    except Exception as exc:  # recorded, then judged by the caller
-        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return "fail", last
-    return "pass", ""
-
-
 @pytest.mark.parametrize("name", sorted(FEATURES))
 def test_feature(name: str, K: Any) -> None:
     check = FEATURES[name]
-    native, native_detail = _run(check, K, native_clone(K))
+    native, native_detail = run_check(check, K, native_clone(K))
     _record(name, K, "native", native, native_detail)
-    outcome, detail = _run(check, K, compat_clone.clone_model)
+    outcome, detail = run_check(check, K, compat_clone.clone_model)
     _record(name, K, "compat_clone", outcome, detail)
     if outcome == "n/a":
         pytest.skip(detail)

@@ -144,10 +144,11 @@ def test_iter_layers_depth_does_not_grow_with_nesting(K: Any) -> None:
 
 
 @pytest.mark.keras3
-def test_keras3_walk_handles_a_chain_deeper_than_the_limit() -> None:
+def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
-    from compat_clone.families import keras3 as _keras3
+    from compat_clone import _dispatch
+    from compat_clone.families._core import Cloner, CloneRequest
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))
@@ -159,9 +160,11 @@ def test_keras3_walk_handles_a_chain_deeper_than_the_limit() -> None:
         return new
 
     assert sys.getrecursionlimit() < DEEP
-    outputs = _keras3._walk(model, inputs, clone_layer, _identity_call)
+    family = _dispatch.adapter_for(compat_clone.family_of(model))
+    cloner = Cloner(family, CloneRequest(clone_function=clone_layer, call_function=_identity_call))
+    outputs = cloner.walk(model, [inputs])
     assert len(cloned) == DEEP
-    assert tuple(outputs.shape) == (None, 4)
+    assert len(outputs) == 1 and tuple(outputs[0].shape) == (None, 4)
 
 
 def _our_frames(exc: BaseException) -> int:

@@ -21,7 +21,7 @@ import traceback
 from importlib import import_module, metadata
 from typing import Any, Dict, List, Optional, Tuple
 
-from packaging.version import Version
+from compat_clone._dispatch import family_for
 
 __all__ = ["add_arguments", "run", "collect"]
 
@@ -58,13 +58,7 @@ def _families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
     out: List[Tuple[str, str, str]] = []
     keras_version = installed.get("keras")
     if keras_version:
-        v = Version(keras_version)
-        if v.major >= 3:
-            out.append(("keras3", "keras", keras_version))
-        elif v >= Version("2.4"):
-            out.append(("tf_keras", "keras", keras_version))
-        else:
-            out.append(("keras2", "keras", keras_version))
+        out.append((family_for("keras", keras_version), "keras", keras_version))
     if installed.get("tf_keras"):
         out.append(("tf_keras", "tf_keras", installed["tf_keras"]))
     return out
@@ -155,7 +149,8 @@ def collect(self_check: bool = True) -> Dict[str, Any]:
             "module": module_name,
             "version": version,
             "known_native_issues": [
-                {"upstream": i.upstream, "summary": i.summary, "handled_by": i.handled_by}
+                {"id": i.id, "versions": i.versions, "symptom": i.symptom, "upstream": i.upstream,
+                 "handled_by": i.handled_by}
                 for i in issues_for(family, version)
             ],
         }
@@ -204,7 +199,8 @@ def _print(report: Dict[str, Any]) -> None:
         if fam["known_native_issues"]:
             print("  Known native problems of this version (worked around by compat_clone):")
             for issue in fam["known_native_issues"]:
-                print(f"   - {issue['upstream']}: {issue['summary']}")
+                upstream = f" ({issue['upstream']})" if issue["upstream"] else ""
+                print(f"   - {issue['id']} [{issue['versions']}]: {issue['symptom']}{upstream}")
         rows = fam.get("self_check")
         if rows:
             print("  Self-check (clone + weight copy timed; outputs then compared):")

@@ -1,0 +1,175 @@
+"""Standalone Keras 2's TensorFlow 1.x graph mode: devices, graphs, and the grouped weight copy."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from compat_clone.errors import DeviceNotFoundError, UnsupportedFeatureError, WeightsUnreadableError
+
+__all__ = ["check_device", "graph_scope", "assign_locked", "tf_module"]
+
+
+def _k() -> Any:
+    import keras
+
+    return keras
+
+
+def tf_module() -> Any:
+    """The `tensorflow` module Keras' TF backend uses (TF 1.x, or compat.v1)."""
+    from keras.backend import tensorflow_backend
+
+    return tensorflow_backend.tf
+
+
+def check_device(device: Any, backend: str) -> Optional[str]:
+    """Validates `device` before anything is built; returns it as a string."""
+    if device is None:
+        return None
+    if backend != "tensorflow":
+        raise UnsupportedFeatureError(
+            f"`device=` needs the TensorFlow backend of standalone Keras; this "
+            f"Keras runs on {backend!r}. Received: device={device!r}. Drop "
+            "`device=` (the backend places variables itself)."
+        )
+    if hasattr(device, "to_string"):  # a tf.DeviceSpec
+        device = device.to_string()
+    if not isinstance(device, str) or not device:
+        raise DeviceNotFoundError(
+            f"Expected `device` to be a TensorFlow device string such as "
+            f"'/CPU:0' or '/GPU:0'. Received: device={device!r}."
+        )
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import device_spec
+
+    try:
+        spec = device_spec.DeviceSpecV2.from_string(device)
+    except (ValueError, TypeError) as exc:
+        raise DeviceNotFoundError(
+            f"Cannot parse device {device!r}: {exc}. Expected a TensorFlow "
+            "device string such as '/CPU:0' or '/GPU:0'."
+        ) from None
+    available = [dev.name for dev in context.context().list_logical_devices()]
+    for name in available:
+        parsed = device_spec.DeviceSpecV2.from_string(name)
+        if spec.device_type is None or (
+            parsed.device_type.upper() == spec.device_type.upper()
+            and (spec.device_index is None or parsed.device_index == spec.device_index)
+        ):
+            return device
+    raise DeviceNotFoundError(
+        f"Device {device!r} does not exist on this machine. Available: "
+        f"{', '.join(available) or 'none'}. Pass one of them, or device=None "
+        "to create the clone's variables where the source's are."
+    )
+
+
+def _graph_of(model: Any) -> Any:
+    for tensor in list(getattr(model, "outputs", None) or []) + list(getattr(model, "weights", None) or []):
+        graph = getattr(tensor, "graph", None)
+        if graph is not None:
+            return graph
+    return None
+
+
+def graph_scope(flatten: Callable[[Any], List[Any]], model: Any, input_tensors: Any) -> Any:
+    """The graph to build the clone in, as a `with` context.
+
+    Native Keras builds the clone in the current default graph (or in the
+    graph of `input_tensors`), and so do we. One exception: TensorFlow 2's
+    compat.v1 gives every thread its own default graph, so in a worker thread
+    the current graph is a fresh, empty one, unknown to the source and to
+    Keras's session: there the source's graph is used.
+    """
+    graph = None
+    for tensor in flatten(input_tensors) if input_tensors is not None else []:
+        graph = getattr(tensor, "graph", None)
+        if graph is not None:
+            break
+    if graph is None:
+        source = _graph_of(model)
+        try:
+            current = tf_module().get_default_graph()
+        except Exception:  # Theano / CNTK backends: no graphs
+            current = None
+        if source is not None and current is not None and current is not source and not current.get_operations():
+            graph = source
+    as_default = getattr(graph, "as_default", None)
+    return as_default() if as_default is not None else contextlib.nullcontext()
+
+
+# graph collection "_compat_clone_assign_ops": {(id(src), id(dst)), ...: (srcs, dsts, op)}; the
+# variables are held so ids are not reused while the entry lives (it dies with the graph).
+
+
+def assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
+    """Variable to variable in one session run: one grouped assign op, cached.
+
+    No host round trip and no per-variable `session.run` (native
+    `set_weights` / `batch_set_value` feed numpy arrays through placeholders).
+    Repeated copies between the same variables reuse the op, so the graph
+    does not grow.
+    """
+    K = _k().backend
+    graphs: Set[Any] = {getattr(v, "graph", None) for pair in pairs for v in pair}
+    if K.backend() != "tensorflow" or len(graphs) != 1:
+        # Theano / CNTK shared variables, or source and target in different
+        # graphs (`K.clear_session()` between them): only the host can carry them.
+        _host_copy(K, pairs)
+        return
+    graph = graphs.pop()
+    op = _cached_assign_op(graph, pairs)
+    with graph.as_default():  # the session Keras keeps for this graph
+        session = K.get_session()  # also initializes the clone's new variables
+    if session.graph is not graph:
+        # The variables live in a graph no session of Keras runs (built
+        # under another `graph.as_default()`): carry the values by the host.
+        _host_copy(K, pairs)
+        return
+    try:
+        session.run(op)
+    except tf_module().errors.FailedPreconditionError as exc:
+        raise _unreadable_error(exc) from exc
+
+
+def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]]) -> Any:
+    # The cache lives on the graph itself (tf.Graph has __slots__: a graph
+    # collection holds it), so it dies with the graph.
+    tf = tf_module()
+    key = tuple((id(s), id(d)) for s, d in pairs)
+    holder = graph.get_collection_ref("_compat_clone_assign_ops")
+    if not holder:
+        holder.append({})
+    per_graph: Dict[Any, Any] = holder[0]
+    entry = per_graph.get(key)
+    if entry is None or not all(a is s and b is d for a, b, (s, d) in zip(entry[0], entry[1], pairs)):
+        with graph.as_default():
+            op = tf.group(*[tf.assign(dst, src) for src, dst in pairs], name="compat_clone_copy_weights")
+        entry = ([s for s, _ in pairs], [d for _, d in pairs], op)
+        per_graph[key] = entry
+    return entry[2]
+
+
+def _host_copy(K: Any, pairs: List[Tuple[Any, Any]]) -> None:
+    """Every value read into host memory, then written: where no graph op can copy."""
+    values = K.batch_get_value([src for src, _ in pairs])
+    K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
+
+
+def _unreadable_error(exc: BaseException) -> WeightsUnreadableError:
+    found = re.search(r"(Could not find variable \S+?|Attempting to use uninitialized value \S+?)\.?(\s|$)", str(exc))
+    first = found.group(1) if found else type(exc).__name__
+    thread = threading.current_thread().name
+    return WeightsUnreadableError(
+        "Cannot read the source's weights in the "
+        f"TensorFlow session Keras uses in thread {thread!r}: {first}. Keras 2.3 on a TF 1.x "
+        "graph keeps one session per thread, and the model's values live in the session of "
+        "the thread that built or trained it; this thread's session has never seen them. "
+        "Capture that session where the model lives (`session = keras.backend.get_session()`) "
+        "and clone inside `with session.as_default():` in the other thread. The source "
+        "model is unchanged."
+    )
+

@@ -1,0 +1,113 @@
+"""What every backend's placement shares: the `Placement` record and small helpers.
+
+Nothing here imports a framework: a model object exists, so its framework is
+in `sys.modules` already.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import sys
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
+
+from compat_clone.errors import DeviceNotFoundError, InvalidArgumentError
+
+Pairs = List[Tuple[Any, Any]]
+
+
+def _fw(name: str) -> Any:
+    """A framework already imported by the caller's model (never imported here)."""
+    module = sys.modules.get(name)
+    if module is None:  # pragma: no cover - a live model implies its framework
+        raise InvalidArgumentError(
+            f"`{name}` is not imported, but the model needs it. Import "
+            f"`{name}` (the model's framework) before calling compat_clone."
+        )
+    return module
+
+
+def _most_common(values: Sequence[Any]) -> Any:
+    """The most frequent value (first seen wins a tie), or None when empty."""
+    if not values:
+        return None
+    counts = collections.Counter(values)
+    best = max(counts.values())
+    for value in values:
+        if counts[value] == best:
+            return value
+    return None  # pragma: no cover
+
+
+def _not_found(device: Any, backend: str, available: Sequence[str], hint: str = "") -> DeviceNotFoundError:
+    return DeviceNotFoundError(
+        f"Device {device!r} does not exist for the {backend} backend. Available "
+        f"devices: {list(available)}. Pass one of them{hint}, or device=None to "
+        "create the clone where the source is."
+    )
+
+
+def _model_variables(model: Any) -> List[Any]:
+    if not getattr(model, "built", True):  # an unbuilt Sequential has none (tf_keras raises)
+        return []
+    variables = list(getattr(model, "weights", None) or [])
+    if not variables:
+        variables = list(getattr(model, "variables", None) or [])
+    return variables
+
+
+def _pair_variables(model: Any, clone: Any, layer_map: Optional[Dict[int, Tuple[Any, Any]]]) -> Pairs:
+    """(source variable, clone variable) pairs, for placement.
+
+    Layer by layer from the clone's layer map; what that leaves (a subclassed
+    model rebuilt from its config has no map) by position over the models'
+    variables. Lenient, since this places and does not copy: pairs whose
+    shapes differ are skipped; a clone variable is paired once.
+    """
+    pairs: Pairs = []
+    seen = set()
+
+    def add(src_vars: Sequence[Any], dst_vars: Sequence[Any]) -> None:
+        for src, dst in zip(src_vars, dst_vars):
+            if id(dst) in seen or tuple(src.shape) != tuple(dst.shape):
+                continue
+            seen.add(id(dst))
+            pairs.append((src, dst))
+
+    for src_layer, dst_layer in (layer_map or {}).values():
+        add(list(getattr(src_layer, "weights", None) or []), list(getattr(dst_layer, "weights", None) or []))
+    src_all, dst_all = _model_variables(model), _model_variables(clone)
+    if len(src_all) == len(dst_all) and any(id(v) not in seen for v in dst_all):
+        add(src_all, dst_all)
+    return pairs
+
+
+class Placement:
+    """Where one clone's variables go.
+
+    Attributes:
+        description: where, in words (for errors and `repr`).
+    """
+
+    def __init__(
+        self,
+        description: str,
+        enter: Optional[Callable[[], ContextManager[Any]]] = None,
+        finish: Optional[Callable[[Any, Any], None]] = None,
+    ) -> None:
+        self.description = description
+        self._enter = enter
+        self._finish = finish
+
+    def context(self) -> ContextManager[Any]:
+        return self._enter() if self._enter is not None else contextlib.nullcontext()
+
+    def finish(self, clone: Any, layer_map: Any = None) -> None:
+        """Moves what the creation scope could not place (JAX shardings, torch strays)."""
+        if self._finish is not None:
+            self._finish(clone, layer_map)
+
+    def __repr__(self) -> str:
+        return f"Placement({self.description})"
+
+
