@@ -106,9 +106,11 @@ class Analyzer(cst.CSTVisitor):
         self.analysis.reports.append((pos.line, pos.column + 1, why))
 
     def parent(self, node: cst.CSTNode) -> Any:
+        """The node that holds `node`; None for the module."""
         return self.get_metadata(ParentNodeProvider, node, None)
 
     def scope(self, node: cst.CSTNode) -> Optional[Scope]:
+        """The scope `node` is in; None where libcst records none."""
         return self.get_metadata(ScopeProvider, node, None)
 
     def resolved(self, node: cst.CSTNode) -> Optional[Set[str]]:
@@ -283,12 +285,17 @@ class Analyzer(cst.CSTVisitor):
         return True
 
     def _unfollowed_clone_call(self, node: cst.Call) -> None:
-        """A `clone_model(...)` call that is not Keras's through an import it can follow."""
+        """A `clone_model(...)` call not followed to Keras's through an import.
+
+        `x.clone_model(...)` is reported when `x` is not an import it can follow
+        (nor `self` or `cls`); another library's is left alone. A bare
+        `clone_model(...)` bound nowhere is kept for the star-import check.
+        """
         func = node.func
         if isinstance(func, cst.Attribute):
             base = dotted(func.value) or code(func.value)
+            # `self.clone_model(...)`, `cls.clone_model(...)`: a method of the user's own class
             if self.resolved(func) is None and base.partition(".")[0] not in ("self", "cls"):
-                # `self.clone_model(...)`, `cls.clone_model(...)`: the user's own method
                 self.report(
                     node,
                     f"`{base}.clone_model(...)`: cannot tell which module `{base}` is "
