@@ -8,6 +8,8 @@ model object.
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone._dispatch import FamilyInfo
 from compat_clone.errors import (
@@ -25,6 +27,17 @@ from compat_clone.errors import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> Any:
+    # `compat_clone.nox_sessions`: looked up lazily, so importing compat_clone
+    # imports neither nox nor the matrix tooling.
+    if name == "nox_sessions":
+        from compat_clone.tools.matrix.sessions import nox_sessions
+
+        return nox_sessions
+    raise AttributeError(f"module 'compat_clone' has no attribute {name!r}")
+
+
 __all__ = [
     "clone_model",
     "copy_weights",
@@ -40,5 +53,6 @@ __all__ = [
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
     "WeightsUnreadableError",
+    "nox_sessions",
     "__version__",
 ]

@@ -130,7 +130,7 @@ def clone_model(
             f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
         )
     adapter = _dispatch.adapter_for(info)
-    request = CloneRequest(input_tensors, clone_function, call_function, recursive, device, name, info)
+    request = CloneRequest(input_tensors, clone_function, call_function, recursive, device, name, info, copy_weights)
     clone, layer_map = adapter.clone(model, request)
     if copy_weights:
         _copy(adapter, model, clone, layer_map)

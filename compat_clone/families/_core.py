@@ -34,6 +34,7 @@ from compat_clone.errors import (
     subclassed_rebuild_error,
 )
 from compat_clone.families._layers import holds_layer_of, restore_trainable
+from compat_clone.families._skip_init import zeros_initializers
 from compat_clone.weights import LayerMap
 
 __all__ = ["CloneRequest", "Family", "Node", "Cloner"]
@@ -50,6 +51,7 @@ class CloneRequest:
     device: Any = None
     name: Optional[str] = None
     info: Any = None
+    copy_weights: bool = False
 
 
 class Node(NamedTuple):
@@ -239,10 +241,20 @@ class Family(abc.ABC):
 
     # -- the public entry ------------------------------------------------------
 
+    def weight_owner_class(self) -> type:
+        """The base class whose `add_weight` every layer's variables go through."""
+        return self.layer_class()
+
     def clone(self, model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
-        """Clones `model`; returns the clone and its layer map."""
+        """Clones `model`; returns the clone and its layer map.
+
+        With `request.copy_weights` the clone's variables start as zeros (the
+        caller copies the source's values into every one of them next).
+        """
         cloner = Cloner(self, request)
-        new = self.build(model, request, cloner)
+        skip = zeros_initializers(self.weight_owner_class()) if request.copy_weights else contextlib.nullcontext()
+        with skip:
+            new = self.build(model, request, cloner)
         if request.name is not None:
             rename(new, request.name)
         return new, cloner.layer_map

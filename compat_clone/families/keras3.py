@@ -66,6 +66,11 @@ class Keras3(Family):
 
         return Operation
 
+    def weight_owner_class(self) -> type:
+        from keras.src.layers.layer import Layer
+
+        return Layer
+
     def lambda_class(self) -> type:
         from keras.src.layers.core.lambda_layer import Lambda
 
