@@ -190,7 +190,10 @@ def plot(rows: Sequence[Row], path: Path) -> Optional[str]:
             ax.plot(xs, [g["walk"] for g in group], "^-.", label="compat_clone, own walk")
         first = V.med(group[0]["times"], "compat", "cpu")
         ax.plot(xs, [first * x / xs[0] for x in xs], ":", color="gray", label="linear")
-        ax.set(xscale="log", yscale="log", xlabel="layers (ReLU chain)", ylabel="clone time, CPU s (median)")
+        ax.set_xscale("log", base=2)
+        ax.set(yscale="log", xticks=xs, xticklabels=[str(x) for x in xs], xlabel="layers (ReLU chain)",
+               ylabel="clone time, CPU s (median)")
+        ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
         ax.set_title(f"{group[0]['keras']} [{env}]", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
