@@ -62,6 +62,12 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
+        "keras2-subclass-lost", "keras2", "<2.4",
+        "a functional model of a `Model` subclass with its own `get_config` comes back "
+        "as a plain Model",
+        f"{_K2}.Keras2.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
+    ),
+    KnownIssue(
         "keras2-no-clone-function", "keras2", "<2.4",
         "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only "
         "for functional models)",
@@ -112,7 +118,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "tf-keras-single-list-call", "tf_keras", ">=2.0",
         "a layer called on a one-element list (`Concatenate()([x])`) fails to clone",
-        f"{_TF}.TfKeras.clone_functional_natively (the core walk keeps the call's structure)",
+        f"{_TF}.TfKeras.clone_functional_whole (the core walk keeps the call's structure)",
         ("single_input_concatenate",), "keras-team/keras #17700",
     ),
     KnownIssue(
@@ -121,6 +127,18 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "(safe-mode deserialization); turning safe mode off globally would be unsafe",
         f"{_CORE}.Family.default_clone (rebuilt from the live function)",
         ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
+    ),
+    KnownIssue(
+        "keras3-sequential-input-tensors", "keras3", "<3.7",
+        "cloning a Sequential model onto `input_tensors` fails with 'A symbolic "
+        "KerasTensor cannot be used as a boolean'",
+        f"{_K3}.Keras3._sequential_on", ("sequential_input_tensors",),
+    ),
+    KnownIssue(
+        "keras3-subclass-lost", "keras3", ">=3.0",
+        "a functional model of a `Model` subclass with its own constructor (keras_hub "
+        "backbones and tasks, a user's subclass) comes back as a plain Functional",
+        f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
     ),
     KnownIssue(
         "keras3-sparse-inputs", "keras3", ">3.0.0",

@@ -183,6 +183,34 @@ def sequential_basic(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 3)))
 
 
+@feature("Sequential cloned onto given input_tensors")
+def sequential_input_tensors(K: Any, clone: Callable[..., Any]) -> None:
+    m = K.models.Sequential([K.layers.Dense(5, input_shape=(3,)), K.layers.Dense(2)])
+    given = K.Input((3,), name="given")
+    c = clone(m, input_tensors=given, copy_weights=True)
+    assert type(c).__name__ == "Sequential"
+    assert any(x is given for x in c.inputs) or c.inputs[0].name == given.name, "the clone is not built on the given tensor"
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("functional model of a Model subclass keeps its class")
+def functional_subclass(K: Any, clone: Callable[..., Any]) -> None:
+    class Scaler(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int = 3, **kwargs: Any) -> None:
+            x = K.Input((4,))
+            super().__init__(x, K.layers.Dense(units)(x), **kwargs)
+            self.units = units
+
+        def get_config(self) -> Dict[str, Any]:
+            return {"units": self.units, "name": self.name}
+
+    m = Scaler(units=5, name="scaler")
+    c = clone(m, copy_weights=True)
+    assert type(c) is Scaler, f"the clone is a {type(c).__name__}, not a Scaler"
+    assert c.units == 5
+    assert_same_predictions(m, c, data((2, 4)))
+
+
 @feature("layer with two outputs and no mask support (keras #12202)")
 def multi_output_no_mask(K: Any, clone: Callable[..., Any]) -> None:
     x = K.Input((3,))

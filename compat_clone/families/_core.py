@@ -198,14 +198,24 @@ class Family(abc.ABC):
 
     # -- native calls that are right --------------------------------------------
 
-    def clone_functional_natively(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Optional[Any]:
-        """The native clone of a functional model (`input_tensors` checked already),
-        or None where our walk must run."""
+    def clone_functional_whole(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Optional[Any]:
+        """A functional model cloned in one call (`input_tensors` checked already):
+        the native clone where it is right, or a rebuild from config; None where
+        the core's walk must run."""
         return None
 
     @abc.abstractmethod
     def clone_sequential(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Any:
         """A Sequential model cloned with `cloner.clone_layer` for each layer."""
+
+    def rebuild_from_config(self, model: Any) -> Optional[Any]:
+        """`model.__class__.from_config(model.get_config())`, or None where it fails."""
+        try:
+            return model.__class__.from_config(model.get_config())
+        except CompatCloneError:
+            raise
+        except Exception:  # the caller falls back to what the native call returns
+            return None
 
     def clone_subclassed(self, model: Any) -> Any:
         """A subclassed model, rebuilt from its config."""
@@ -268,6 +278,14 @@ def rename(model: Any, name: str) -> None:
         model._name = name
 
 
+def own_get_config(model: Any) -> bool:
+    """Whether the model's class (not Keras itself) defines `get_config`."""
+    for klass in type(model).__mro__:
+        if "get_config" in klass.__dict__:
+            return (klass.__module__ or "").partition(".")[0] not in ("keras", "tf_keras", "tensorflow")
+    return False
+
+
 def _same_from_config(cls: type, base: type) -> bool:
     mine = getattr(getattr(cls, "from_config"), "__func__", None)
     return mine is not None and mine is getattr(getattr(base, "from_config"), "__func__", None)
@@ -316,6 +334,25 @@ class Cloner:
                 raise layer_rebuild_error(layer, exc, family.register_hint) from exc
         self.layer_map[id(layer)] = (layer, new)
         return new
+
+    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
+        """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
+        return (
+            input_tensors is None
+            and self.clone_function is None
+            and self.call_function is None
+            and not self.recursive
+        )
+
+    def pair_layers(self, model: Any, new: Any) -> None:
+        """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
+        old_layers = list(getattr(model, "layers", None) or [])
+        new_layers = list(getattr(new, "layers", None) or [])
+        if len(old_layers) == len(new_layers) and all(
+            type(a) is type(b) for a, b in zip(old_layers, new_layers)
+        ):
+            for a, b in zip(old_layers, new_layers):
+                self.layer_map.setdefault(id(a), (a, b))
 
     def _share(self, layer_map: LayerMap) -> "Cloner":
         self.layer_map = layer_map
@@ -403,6 +440,7 @@ class Cloner:
                     "Rebuild it with `model.__class__.from_config(model.get_config())`."
                 )
             new = family.clone_subclassed(model)
+            self.pair_layers(model, new)
         restore_trainable(model, new, self.layer_map, deep=self.clone_function is None)
         return new
 
@@ -412,8 +450,10 @@ class Cloner:
         if input_tensors is not None:
             given = family.wrap_inputs(model, family.check_input_tensors(model, input_tensors))
         if self.call_function is None:
-            native = family.clone_functional_natively(self, model, input_tensors)
+            native = family.clone_functional_whole(self, model, input_tensors)
             if native is not None:
+                if not self.layer_map:  # rebuilt from its config: no layer was cloned one by one
+                    self.pair_layers(model, native)
                 return native
         inputs = given if given is not None else [family.make_input(s) for s in family.input_specs(model)]
         return family.build_functional(model, inputs, self.walk(model, inputs))

@@ -16,7 +16,7 @@ import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import InputTensorsError, UnsupportedModelError
-from compat_clone.families._core import Cloner, CloneRequest, Family, Node
+from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
 
 __all__ = ["Keras2"]
@@ -154,6 +154,14 @@ class Keras2(Family):
                 x = _k().layers.Input(tensor=x, name="input_wrapper_for_" + layer.name)
             out.append(x)
         return out
+
+    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+        # `keras2-subclass-lost`: a functional model of a Model subclass with
+        # its own get_config comes back as a plain Model; rebuilt from its
+        # config when nothing is asked of the graph. Otherwise our walk.
+        if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
+            return self.rebuild_from_config(model)
+        return None
 
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         return _k().models.Model(inputs, outputs, name=model.name)

@@ -12,7 +12,7 @@ import inspect
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import InputTensorsError
-from compat_clone.families._core import Cloner, Family, Node
+from compat_clone.families._core import Cloner, Family, Node, own_get_config
 
 __all__ = ["Keras3"]
 
@@ -149,9 +149,18 @@ class Keras3(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_natively(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        # The native clone (3.0-3.15) takes the graph path for a Functional
-        # whatever its class once clone_function is given, as ours always is.
+    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+        if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
+            # `keras3-subclass-lost`: a functional model of a subclass with a
+            # constructor of its own (keras_hub backbones and tasks, a user's
+            # `Model` subclass) comes back as a plain Functional. Rebuilt from
+            # its config as the class itself does; where that fails, the
+            # native result (a Functional) is returned.
+            rebuilt = self.rebuild_from_config(model)
+            if rebuilt is not None:
+                return rebuilt
+        # The native clone takes the graph path for a Functional whatever its
+        # class once clone_function is given, as ours always is.
         tree = _tree()
         if input_tensors is None:
             input_tensors = tree.pack_sequence_as(model.input, [self.make_input(s) for s in self.input_specs(model)])
@@ -161,14 +170,34 @@ class Keras3(Family):
 
     def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
         keras = self.keras()
+        if input_tensors is not None:
+            return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
         first = model._layers[0] if model._layers else None
         spec = getattr(first, "output", None)
-        if input_tensors is None and spec is not None and (
-            getattr(spec, "sparse", False) or getattr(spec, "ragged", False)
-        ):
+        if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
             # `keras3-sparse-inputs`: the native clone rebuilds the Input without its flags.
             input_tensors = self.make_input(_spec(spec, first.name))
         return keras.models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+
+    def _sequential_on(self, cloner: Cloner, model: Any, tensor: Any) -> Any:
+        """A Sequential clone whose input is `tensor` (`keras3-sequential-input-tensors`).
+
+        The native path wraps the tensor with `Input(tensor=...)` alone, which
+        needs a shape where the known issue applies; the tensor's own shape,
+        dtype and sparsity are passed here, which every release accepts.
+        """
+        from keras.src.layers import InputLayer
+        from keras.src.models.sequential import Sequential
+
+        first = model._layers[0] if model._layers and isinstance(model._layers[0], InputLayer) else None
+        spec = _spec(tensor, first.name if first is not None else None)
+        spec["tensor"] = tensor
+        inputs = self.make_input(spec)
+        layers = [cloner.clone_layer(layer) for layer in model.layers]
+        new = Sequential([inputs, *layers], name=model.name, trainable=model.trainable)
+        if getattr(model, "compiled", False):
+            new.compile_from_config(model.get_compile_config())
+        return new
 
     def clone_subclassed(self, model: Any) -> Any:
         from compat_clone.errors import CompatCloneError, subclassed_rebuild_error
@@ -191,7 +220,7 @@ class Keras3(Family):
         placement.assign_keras3(pairs)
 
 
-def _spec(x: Any, name: str) -> Dict[str, Any]:
+def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:
     """`Input(...)` arguments like tensor `x`; flags only where this Keras has them."""
     import keras
 

@@ -137,13 +137,8 @@ class TfKeras(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_natively(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        if (
-            not getattr(model.get_config, "_is_default", False)
-            and cloner.clone_function is None
-            and input_tensors is None
-            and not cloner.recursive
-        ):
+    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+        if not getattr(model.get_config, "_is_default", False) and cloner.asks_nothing_of_graph(input_tensors):
             # A Functional subclass with its own get_config, nothing asked of
             # the graph: the native call rebuilds it from config, and so do we.
             return self.clone_subclassed(model)
