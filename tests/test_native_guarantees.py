@@ -477,10 +477,10 @@ def test_tensor_keyword_argument_initial_state(K: Any, bidirectional: bool) -> N
     zeros = [x[0]] + [np.zeros_like(s) for s in x[1:]]
     assert not np.allclose(predict(source, x)[0], predict(source, zeros)[0]), "initial_state has no effect"
     fails = None
-    if _keras2_before(K, "2.3"):
-        # 2.2.x's clone calls the RNN with the states both in its input list and
+    if _keras2_before(K, "2.2.5"):
+        # 2.2.4's clone calls the RNN with the states both in its input list and
         # as `initial_state=` (node.arguments): recurrent._standardize_args asserts.
-        fails = "standalone Keras 2.2 cannot clone an RNN called with initial_state="
+        fails = "standalone Keras 2.2.4 cannot clone an RNN called with initial_state="
     defect = None
     if bidirectional and _bidirectional_from_config_adds_weights(K):
         n_weights = len(source.weights)
