@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-wide test-default report bench tools venv clean
+.PHONY: demo test test-wide test-default lint report bench tools venv clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -24,6 +24,12 @@ venv: $(VENV)/.stamp
 demo: $(VENV)/.stamp
 	$(VENV)/bin/compat-clone doctor
 
+# `make lint`: mypy --strict over the package and ruff over package, tests and
+# bench (pyproject.toml holds both configurations). `make test` runs it first.
+lint: $(VENV)/.stamp
+	$(VENV)/bin/python -m mypy
+	$(VENV)/bin/ruff check compat_clone tests bench
+
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
 
@@ -37,7 +43,7 @@ test-default: $(VENV)/.stamp
 MATRIX_ARGS ?= --timeout 1500
 PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
 
-test: $(VENV)/.stamp
+test: $(VENV)/.stamp lint
 	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
 		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
 

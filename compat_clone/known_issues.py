@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Tuple
 
-__all__ = ["KnownIssue", "KNOWN_ISSUES", "issues_for", "issue"]
+__all__ = ["KnownIssue", "KNOWN_ISSUES", "affects", "issues_for", "issue"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +31,8 @@ class KnownIssue:
         family: ``"keras2"``, ``"tf_keras"`` or ``"keras3"``.
         versions: where the native call misbehaves: a specifier over the
             version of the package that owns the model (``keras``,
-            ``tf_keras``), e.g. ``"<2.2.5"``.
+            ``tf_keras``), e.g. ``"<2.2.5"``; ``" | "`` joins ranges (a
+            problem fixed, then brought back by a later patch).
         symptom: what the user sees.
         handled_by: the module (and function) of compat_clone that fixes it.
         checks: the feature checks (``tests/features.py``) that show it.
@@ -111,7 +112,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("trainable_false",),
     ),
     KnownIssue(
-        "trainable-model", "keras3", ">3.0.0",
+        "trainable-model", "keras3", ">=3.3",
         "`model.trainable = False` on a functional model is lost by the clone",
         f"{_CORE}.restore_trainable", ("trainable_false",),
     ),
@@ -122,9 +123,10 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("single_input_concatenate",), "keras-team/keras #17700",
     ),
     KnownIssue(
-        "lambda-safe-mode", "keras3", ">=3.0",
+        "lambda-safe-mode", "keras3", "<3.3 | ==3.12.4 | >=3.15.1",
         "a `Lambda` holding a Python lambda is refused by the config round trip "
-        "(safe-mode deserialization); turning safe mode off globally would be unsafe",
+        "(safe-mode deserialization, enforced again by the 3.12.4 and 3.15.1 "
+        "patches); turning safe mode off globally would be unsafe",
         f"{_CORE}.Family.default_clone (rebuilt from the live function)",
         ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
     ),
@@ -141,7 +143,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
     ),
     KnownIssue(
-        "keras3-sparse-inputs", "keras3", ">3.0.0",
+        "keras3-sparse-inputs", "keras3", ">=3.3",
         "`sparse=True` / `ragged=True` inputs come back dense",
         f"{_K3}.Keras3.input_specs", ("sparse_input",),
     ),
@@ -169,14 +171,23 @@ def issues_for(family: str, version: str) -> List[KnownIssue]:
     Example:
 
     >>> [row.id for row in issues_for("keras2", "2.2.4")][:2]
-    ['keras2-12202-masks', 'keras2-no-clone-function']
+    ['keras2-12202-masks', 'keras2-subclass-lost']
+    """
+    return [row for row in KNOWN_ISSUES if row.family == family and affects(row, version)]
+
+
+def affects(row: KnownIssue, version: str) -> bool:
+    """Whether `version` of the row's package lies in one of the row's ranges.
+
+    Example:
+
+    >>> affects(issue("lambda-safe-mode")[0], "3.12.4"), affects(issue("lambda-safe-mode")[0], "3.13.2")
+    (True, False)
     """
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
     parsed = Version(version)
-    return [
-        row
-        for row in KNOWN_ISSUES
-        if row.family == family and SpecifierSet(row.versions).contains(parsed, prereleases=True)
-    ]
+    return any(
+        SpecifierSet(part.strip()).contains(parsed, prereleases=True) for part in row.versions.split("|")
+    )

@@ -10,7 +10,7 @@ trainable flags, built state, graph nodes); `assert_unchanged` compares.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator
 
 import numpy as np
 

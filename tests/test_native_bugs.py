@@ -12,11 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
 import compat_clone
-from compat_clone.known_issues import KNOWN_ISSUES, KnownIssue
+from compat_clone.known_issues import KNOWN_ISSUES, KnownIssue, affects
 from features import FEATURES, family_name, native_clone, run_check
 
 CASES = [(row, check) for row in KNOWN_ISSUES for check in row.checks]
@@ -28,7 +25,7 @@ def test_known_issue(K: Any, row: KnownIssue, check: str) -> None:
         pytest.skip(f"a {row.family} row; this is {family_name(K)}")
     feature = FEATURES[check]
     version = K.__version__
-    affected = SpecifierSet(row.versions).contains(Version(version), prereleases=True)
+    affected = affects(row, version)
     native, detail = run_check(feature, K, native_clone(K))
     if native == "n/a":
         pytest.skip(f"{check} does not exist in {K.__name__} {version}: {detail}")

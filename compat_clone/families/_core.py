@@ -83,11 +83,11 @@ class Family(abc.ABC):
         """The family's Keras module (`keras`, `tf_keras`, `tf.keras`)."""
 
     @abc.abstractmethod
-    def layer_class(self) -> type:
+    def layer_class(self) -> Any:
         """What a `clone_function` must return."""
 
     @abc.abstractmethod
-    def lambda_class(self) -> type:
+    def lambda_class(self) -> Any:
         """The family's `Lambda` layer class."""
 
     @abc.abstractmethod
@@ -246,12 +246,19 @@ class Family(abc.ABC):
         """(shape, dtype name) of a variable, for the copy's checks."""
 
     @abc.abstractmethod
-    def assign_pairs(self, pairs: List[Tuple[Any, Any]]) -> None:
-        """Copies checked (source, target) variable pairs, device to device."""
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
+        """Copies checked (source, target) variable pairs, device to device.
+
+        `tau` (already validated, in (0, 1]) below 1 asks for a soft update:
+        every floating-point target becomes `tau * source + (1 - tau) * target`
+        in one fused operation where the backend has one, every other target
+        (counters, seed states) is copied exactly; `tau == 1.0` is the exact
+        copy. Nothing may be written when the operation cannot run.
+        """
 
     # -- the public entry ------------------------------------------------------
 
-    def weight_owner_class(self) -> type:
+    def weight_owner_class(self) -> Any:
         """The base class whose `add_weight` every layer's variables go through."""
         return self.layer_class()
 

@@ -101,45 +101,49 @@ def graph_scope(flatten: Callable[[Any], List[Any]], model: Any, input_tensors: 
     return as_default() if as_default is not None else contextlib.nullcontext()
 
 
-# graph collection "_compat_clone_assign_ops": {(id(src), id(dst)), ...: (srcs, dsts, op)}; the
-# variables are held so ids are not reused while the entry lives (it dies with the graph).
+# graph collection "_compat_clone_assign_ops": {(blend, (id(src), id(dst)), ...): (srcs, dsts, op,
+# tau placeholder or None)}; the variables are held so ids are not reused while the entry lives
+# (it dies with the graph).
 
 
-def assign_locked(pairs: List[Tuple[Any, Any]]) -> None:
+def assign_locked(pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
     """Variable to variable in one session run: one grouped assign op, cached.
 
     No host round trip and no per-variable `session.run` (native
     `set_weights` / `batch_set_value` feed numpy arrays through placeholders).
     Repeated copies between the same variables reuse the op, so the graph
-    does not grow.
+    does not grow. With `tau < 1`, a soft update: one grouped op sets every
+    floating-point target to `tau * src + (1 - tau) * dst` (others are copied
+    exactly), `tau` fed through a placeholder, so every value of `tau`
+    reuses the op too.
     """
     K = _k().backend
     graphs: Set[Any] = {getattr(v, "graph", None) for pair in pairs for v in pair}
     if K.backend() != "tensorflow" or len(graphs) != 1:
         # Theano / CNTK shared variables, or source and target in different
         # graphs (`K.clear_session()` between them): only the host can carry them.
-        _host_copy(K, pairs)
+        _host_copy(K, pairs, tau)
         return
     graph = graphs.pop()
-    op = _cached_assign_op(graph, pairs)
+    op, tau_input = _cached_assign_op(graph, pairs, blend=tau != 1.0)
     with graph.as_default():  # the session Keras keeps for this graph
         session = K.get_session()  # also initializes the clone's new variables
     if session.graph is not graph:
         # The variables live in a graph no session of Keras runs (built
         # under another `graph.as_default()`): carry the values by the host.
-        _host_copy(K, pairs)
+        _host_copy(K, pairs, tau)
         return
     try:
-        session.run(op)
+        session.run(op, feed_dict=None if tau_input is None else {tau_input: tau})
     except tf_module().errors.FailedPreconditionError as exc:
         raise _unreadable_error(exc) from exc
 
 
-def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]]) -> Any:
+def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False) -> Tuple[Any, Any]:
+    """(grouped op, its `tau` placeholder or None), built once per graph and variable list."""
     # The cache lives on the graph itself (tf.Graph has __slots__: a graph
     # collection holds it), so it dies with the graph.
-    tf = tf_module()
-    key = tuple((id(s), id(d)) for s, d in pairs)
+    key = (blend, tuple((id(s), id(d)) for s, d in pairs))
     holder = graph.get_collection_ref("_compat_clone_assign_ops")
     if not holder:
         holder.append({})
@@ -147,15 +151,46 @@ def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]]) -> Any:
     entry = per_graph.get(key)
     if entry is None or not all(a is s and b is d for a, b, (s, d) in zip(entry[0], entry[1], pairs)):
         with graph.as_default():
-            op = tf.group(*[tf.assign(dst, src) for src, dst in pairs], name="compat_clone_copy_weights")
-        entry = ([s for s, _ in pairs], [d for _, d in pairs], op)
+            op, tau_input = _blend_op(pairs) if blend else (_copy_op(pairs), None)
+        entry = ([s for s, _ in pairs], [d for _, d in pairs], op, tau_input)
         per_graph[key] = entry
-    return entry[2]
+    return entry[2], entry[3]
 
 
-def _host_copy(K: Any, pairs: List[Tuple[Any, Any]]) -> None:
+def _copy_op(pairs: List[Tuple[Any, Any]]) -> Any:
+    tf = tf_module()
+    return tf.group(*[tf.assign(dst, src) for src, dst in pairs], name="compat_clone_copy_weights")
+
+
+def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
+    """`dst -= tau * (dst - src)` for floating-point targets, `dst = src` for others; one op."""
+    tf = tf_module()
+    tau_input = tf.placeholder(tf.float64, shape=(), name="compat_clone_tau")
+    alphas: Dict[Any, Any] = {}
+    updates = []
+    for src, dst in pairs:
+        dtype = dst.dtype.base_dtype
+        if not (dtype.is_floating or dtype.is_complex):
+            updates.append(tf.assign(dst, src))
+            continue
+        if dtype not in alphas:
+            alphas[dtype] = tf.cast(tau_input, dtype)
+        with tf.device(dst.device) if dst.device else contextlib.nullcontext():  # where the target lives
+            updates.append(tf.assign_sub(dst, alphas[dtype] * (dst - src)))
+    return tf.group(*updates, name="compat_clone_soft_update"), tau_input
+
+
+def _host_copy(K: Any, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
     """Every value read into host memory, then written: where no graph op can copy."""
     values = K.batch_get_value([src for src, _ in pairs])
+    if tau != 1.0:
+        import numpy as np
+
+        current = K.batch_get_value([dst for _, dst in pairs])
+        values = [
+            (d + tau * (s - d)).astype(d.dtype) if np.issubdtype(d.dtype, np.inexact) else s
+            for s, d in zip(values, current)
+        ]
     K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
 
 

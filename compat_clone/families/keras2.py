@@ -56,15 +56,15 @@ class Keras2(Family):
     def keras(self) -> Any:
         return _k()
 
-    def layer_class(self) -> type:
+    def layer_class(self) -> Any:
         engine = _k().engine
-        return engine.Layer if hasattr(engine, "Layer") else _k().layers.Layer  # type: ignore[no-any-return]
+        return engine.Layer if hasattr(engine, "Layer") else _k().layers.Layer
 
-    def lambda_class(self) -> type:
-        return _k().layers.Lambda  # type: ignore[no-any-return]
+    def lambda_class(self) -> Any:
+        return _k().layers.Lambda
 
-    def _input_layer_class(self) -> type:
-        return getattr(_k().engine, "InputLayer", None) or _k().layers.InputLayer  # type: ignore[no-any-return]
+    def _input_layer_class(self) -> Any:
+        return getattr(_k().engine, "InputLayer", None) or _k().layers.InputLayer
 
     def is_sequential(self, layer: Any) -> bool:
         return isinstance(layer, _k().models.Sequential)
@@ -232,10 +232,10 @@ class Keras2(Family):
         base = getattr(getattr(variable, "dtype", None), "base_dtype", None)  # TF ref dtypes: float32_ref
         return tuple(K.int_shape(variable)), str(getattr(base, "name", None) or K.dtype(variable))
 
-    def assign_pairs(self, pairs: List[Tuple[Any, Any]]) -> None:
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         if pairs:
             with _LOCK:
-                assign_locked(pairs)
+                assign_locked(pairs, tau)  # one cached graph op, tau fed when below 1
 
 
 FAMILY = Keras2

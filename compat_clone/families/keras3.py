@@ -59,19 +59,19 @@ class Keras3(Family):
 
         return keras
 
-    def layer_class(self) -> type:
+    def layer_class(self) -> Any:
         # Functional graphs hold Operations too (the `not_equal` of a mask in
         # 3.15): the native clone passes them to clone_function like layers.
         from keras.src.ops.operation import Operation
 
         return Operation
 
-    def weight_owner_class(self) -> type:
+    def weight_owner_class(self) -> Any:
         from keras.src.layers.layer import Layer
 
         return Layer
 
-    def lambda_class(self) -> type:
+    def lambda_class(self) -> Any:
         from keras.src.layers.core.lambda_layer import Lambda
 
         return Lambda
@@ -176,7 +176,7 @@ class Keras3(Family):
         spec = getattr(first, "output", None)
         if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
             # `keras3-sparse-inputs`: the native clone rebuilds the Input without its flags.
-            input_tensors = self.make_input(_spec(spec, first.name))
+            input_tensors = self.make_input(_spec(spec, getattr(first, "name", None)))
         return keras.models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     def _sequential_on(self, cloner: Cloner, model: Any, tensor: Any) -> Any:
@@ -214,10 +214,10 @@ class Keras3(Family):
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
         return tuple(variable.shape), str(variable.dtype)
 
-    def assign_pairs(self, pairs: List[Tuple[Any, Any]]) -> None:
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         from compat_clone import placement
 
-        placement.assign_keras3(pairs)
+        placement.assign_keras3(pairs, tau)
 
 
 def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:

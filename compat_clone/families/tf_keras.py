@@ -46,11 +46,11 @@ class TfKeras(Family):
             return f"`@{name}.saving.register_keras_serializable()`"
         return f"`@{name}.utils.register_keras_serializable()`"
 
-    def layer_class(self) -> type:
-        return self.keras().layers.Layer  # type: ignore[no-any-return]
+    def layer_class(self) -> Any:
+        return self.keras().layers.Layer
 
-    def lambda_class(self) -> type:
-        return self.keras().layers.Lambda  # type: ignore[no-any-return]
+    def lambda_class(self) -> Any:
+        return self.keras().layers.Lambda
 
     def is_sequential(self, layer: Any) -> bool:
         return _class_named(layer, "Sequential") is not None
@@ -155,10 +155,10 @@ class TfKeras(Family):
         dtype = getattr(variable.dtype, "base_dtype", variable.dtype)
         return tuple(variable.shape.as_list()), str(getattr(dtype, "name", dtype))
 
-    def assign_pairs(self, pairs: List[Tuple[Any, Any]]) -> None:
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         from compat_clone import placement
 
-        placement.assign_tf(pairs)  # variable to variable: stays on the device
+        placement.assign_tf(pairs, tau)  # variable to variable: stays on the device
 
 
 def _has_single_list_call(model: Any) -> bool:
