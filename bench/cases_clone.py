@@ -103,7 +103,6 @@ def growth(ctx: Ctx) -> List[Dict[str, Any]]:
             row["walk"] = interleave({"walk": lambda: compat_clone.clone_model(model, call_function=_call_layer)},
                                      1, warmup=False)["walk"]["cpu"][0]
         rows.append(row)
-        del model
     first, last = rows[0]["times"]["compat"]["cpu"], rows[-1]["times"]["compat"]["cpu"]
     if len(rows) > 1 and min(last) / min(first) > GROWTH_MAX:
         rows.append(profile_growth(ctx, ctx.plan.growth[0], min(4 * ctx.plan.growth[0], ctx.plan.growth[-1])))

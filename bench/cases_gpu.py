@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import compat_clone
 from cases_weights import COPY_WIDTH, TAU, _built, _probe
-from common import Ctx, dense_chain, interleave
+from common import Ctx, interleave
 
 
 def card(backend: str) -> Optional[str]:

@@ -116,7 +116,8 @@ def _probe(ctx: Ctx, what: str, extra: Sequence[str] = ()) -> Dict[str, Any]:
            "--family", ctx.family, *extra] + (["--quick"] if ctx.plan == QUICK else [])
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1:] or [f"exit {out.returncode}"]}
+        lines = out.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {out.returncode}"}
     result: Dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

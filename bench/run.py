@@ -156,8 +156,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     cases = set(args.cases.split(","))
     results = Path(args.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    meta: Dict[str, Any] = {"argv": sys.argv[1:] if argv is None else argv, "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ,
-                            "started": time.strftime("%Y-%m-%d %H:%M %Z"), "load": [_loadavg()],
+    meta: Dict[str, Any] = {"argv": sys.argv[1:] if argv is None else argv,
+                            "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ, "started": time.strftime("%Y-%m-%d %H:%M %Z"), "load": [_loadavg()],
                             "machine": machine(), "quick": args.quick, "files": [], "failures": [], "skipped": [],
                             "reused": []}
     start, reuse = time.monotonic(), set(args.reuse.split(","))
