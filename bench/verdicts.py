@@ -129,7 +129,7 @@ def soft(row: Dict[str, Any]) -> List[Verdict]:
 
 
 def gpu(row: Dict[str, Any]) -> List[Verdict]:
-    subj = subject(row, f"GPU ({row.get('card', '?')}) {row['what']}")
+    subj = subject(row, f"GPU ({row['card']}) {row['what']}" if "card" in row else "GPU")
     if row["what"] == "skipped":
         return [Verdict("skipped", subj, row["why"])]
     if row.get("available") is False:
