@@ -171,16 +171,21 @@ def _assert_source_unchanged(before: Dict[str, Any], model: Any, who: str) -> No
         np.testing.assert_array_equal(u, v, err_msg=f"{who} changed a source weight")
 
 
-def _copy_source_weights(source: Any, clone: Any, shared: bool) -> None:
-    if not shared:
-        clone.set_weights(source.get_weights())
+def _copy_source_weights(source: Any, clone: Any) -> None:
+    """The source's values into `clone` (a no-op on values for layers the clone shares)."""
+    clone.set_weights(source.get_weights())
 
 
-def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *, shared: bool = False,
+def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *,
                       compare_config: bool = True) -> None:
     """`compat` is the clone `native` is: class, layers, structure, flags, losses, outputs."""
     assert type(compat) is type(native), f"class {type(compat).__name__} vs native {type(native).__name__}"
-    assert [type(layer).__name__ for layer in compat.layers] == [type(layer).__name__ for layer in native.layers]
+    assert len(compat.losses) == len(native.losses), (
+        f"{len(compat.losses)} losses through compat_clone, {len(native.losses)} natively"
+    )
+    kinds = [type(layer).__name__ for layer in compat.layers]
+    native_kinds = [type(layer).__name__ for layer in native.layers]
+    assert kinds == native_kinds, f"layers {kinds} through compat_clone, natively {native_kinds}"
     if compare_config:
         assert _layer_configs(compat) == _layer_configs(native), "layer configs differ from the native clone's"
     assert compat.name == native.name
@@ -194,11 +199,8 @@ def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *, 
             expected = _io_structure(source, attr)
         assert _io_structure(compat, attr) == expected, f"{attr} structure differs"
     assert _trainable(compat) == _trainable(native), "trainable flags or weight shapes differ"
-    assert len(compat.losses) == len(native.losses), (
-        f"{len(compat.losses)} losses through compat_clone, {len(native.losses)} natively"
-    )
     for clone in (native, compat):
-        _copy_source_weights(source, clone, shared)
+        _copy_source_weights(source, clone)
     expected = predict(source, x)
     for who, clone in (("native", native), ("compat_clone", compat)):
         got = predict(clone, x)
@@ -210,13 +212,13 @@ def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any, *, 
                                err_msg="loss values differ from the native clone's")
 
 
-def assert_matches_source(K: Any, compat: Any, source: Any, x: Any, *, shared: bool = False) -> None:
+def assert_matches_source(K: Any, compat: Any, source: Any, x: Any) -> None:
     """Where the native clone fails: compat_clone's clone against the source itself."""
     assert type(compat) is type(source)
     assert [type(layer).__name__ for layer in compat.layers] == [type(layer).__name__ for layer in source.layers]
     assert [t for _, t in _trainable(compat)["layers"]] == [t for _, t in _trainable(source)["layers"]]
     assert _trainable(compat)["trainable_weights"] == _trainable(source)["trainable_weights"]
-    _copy_source_weights(source, compat, shared)
+    _copy_source_weights(source, compat)
     for i, (u, v) in enumerate(zip(predict(source, x), predict(compat, x))):
         np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5, err_msg=f"compat_clone clone, output {i}")
     np.testing.assert_allclose(loss_values(K, compat, x), loss_values(K, source, x), rtol=1e-5, atol=1e-6)
@@ -225,13 +227,17 @@ def assert_matches_source(K: Any, compat: Any, source: Any, x: Any, *, shared: b
 def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = None,
                  native_rejects: Optional[str] = None, native_bug: Optional[Tuple[str, str]] = None,
                  native_defect: Optional[Tuple[str, Callable[[Any], bool]]] = None,
-                 shared: bool = False, build: Optional[Callable[[Any], None]] = None,
+                 build: Optional[Callable[[Any], None]] = None,
                  compare_config: bool = True, **kwargs: Any) -> Tuple[Any, Any]:
     """Clones `source` natively, then through compat_clone, and compares them.
 
-    `native_fails`: the reason the native call is known to fail here (or to
-    lack the argument); that failure is asserted, and compat_clone's clone is
-    checked against the source. `native_rejects`: the reason the native call
+    Where the native `clone_model` has no such argument (`clone_function`
+    in standalone Keras 2, `call_function` / `recursive` before Keras 3.x),
+    the reference is the native clone made without it.
+
+    `native_fails`: the reason the native call is known to fail here; that
+    failure is asserted, and compat_clone's clone is checked against the
+    source. `native_rejects`: the reason the native call
     refuses these arguments by design; compat_clone must refuse them too, with
     an exception of the same class (a drop-in changes nothing), and both
     clones are None. `native_bug`: (reason, message) of a native failure
@@ -248,14 +254,17 @@ def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = N
     native_error: Optional[BaseException] = None
     try:
         native = native_clone(K)(source, **kwargs)
-    except NativeLacks as exc:
-        native_error = exc
+    except NativeLacks:
+        # The native API has no such argument: the reference is the native
+        # clone without it (an argument the native lacks changes nothing else).
+        accepted = inspect.signature(K.models.clone_model).parameters
+        native = native_clone(K)(source, **{k: v for k, v in kwargs.items() if k in accepted})
     except Exception as exc:  # judged below against `native_fails`
         native_error = exc
     if native_bug is not None and native_error is not None and native_bug[1] in str(native_error):
         native_fails = native_bug[0]
     if native_rejects is not None:
-        assert native_error is not None and not isinstance(native_error, NativeLacks), (
+        assert native_error is not None, (
             f"the native clone accepted what it is recorded to reject ({native_rejects}): the expectation is stale"
         )
         try:
@@ -288,11 +297,11 @@ def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = N
                 build(model)
     if native_defect is not None:
         assert not native_defect[1](compat), f"compat_clone's clone has the native defect: {native_defect[0]}"
-        assert_matches_source(K, compat, source, x, shared=shared)
+        assert_matches_source(K, compat, source, x)
     elif native is not None:
-        assert_equivalent(K, native, compat, source, x, shared=shared, compare_config=compare_config)
+        assert_equivalent(K, native, compat, source, x, compare_config=compare_config)
     else:
-        assert_matches_source(K, compat, source, x, shared=shared)
+        assert_matches_source(K, compat, source, x)
     return native, compat
 
 
@@ -339,13 +348,31 @@ def _ancillary_model(K: Any, with_metric: bool) -> Any:
     return model
 
 
-def test_model_add_loss_on_unconnected_tensor(K: Any) -> None:
+def _copy_layer(layer: Any) -> Any:
+    return layer.__class__.from_config(layer.get_config())
+
+
+def _call_as_is(layer: Any, *args: Any, **kwargs: Any) -> Any:
+    return layer(*args, **kwargs)
+
+
+# Arguments that must not change which ancillary losses a clone keeps.
+CLONE_ARGUMENTS: Dict[str, Dict[str, Any]] = {
+    "plain": {},
+    "clone_function": {"clone_function": _copy_layer},
+    "call_function": {"call_function": _call_as_is},
+    "recursive": {"recursive": True},
+}
+
+
+@pytest.mark.parametrize("arguments", sorted(CLONE_ARGUMENTS))
+def test_model_add_loss_on_unconnected_tensor(K: Any, arguments: str) -> None:
     """`model.add_loss` on a tensor that feeds no output: the native clone re-inserts that branch."""
     if family_name(K) == "keras3":
         pytest.skip("Keras 3: model.add_loss takes no symbolic tensor (losses come from layers' call)")
     source = _ancillary_model(K, with_metric=False)
     x = data((3, 4))
-    native, compat = side_by_side(K, source, x)
+    native, compat = side_by_side(K, source, x, **CLONE_ARGUMENTS[arguments])
     if family_name(K) == "keras2":
         # Standalone Keras 2's clone rebuilds the graph from the layers only:
         # losses added to the model itself are not carried, natively or by a
@@ -400,9 +427,8 @@ def test_clone_function_returning_the_same_layer_shares_weights(K: Any, kind: st
         source = K.models.Model(x_in, K.layers.Dense(2, name="d2")(K.layers.Dense(4, name="d1")(x_in)))
     else:
         source = K.models.Sequential([K.layers.Dense(4, input_shape=(3,), name="d1"), K.layers.Dense(2, name="d2")])
-    lacks = "standalone Keras 2 clone_model has no clone_function" if family_name(K) == "keras2" else None
     x = data((2, 3))
-    native, compat = side_by_side(K, source, x, native_fails=lacks, shared=True, clone_function=_share_all)
+    native, compat = side_by_side(K, source, x, clone_function=_share_all)
     for name in ("d1", "d2"):
         assert compat.get_layer(name) is source.get_layer(name), f"{name} was not shared"
     # shared variables: a change in the source shows in the clone without any copy
