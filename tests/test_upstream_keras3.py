@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 import pytest
 
@@ -31,8 +31,6 @@ from upstream_expected import EXPECTED_DIFFERENCES, ExpectedDifference
 HERE = Path(__file__).resolve().parent
 UPSTREAM_MODULE = ("src", "models", "cloning_test.py")
 SUBPROCESS_TIMEOUT_S = 900  # a hang guard, not a timing assertion
-
-pytestmark = pytest.mark.keras3
 
 
 def _keras3_package() -> Path:
@@ -47,7 +45,8 @@ def _run_side(side: str, module: Path, site: Path, workdir: Path) -> Dict[str, A
     report = workdir / f"{side}.json"
     ini = workdir / "pytest.ini"
     ini.write_text("[pytest]\naddopts =\n", encoding="utf-8")
-    env = dict(os.environ)
+    # the parent's pytest settings are not the child's
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONSTARTUP"))}
     env["COMPAT_CLONE_UPSTREAM_SIDE"] = side
     env["COMPAT_CLONE_UPSTREAM_REPORT"] = str(report)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -75,8 +74,7 @@ def _run_side(side: str, module: Path, site: Path, workdir: Path) -> Dict[str, A
     return data
 
 
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: Any) -> Dict[str, Any]:
+def _run_upstream(workdir: Path) -> Dict[str, Any]:
     package = _keras3_package()
     module = package.joinpath(*UPSTREAM_MODULE)
     if not module.is_file():
@@ -90,15 +88,10 @@ def upstream(tmp_path_factory: Any) -> Dict[str, Any]:
                 "tests/test_native_guarantees.py covers this version"
             )
         raise AssertionError(f"this Keras 3 wheel ships {len(shipped)} test modules but no {module}")
-    workdir = tmp_path_factory.mktemp("upstream_cloning")
     site = package.parent
     native = _run_side("native", module, site, workdir)
     compat = _run_side("compat", module, site, workdir)
     return {"module": module, "native": native, "compat": compat, "workdir": workdir}
-
-
-def _applicable(run: Dict[str, Any]) -> List[ExpectedDifference]:
-    return [row for row in EXPECTED_DIFFERENCES if row.applies(run["keras"], run["backend"])]
 
 
 def _outcome(run: Dict[str, Any], test: str) -> str:
@@ -109,73 +102,116 @@ def _detail(run: Dict[str, Any], test: str) -> str:
     return str(run["outcomes"].get(test, ["", "not collected"])[1])
 
 
-def test_upstream_module_runs_natively(upstream: Dict[str, Any]) -> None:
-    native = upstream["native"]
-    passed = [t for t, (o, _) in native["outcomes"].items() if o == "passed"]
-    assert native["exitstatus"] in (0, 1), f"native run exited {native['exitstatus']}:\n{native['tail']}"
-    assert passed, f"no upstream test passed natively in {upstream['module']}:\n{native['tail']}"
+def _counts(run: Dict[str, Any]) -> Dict[str, int]:
+    counts: Dict[str, int] = {}
+    for outcome, _ in run["outcomes"].values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
 
 
-def test_both_runs_collect_the_same_tests(upstream: Dict[str, Any]) -> None:
-    native, compat = upstream["native"], upstream["compat"]
-    assert compat["exitstatus"] in (0, 1), f"compat run exited {compat['exitstatus']}:\n{compat['tail']}"
-    assert sorted(compat["outcomes"]) == sorted(native["outcomes"])
+def judge(native: Dict[str, Any], compat: Dict[str, Any], rows: Sequence[ExpectedDifference]) -> List[str]:
+    """Every problem with a pair of runs of the upstream module, as lines to report (none: all good).
 
-
-def test_compat_clone_was_substituted(upstream: Dict[str, Any]) -> None:
-    """The upstream tests really called compat_clone (not the native function under our name)."""
-    native, compat = upstream["native"], upstream["compat"]
-    patched = compat["patched"]
-    assert any(p.endswith("cloning_test.clone_model") for p in patched), patched
-    assert "keras.src.models.cloning.clone_model" in patched, patched
-    missed = [
-        test for test, calls in native["calls"].items()
-        if calls and _outcome(compat, test) == "passed" and not compat["calls"].get(test)
-    ]
-    assert not missed, f"these tests called clone_model natively but never compat_clone: {missed}"
-    assert sum(compat["calls"].values()) > 0
-
-
-def test_every_native_pass_passes_through_compat_clone(upstream: Dict[str, Any]) -> None:
-    native, compat = upstream["native"], upstream["compat"]
-    for run in (native, compat):  # shown with -s / -rP: what ran where
-        counts: Dict[str, int] = {}
-        for outcome, _ in run["outcomes"].values():
-            counts[outcome] = counts.get(outcome, 0) + 1
-        print(f"Keras {run['keras']} ({run['backend']}) cloning_test.py, {run['side']}: {counts}")
-    excused = {row.test for row in _applicable(native) if row.fails == "compat"}
-    regressions = [
-        f"{test}: {_outcome(compat, test)}: {_detail(compat, test)}"
-        for test in sorted(native["outcomes"])
-        if _outcome(native, test) == "passed" and _outcome(compat, test) != "passed" and test not in excused
-    ]
-    assert not regressions, (
-        f"Keras {native['keras']} ({native['backend']}): upstream tests that pass natively fail "
-        f"through compat_clone:\n" + "\n".join(regressions)
-        + f"\n(full logs: {upstream['workdir']})"
+    `native` / `compat` are the plugin's reports (outcomes, calls, patched,
+    keras, backend, exitstatus); `rows` the expected differences.
+    """
+    problems: List[str] = []
+    for run in (native, compat):
+        if run["exitstatus"] not in (0, 1):  # 0 all passed, 1 some failed; else it did not run
+            problems.append(f"the {run['side']} run exited {run['exitstatus']}:\n{run.get('tail', '')}")
+    if not any(outcome == "passed" for outcome, _ in native["outcomes"].values()):
+        problems.append("no upstream test passed natively")
+    if sorted(compat["outcomes"]) != sorted(native["outcomes"]):
+        problems.append(f"the runs collected different tests: native {sorted(native['outcomes'])}, "
+                        f"compat_clone {sorted(compat['outcomes'])}")
+    # the substitution was reached: compat_clone stood in for every name and was called
+    patched = compat.get("patched", [])
+    if not any(p.endswith("cloning_test.clone_model") for p in patched):
+        problems.append(f"the test module's clone_model was not replaced (replaced: {patched})")
+    missed = sorted(
+        test for test, calls in native.get("calls", {}).items()
+        if calls and _outcome(compat, test) == "passed" and not compat.get("calls", {}).get(test)
     )
-
-
-def test_expected_differences_still_differ(upstream: Dict[str, Any]) -> None:
-    native, compat = upstream["native"], upstream["compat"]
-    stale = []
-    for row in _applicable(native):
+    if missed:
+        problems.append(f"tests that called clone_model natively but never compat_clone: {missed}")
+    applicable = [row for row in rows if row.applies(native["keras"], native["backend"])]
+    excused = {row.test for row in applicable if row.fails == "compat"}
+    for test in sorted(native["outcomes"]):
+        if _outcome(native, test) == "passed" and _outcome(compat, test) != "passed" and test not in excused:
+            problems.append(f"passes natively, {_outcome(compat, test)} through compat_clone: {test}: "
+                            f"{_detail(compat, test)}")
+    for row in applicable:
+        if row.test not in native["outcomes"]:
+            problems.append(f"expected difference names no upstream test here: {row.test}")
+            continue
         failing, passing = (compat, native) if row.fails == "compat" else (native, compat)
         if not (_outcome(passing, row.test) == "passed" and _outcome(failing, row.test) == "failed"):
-            stale.append(
-                f"{row.test} (fails={row.fails!r}: {row.reason}): native {_outcome(native, row.test)}, "
+            problems.append(
+                f"expected difference no longer differs (remove the row): {row.test} "
+                f"(fails={row.fails!r}: {row.reason}): native {_outcome(native, row.test)}, "
                 f"compat_clone {_outcome(compat, row.test)}"
             )
-    assert not stale, "expected differences that no longer differ (remove the rows):\n" + "\n".join(stale)
+    return problems
 
 
-def test_expected_differences_name_real_tests(upstream: Dict[str, Any]) -> None:
-    native = upstream["native"]
-    unknown = [row.test for row in _applicable(native) if row.test not in native["outcomes"]]
-    assert not unknown, f"rows of upstream_expected.py name no upstream test here: {unknown}"
+@pytest.mark.keras3
+def test_upstream_cloning_tests_pass_through_compat_clone(tmp_path: Path) -> None:
+    """Every upstream test that passes natively passes through compat_clone (one test: two subprocess runs)."""
+    runs = _run_upstream(tmp_path)
+    native, compat = runs["native"], runs["compat"]
+    for run in (native, compat):  # shown with -rP: what ran where
+        print(f"Keras {run['keras']} ({run['backend']}) {UPSTREAM_MODULE[-1]}, {run['side']}: {_counts(run)}")
+    problems = judge(native, compat, EXPECTED_DIFFERENCES)
+    assert not problems, (
+        f"Keras {native['keras']} ({native['backend']}), {runs['module']}:\n" + "\n".join(problems)
+        + f"\n(full logs: {runs['workdir']})"
+    )
 
 
 def test_expected_differences_are_well_formed() -> None:
     for row in EXPECTED_DIFFERENCES:
         assert row.fails in ("compat", "native"), row
         assert "::" in row.test and row.reason.strip(), row
+
+
+# -- the judge itself, on run reports written out by hand (no framework involved) --------
+
+
+def _report(side: str, outcomes: Dict[str, str], calls: int = 1) -> Dict[str, Any]:
+    return {
+        "side": side, "exitstatus": 0 if all(o == "passed" for o in outcomes.values()) else 1,
+        "outcomes": {t: [o, "detail"] for t, o in outcomes.items()},
+        "calls": {t: calls for t in outcomes},
+        "patched": ["keras.src.models.cloning_test.clone_model"],
+        "keras": "3.15.1", "backend": "jax",
+    }
+
+
+def test_judge_flags_a_native_pass_that_fails_through_compat_clone() -> None:
+    native = _report("native", {"T::a": "passed", "T::b": "passed", "T::c": "failed"})
+    compat = _report("compat", {"T::a": "passed", "T::b": "failed", "T::c": "failed"})
+    problems = judge(native, compat, ())
+    assert len(problems) == 1 and "T::b" in problems[0], problems
+
+
+def test_judge_excuses_an_applicable_row_and_flags_a_stale_one() -> None:
+    native = _report("native", {"T::a": "passed", "T::b": "passed"})
+    compat = _report("compat", {"T::a": "passed", "T::b": "failed"})
+    row_b = ExpectedDifference("T::b", "compat", "asserts a native bug we fix")
+    assert judge(native, compat, (row_b,)) == []
+    elsewhere = ExpectedDifference("T::b", "compat", "only on torch", backends=("torch",))
+    assert len(judge(native, compat, (elsewhere,))) == 1
+    stale = ExpectedDifference("T::a", "compat", "no longer differs")
+    problems = judge(native, compat, (row_b, stale))
+    assert len(problems) == 1 and "no longer differs" in problems[0], problems
+    unknown = ExpectedDifference("T::gone", "native", "renamed upstream")
+    assert any("names no upstream test" in p for p in judge(native, compat, (row_b, unknown)))
+
+
+def test_judge_flags_a_substitution_that_was_not_reached() -> None:
+    native = _report("native", {"T::a": "passed"})
+    compat = _report("compat", {"T::a": "passed"}, calls=0)
+    assert any("never compat_clone" in p for p in judge(native, compat, ()))
+    compat = _report("compat", {"T::a": "passed"})
+    compat["patched"] = []
+    assert any("was not replaced" in p for p in judge(native, compat, ()))
