@@ -63,6 +63,12 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
+        "keras2-rnn-state-twice", "keras2", "<2.2.5",
+        "an RNN called with `initial_state=` is called again with its states both in "
+        "its input list and as `initial_state=`: the clone fails an assertion",
+        f"{_K2}.Keras2.arguments", ("rnn_initial_state",),
+    ),
+    KnownIssue(
         "keras2-subclass-lost", "keras2", "<2.4",
         "a functional model of a `Model` subclass with its own `get_config` comes back "
         "as a plain Model",
@@ -171,7 +177,7 @@ def issues_for(family: str, version: str) -> List[KnownIssue]:
     Example:
 
     >>> [row.id for row in issues_for("keras2", "2.2.4")][:2]
-    ['keras2-12202-masks', 'keras2-subclass-lost']
+    ['keras2-12202-masks', 'keras2-rnn-state-twice']
     """
     return [row for row in KNOWN_ISSUES if row.family == family and affects(row, version)]
 

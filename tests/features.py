@@ -211,6 +211,16 @@ def functional_subclass(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 4)))
 
 
+@feature("RNN called with initial_state= (encoder-decoder)")
+def rnn_initial_state(K: Any, clone: Callable[..., Any]) -> None:
+    enc_in, dec_in = K.Input((5, 3)), K.Input((4, 3))
+    _, h, c = K.layers.LSTM(4, return_state=True)(enc_in)
+    out = K.layers.LSTM(4)(dec_in, initial_state=[h, c])
+    m = K.models.Model([enc_in, dec_in], out)
+    cl = clone(m, copy_weights=True)
+    assert_same_predictions(m, cl, [data((2, 5, 3), 1), data((2, 4, 3), 2)])
+
+
 @feature("layer with two outputs and no mask support (keras #12202)")
 def multi_output_no_mask(K: Any, clone: Callable[..., Any]) -> None:
     x = K.Input((3,))

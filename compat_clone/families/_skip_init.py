@@ -30,15 +30,19 @@ _MARK = "__compat_clone_original__"
 
 
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-    signature = inspect.signature(original)
+    # Where `initializer` sits among the positional arguments after `self`
+    # (standalone Keras 2's legacy wrapper refuses most of them positionally,
+    # so the call keeps the caller's own spelling).
+    position = list(inspect.signature(original).parameters).index("initializer") - 1
 
     @functools.wraps(original)
     def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not getattr(_ACTIVE, "depth", 0):
-            return original(self, *args, **kwargs)
-        bound = signature.bind(self, *args, **kwargs)
-        bound.arguments["initializer"] = "zeros"
-        return original(*bound.args, **bound.kwargs)
+        if getattr(_ACTIVE, "depth", 0):
+            if len(args) > position:
+                args = args[:position] + ("zeros",) + args[position + 1 :]
+            else:
+                kwargs["initializer"] = "zeros"
+        return original(self, *args, **kwargs)
 
     setattr(add_weight, _MARK, original)
     return add_weight

@@ -125,7 +125,12 @@ class Keras2(Family):
                     yield Node(node.outbound_layer, _to_list(node.input_tensors), _to_list(node.output_tensors), node)
 
     def arguments(self, node: Node, tensor_map: Dict[int, Any]) -> Tuple[Sequence[Any], Dict[str, Any]]:
-        inputs = [tensor_map[id(x)] for x in node.inputs]
+        # An RNN called with `initial_state=` / `constants=` records those
+        # tensors twice: in its input list and in its keyword arguments. They
+        # are passed once, as keywords (`keras2-rnn-state-twice`).
+        given = {id(t) for value in (getattr(node.raw, "arguments", None) or {}).values() for t in _to_list(value)}
+        sources = [x for x in node.inputs if id(x) not in given] or node.inputs
+        inputs = [tensor_map[id(x)] for x in sources]
         return (inputs[0] if len(inputs) == 1 else inputs,), _map_arguments(node.raw, tensor_map)
 
     def is_symbolic(self, value: Any) -> bool:
@@ -162,6 +167,20 @@ class Keras2(Family):
         if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
             return self.rebuild_from_config(model)
         return None
+
+    def rebuild_from_config(self, model: Any) -> Optional[Any]:
+        # `Network.from_config` rebuilds a plain graph from a graph config; a
+        # subclass with its own `get_config` but no `from_config` is rebuilt
+        # by its constructor, as Keras 3's `Model.from_config` does.
+        cls = type(model)
+        if own_get_config(model) and "from_config" not in {
+            name for klass in cls.__mro__[: cls.__mro__.index(_k().models.Model)] for name in klass.__dict__
+        }:
+            try:
+                return cls(**model.get_config())
+            except Exception:  # the caller falls back to our walk (a plain Model)
+                return None
+        return super().rebuild_from_config(model)
 
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         return _k().models.Model(inputs, outputs, name=model.name)
