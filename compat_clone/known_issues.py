@@ -143,7 +143,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         f"{_K3}.Keras3._sequential_on", ("sequential_input_tensors",),
     ),
     KnownIssue(
-        "keras3-subclass-lost", "keras3", ">=3.0",
+        "keras3-subclass-lost", "keras3", ">=3.3",
         "a functional model of a `Model` subclass with its own constructor (keras_hub "
         "backbones and tasks, a user's subclass) comes back as a plain Functional",
         f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
