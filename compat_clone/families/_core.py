@@ -75,6 +75,11 @@ class Family(abc.ABC):
 
     def __init__(self, info: Any) -> None:
         self.info = info
+        #: (source, clone) of layers rebuilt another way than their config
+        self.rebuilt: List[Tuple[Any, Any]] = []
+
+    def check_rebuilt(self) -> None:
+        """Raises where a layer rebuilt another way than its config differs from its source."""
 
     # -- the family's classes ------------------------------------------------
 
@@ -272,6 +277,7 @@ class Family(abc.ABC):
         skip = zeros_initializers(self.weight_owner_class()) if request.copy_weights else contextlib.nullcontext()
         with skip:
             new = self.build(model, request, cloner)
+        self.check_rebuilt()
         if request.name is not None:
             rename(new, request.name)
         return new, cloner.layer_map
