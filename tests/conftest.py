@@ -25,7 +25,6 @@ import os
 from typing import Any, List
 
 import pytest
-from packaging.version import Version
 
 # On a GPU, JAX preallocates most of the GPU's memory in every process that
 # initializes its backend, and TensorFlow takes it all on its first GPU op:
@@ -60,13 +59,9 @@ def families_under_test() -> List[str]:
     if _importable("keras"):
         import keras
 
-        major = keras.__version__.split(".")[0]
-        if major == "3":
-            found.append("keras3")
-        elif Version(keras.__version__) < Version("2.4"):
-            found.append("keras2")
-        else:
-            found.append("tf_keras")
+        from compat_clone._dispatch import family_for  # the one version -> family rule
+
+        found.append(family_for("keras", keras.__version__))
     if "tf_keras" not in found and _importable("tf_keras"):
         found.append("tf_keras")
     return found
