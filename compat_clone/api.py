@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, Optional
 
 from compat_clone import _dispatch, weights as _weights
@@ -137,12 +138,40 @@ def clone_model(
     return clone
 
 
-def _copy(adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap]) -> None:
+def _copy(
+    adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap], tau: float = 1.0
+) -> None:
     pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
-    adapter.assign_pairs(pairs)
+    if tau == 1.0:
+        adapter.assign_pairs(pairs)  # the exact copy: unchanged fast paths
+    else:
+        adapter.assign_pairs(pairs, tau)
 
 
-def copy_weights(source: Any, target: Any) -> Any:
+def _validate_tau(tau: Any) -> float:
+    """`tau` as a float in (0, 1]; raises `InvalidArgumentError` quoting it otherwise."""
+    # `bool` is an `int` (a `numbers.Real`), but `tau=True` is a mistake, not 1.0.
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
+        raise InvalidArgumentError(
+            f"Expected `tau` to be a number in (0, 1] (1.0: an exact copy; e.g. "
+            f"0.005 for a soft target update). Received: tau={tau!r} of type "
+            f"{type(tau).__name__}. Pass a Python float (`float(tau)` for a "
+            "0-d array or tensor). Nothing was copied."
+        )
+    try:
+        value = float(tau)
+    except (OverflowError, ValueError, TypeError):  # 10**400, an odd Real subclass
+        value = float("nan")  # refused just below
+    if not 0.0 < value <= 1.0:  # NaN compares false: refused too
+        raise InvalidArgumentError(
+            f"Expected `tau` in (0, 1]: 1.0 copies exactly, a smaller value "
+            f"blends `tau * source + (1 - tau) * target`. Received: tau={tau!r}. "
+            "Nothing was copied."
+        )
+    return value
+
+
+def copy_weights(source: Any, target: Any, *, tau: float = 1.0) -> Any:
     """Copies every variable of `source` into `target`, device to device.
 
     Variables are matched layer by layer (by unique layer names, else by the
@@ -150,19 +179,32 @@ def copy_weights(source: Any, target: Any) -> Any:
     BatchNormalization statistics travel too. Every shape and dtype is
     checked before anything is written: on a mismatch `target` is left
     exactly as it was. The copy never goes through host memory: variable to
-    variable on TensorFlow and torch; on JAX the arrays are shared (they are
-    immutable) when source and target placement agree.
+    variable on TensorFlow and torch; on JAX a device-to-device copy onto
+    each target's sharding.
+
+    With `tau < 1` it is a soft (Polyak) update, as reinforcement learning
+    uses for target networks: every floating-point variable of `target`
+    becomes `tau * source + (1 - tau) * target`, computed on the target's
+    device in one fused operation per backend (one cached graph op in
+    standalone Keras 2, one cached `tf.function` on TensorFlow, one
+    `jax.jit` on JAX, `torch._foreach_lerp_` on torch), reused across calls
+    and across values of `tau`. Variables that are not floating point
+    (counters, seed states) are copied exactly.
 
     Args:
         source: the model to copy from.
         target: a model of the same family and architecture (e.g. a clone).
+        tau: a number in (0, 1]: the weight of `source` in the result.
+            `1.0` (the default) copies exactly.
 
     Returns:
         `target`, for chaining.
 
     Raises:
         NotAModelError: either argument is not a Keras model.
-        InvalidArgumentError: the two models belong to different families.
+        InvalidArgumentError: the two models belong to different families, or
+            `tau` is not a number in (0, 1] (`bool` included); nothing is
+            written.
         WeightsMismatchError: names the first mismatching variable, with the
             shape and dtype received and expected.
         WeightsUnreadableError: standalone Keras 2.3, in a thread whose
@@ -175,7 +217,9 @@ def copy_weights(source: Any, target: Any) -> Any:
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     >>> clone = compat_clone.clone_model(model)
     >>> clone = compat_clone.copy_weights(model, clone)
+    >>> clone = compat_clone.copy_weights(model, clone, tau=0.005)  # soft update
     """
+    tau = _validate_tau(tau)
     src_info = _dispatch.family_of(source)
     try:
         tgt_info = _dispatch.family_of(target)
@@ -189,6 +233,6 @@ def copy_weights(source: Any, target: Any) -> Any:
             "of the same Keras; clone the source with `compat_clone.clone_model`."
         )
     adapter = _dispatch.adapter_for(src_info)
-    _copy(adapter, source, target, None)
+    _copy(adapter, source, target, None, tau)
     return target
 

@@ -26,7 +26,7 @@ Two concerns, one public entry each, one small private helper per backend
   `placement.finish(clone, layer_map)` inside it (a no-op where the scope
   alone places everything).
 
-* `assign_keras3(pairs)` / `assign_tf(pairs)` copy already-checked
+* `assign_keras3(pairs, tau)` / `assign_tf(pairs, tau)` copy already-checked
   (source variable, target variable) pairs without a host round trip:
   `dst.assign(src)` variable to variable on TensorFlow (replica by replica for
   distributed variables), one batched `jax.device_put(..., may_alias=False)`
@@ -34,7 +34,12 @@ Two concerns, one public entry each, one small private helper per backend
   *prepare* (everything that can fail: reading, cross-device staging,
   device checks) writes nothing; *commit* only swaps or copies into buffers
   of the exact shape, dtype and device. An error in prepare leaves every
-  target untouched.
+  target untouched. With `tau < 1` they blend instead (a soft update,
+  `tau * src + (1 - tau) * dst` for floating-point targets, exact copies of
+  the others) in one fused operation per backend: a `tf.function` traced
+  once per list of pairs (`PairCache`, weak references) with `tau` as a
+  tensor argument, one `jax.jit` per device set, `torch._foreach_lerp_` per
+  device and dtype.
 
 JAX arrays are immutable, so sharing the source's array would be free, but it
 is not safe: Keras's JAX trainer jits `train_step`, `test_step` and
@@ -52,10 +57,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Dict, Iterator, Optional
 
-from compat_clone.placement._common import Pairs, Placement, _not_found
-from compat_clone.placement.jax import _assign_jax, _resolve_jax
-from compat_clone.placement.tensorflow import _resolve_tf, assign_tf
-from compat_clone.placement.torch import _assign_torch, _resolve_torch
+from compat_clone.placement._common import Pairs, Placement, _fw, _not_found
+from compat_clone.placement.jax import _assign_jax, _blend_jax, _resolve_jax
+from compat_clone.placement.tensorflow import _resolve_tf, assign_tf, blend_tf
+from compat_clone.placement.torch import _assign_torch, _blend_torch, _resolve_torch
 
 __all__ = ["Placement", "scope", "assign_keras3", "assign_tf"]
 
@@ -141,22 +146,46 @@ def _assign_generic(pairs: Pairs) -> None:
         dst.assign(value)
 
 
+def _blend_generic(pairs: Pairs, tau: float) -> None:
+    np = _fw("numpy")
+    values = []
+    for src, dst in pairs:  # host memory already (Keras 3's numpy backend)
+        s, d = np.asarray(src.value), np.asarray(dst.value)
+        values.append((d + tau * (s - d)).astype(d.dtype) if np.issubdtype(d.dtype, np.inexact) else np.array(s))
+    for (_, dst), value in zip(pairs, values):
+        dst.assign(value)
+
+
 _KERAS3_ASSIGN: Dict[str, Callable[[Pairs], None]] = {
     "tensorflow": _assign_tf_keras3,
     "jax": _assign_jax,
     "torch": _assign_torch,
 }
 
+_KERAS3_BLEND: Dict[str, Callable[[Pairs, float], None]] = {
+    "tensorflow": blend_tf,  # unwraps each Keras variable to its tf.Variable
+    "jax": _blend_jax,
+    "torch": _blend_torch,
+}
 
-def assign_keras3(pairs: Pairs) -> None:
+
+def assign_keras3(pairs: Pairs, tau: float = 1.0) -> None:
     """Copies Keras 3 variable pairs on the device, per backend.
 
     TensorFlow: variable to variable. JAX: one batched device-to-device
     `device_put` onto each target's sharding (a fresh buffer: sharing would
     be undone by buffer donation in `fit`/`predict`). torch: in-place
     `copy_` under `no_grad`, sources on another device staged first.
+
+    With `tau < 1`, a soft update: every floating-point target becomes
+    `tau * src + (1 - tau) * dst`, in one fused operation per backend (a
+    cached `tf.function`, one `jax.jit`, `torch._foreach_lerp_`); other
+    targets (counters, seed states) are copied exactly.
     """
     if not pairs:
         return
     backend = _keras3_backend(pairs[0][1])
+    if tau != 1.0:
+        _KERAS3_BLEND.get(backend, _blend_generic)(pairs, tau)
+        return
     _KERAS3_ASSIGN.get(backend, _assign_generic)(pairs)

@@ -1,4 +1,4 @@
-"""What every backend's placement shares: the `Placement` record and small helpers.
+"""What every backend's placement shares: the `Placement` record, the soft-update cache, small helpers.
 
 Nothing here imports a framework: a model object exists, so its framework is
 in `sys.modules` already.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import sys
+import threading
+import weakref
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import DeviceNotFoundError, InvalidArgumentError
@@ -111,3 +113,51 @@ class Placement:
         return f"Placement({self.description})"
 
 
+
+class PairCache:
+    """Something built once per list of (source, target) variable pairs, reused.
+
+    A soft update runs every training step on the same two models: the fused
+    operation it needs (a `tf.function`, a grouping of torch tensors) is built
+    on the first call and found again by the identity of the variables. The
+    cache holds the variables only weakly: an entry goes when one of its
+    variables is garbage-collected, so a cached operation never keeps a model
+    alive. What is cached must not hold the variables strongly either.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self._entries: Dict[Tuple[int, ...], Tuple[List[Any], Any]] = {}
+        self._lock = threading.RLock()  # a weakref callback may run in the middle of `get`
+        self._limit = limit
+
+    def get(self, pairs: Pairs, build: Callable[[], Any]) -> Any:
+        """The value cached for exactly these pairs, else `build()` (cached)."""
+        flat = [v for pair in pairs for v in pair]
+        key = tuple(map(id, flat))
+        entry = self._entries.get(key)
+        if entry is not None and all(ref() is v for ref, v in zip(entry[0], flat)):
+            return entry[1]
+        value = build()
+        try:
+            refs: List[Any] = []
+            new = (refs, value)
+            drop = self._dropper(key, new)
+            refs.extend(weakref.ref(v, drop) for v in flat)
+        except TypeError:  # a variable type without weak references: not cached
+            return value
+        with self._lock:
+            if len(self._entries) >= self._limit:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = new
+        return value
+
+    def _dropper(self, key: Tuple[int, ...], entry: Any) -> Callable[[Any], None]:
+        def drop(_: Any) -> None:
+            with self._lock:
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
+
+        return drop
+
+    def __len__(self) -> int:
+        return len(self._entries)

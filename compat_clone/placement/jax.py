@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from compat_clone.placement._common import Pairs, Placement, _fw, _model_variables, _most_common, _not_found, _pair_variables
 
@@ -131,4 +131,61 @@ def _assign_jax(pairs: Pairs) -> None:
     for (_, dst), value in zip(pairs, copies):
         dst.assign(value)
 
+
+# -- soft updates: tau * source + (1 - tau) * target --------------------------------
+
+_JITTED: List[Callable[..., Any]] = []  # the one jitted blend, made on first use
+
+
+def _blend_jit(jax: Any) -> Callable[..., Any]:
+    """`jax.jit` of the blend over lists of arrays; `tau` is traced, so one trace serves every value."""
+    if not _JITTED:
+        jnp = _fw("jax.numpy")
+
+        def blend(tau: Any, srcs: List[Any], dsts: List[Any]) -> List[Any]:
+            out = []
+            for s, d in zip(srcs, dsts):
+                wide = jnp.promote_types(d.dtype, jnp.float32)  # float16 / bfloat16 blended in float32
+                t = d.astype(wide)
+                out.append((t + tau * (s.astype(wide) - t)).astype(d.dtype))
+            return out
+
+        _JITTED.append(jax.jit(blend))
+    return _JITTED[0]
+
+
+def _blend_jax(pairs: Pairs, tau: float) -> None:
+    """Soft update: one jitted call per device set, results on each target's sharding.
+
+    Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`,
+    computed where the target lives (sources on another sharding are moved
+    there first, device to device); every other target (counters, seed
+    states) is copied exactly. Every new array is made before the first
+    target is rebound: a failure writes nothing.
+    """
+    jax = _fw("jax")
+    jnp = _fw("jax.numpy")
+    srcs = [src.value for src, _ in pairs]
+    dsts = [dst.value for _, dst in pairs]
+    # Prepare: sources onto their target's sharding, where they differ.
+    moved = [i for i, (s, d) in enumerate(zip(srcs, dsts)) if s.sharding != d.sharding]
+    for i, value in zip(moved, _jax_put(jax, [srcs[i] for i in moved], [dsts[i].sharding for i in moved])):
+        srcs[i] = value
+    groups: Dict[Any, List[int]] = {}
+    exact: List[int] = []
+    for i, d in enumerate(dsts):
+        if jnp.issubdtype(d.dtype, jnp.inexact):
+            groups.setdefault(frozenset(d.sharding.device_set), []).append(i)
+        else:
+            exact.append(i)
+    new: List[Any] = list(dsts)
+    blend = _blend_jit(jax)
+    for indices in groups.values():
+        for i, value in zip(indices, blend(tau, [srcs[i] for i in indices], [dsts[i] for i in indices])):
+            new[i] = value
+    for i, value in zip(exact, _jax_put(jax, [srcs[i] for i in exact], [dsts[i].sharding for i in exact])):
+        new[i] = value
+    # Commit: rebinding arrays of the exact shape, dtype and sharding.
+    for (_, dst), value in zip(pairs, new):
+        dst.assign(value)
 

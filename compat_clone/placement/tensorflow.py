@@ -1,12 +1,21 @@
-"""TensorFlow placement (Keras 3 on TF, tf.keras, tf_keras): strategies, devices, variable-to-variable copies."""
+"""TensorFlow placement (Keras 3 on TF, tf.keras, tf_keras): strategies, devices, variable-to-variable copies and blends."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, List, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Tuple
 
 from compat_clone.errors import InvalidArgumentError
-from compat_clone.placement._common import Pairs, Placement, _fw, _model_variables, _most_common, _not_found
+from compat_clone.placement._common import (
+    PairCache,
+    Pairs,
+    Placement,
+    _fw,
+    _model_variables,
+    _most_common,
+    _not_found,
+)
 
 def _tf_var(tf: Any, variable: Any) -> Any:
     """The `tf.Variable` behind a Keras 3 variable (or the variable itself)."""
@@ -112,24 +121,27 @@ def _tf_plan(tf: Any, src: Any, dst: Any) -> List[Tuple[Any, Any]]:
     return [(src, dst)]
 
 
-def assign_tf(pairs: Pairs) -> None:
+def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
     """Copies tf variable pairs variable to variable (`dst.assign(src)`), on the device.
 
     No value goes through host memory. Distributed variables of the same
     layout are copied replica by replica (each a local assign). Every pair is
     planned (and refused, if it cannot be assigned) before the first write.
+    With `tau < 1` every floating-point target becomes
+    `tau * src + (1 - tau) * dst` instead (`blend_tf`).
     """
     if not pairs:
+        return
+    if tau != 1.0:
+        blend_tf(pairs, tau)
         return
     tf = _fw("tensorflow")
     plan: List[Tuple[Any, Any]] = []
     for src, dst in pairs:
         plan.extend(_tf_plan(tf, _tf_var(tf, src), _tf_var(tf, dst)))
     from tensorflow.python.ops import gen_resource_variable_ops as gen
-    from tensorflow.python.ops import resource_variable_ops as rvo
 
-    # Local, non-distributed resource variables (no mirrored / sync-on-read wrapper).
-    plain = (rvo.ResourceVariable, rvo.UninitializedVariable)
+    plain = _plain_types()
     if tf.executing_eagerly() and all(type(src) in plain and type(dst) in plain for src, dst in plan):
         # The two kernels `dst.assign(src)` runs, without its Python layers
         # (conversion, dispatch, handle-data checks: 3x the time on CPU);
@@ -141,3 +153,125 @@ def assign_tf(pairs: Pairs) -> None:
         dst.assign(src, read_value=False)
 
 
+
+
+def _plain_types() -> Tuple[type, ...]:
+    """Local, non-distributed resource variables (no mirrored / sync-on-read wrapper)."""
+    from tensorflow.python.ops import resource_variable_ops as rvo
+
+    return (rvo.ResourceVariable, rvo.UninitializedVariable)
+
+
+# -- soft updates: tau * source + (1 - tau) * target --------------------------------
+
+_BLENDS = PairCache()
+
+
+def blend_tf(pairs: Pairs, tau: float) -> None:
+    """Soft update in one `tf.function` call: `dst = tau * src + (1 - tau) * dst`.
+
+    Floating-point (and complex) targets are blended on the target's device,
+    every other target (step counters, seed states) is copied exactly. The
+    function is traced once per list of pairs and reused for every `tau`
+    (a float64 tensor argument); it holds the variables weakly. Every pair is
+    planned (and refused, if it cannot be assigned) before anything runs.
+    """
+    tf = _fw("tensorflow")
+    blend = _BLENDS.get(pairs, lambda: _TfBlend(tf, pairs))
+    blend(tf.constant(tau, tf.float64))
+
+
+class _TfBlend:
+    """The soft update of one list of pairs: a `tf.function`, XLA-compiled where it can be.
+
+    Where every variable is a plain resource variable on one device, XLA
+    fuses each read-lerp-write into one loop (memory traffic of the blend
+    itself: no temporaries). Elsewhere (distributed variables, variables
+    on several devices, XLA unavailable or refusing an op) a graph function
+    of TensorFlow kernels: `dst -= tau * (dst - src)` with the in-place
+    `ResourceApplyGradientDescent`, replica by replica for distributed
+    variables of the same layout.
+    """
+
+    def __init__(self, tf: Any, pairs: Pairs) -> None:
+        plan: List[Tuple[Any, Any]] = []
+        for src, dst in pairs:
+            plan.extend(_tf_plan(tf, _tf_var(tf, src), _tf_var(tf, dst)))
+        plain = _plain_types()
+        # Weak references: the traced function must not keep a model alive
+        # (a tf.function itself holds the variables it captures weakly).
+        self._steps: List[Tuple[Callable[[], Any], Callable[[], Any], bool]] = [
+            (weakref.ref(src), weakref.ref(dst), type(src) in plain and type(dst) in plain) for src, dst in plan
+        ]
+        self._tf = tf
+        signature = [tf.TensorSpec([], tf.float64)]
+        self.fn = tf.function(self._kernels, input_signature=signature, autograph=False)
+        self._xla_first = False
+        one_device = len({v.device for pair in plan for v in pair}) == 1
+        if one_device and all(raw for _, _, raw in self._steps):
+            try:
+                self.fn = tf.function(self._fused, input_signature=signature, autograph=False, jit_compile=True)
+                self._xla_first = True
+            except TypeError:  # TF < 2.5: no `jit_compile`
+                pass
+
+    def __call__(self, tau: Any) -> None:
+        if not self._xla_first:
+            self.fn(tau)
+            return
+        try:
+            self.fn(tau)  # traced and compiled now; XLA writes nothing when it fails
+        except self._tf.errors.OpError:  # XLA cannot compile an op or dtype here
+            self.fn = self._tf.function(
+                self._kernels, input_signature=[self._tf.TensorSpec([], self._tf.float64)], autograph=False
+            )
+            self.fn(tau)
+        self._xla_first = False
+
+    def _fused(self, tau: Any) -> None:
+        alphas: Dict[Any, Any] = {}
+        for src_ref, dst_ref, _ in self._steps:
+            src, dst = src_ref(), dst_ref()  # alive: traced once, on the first call
+            alpha = _alpha(self._tf, alphas, tau, dst)
+            if alpha is None:
+                dst.assign(src.read_value(), read_value=False)
+            else:
+                value = dst.read_value()
+                dst.assign(value + alpha * (src.read_value() - value), read_value=False)
+
+    def _kernels(self, tau: Any) -> None:
+        tf = self._tf
+        alphas: Dict[Any, Any] = {}
+        for src_ref, dst_ref, raw in self._steps:
+            src, dst = src_ref(), dst_ref()  # alive: traced once, on the first call
+            alpha = _alpha(tf, alphas, tau, dst)
+            if raw:
+                _blend_raw(tf, src, dst, alpha)
+            elif alpha is not None:
+                value = dst.read_value()
+                dst.assign(value - alpha * (value - src.read_value()), read_value=False)
+            else:
+                dst.assign(src.read_value(), read_value=False)
+
+
+def _alpha(tf: Any, alphas: Dict[Any, Any], tau: Any, dst: Any) -> Any:
+    """`tau` in the target's dtype, once per dtype; None for a target that is not floating point."""
+    dtype = dst.dtype.base_dtype
+    if not (dtype.is_floating or dtype.is_complex):
+        return None
+    if dtype not in alphas:
+        alphas[dtype] = tf.cast(tau, dtype)
+    return alphas[dtype]
+
+
+def _blend_raw(tf: Any, src: Any, dst: Any, alpha: Any) -> None:
+    """One pair of plain resource variables, as kernels: no Python variable layers in the graph."""
+    ops = tf.raw_ops
+    value = ops.ReadVariableOp(resource=src.handle, dtype=src.dtype.base_dtype)
+    with tf.device(dst.device):
+        if alpha is None:  # not floating point: an exact copy
+            ops.AssignVariableOp(resource=dst.handle, value=value)
+            return
+        # dst -= tau * (dst - src), in place: one fused kernel after the difference.
+        delta = ops.ReadVariableOp(resource=dst.handle, dtype=dst.dtype.base_dtype) - value
+        ops.ResourceApplyGradientDescent(var=dst.handle, alpha=alpha, delta=delta)

@@ -117,3 +117,38 @@ def _assign_torch(pairs: Pairs) -> None:
                 d.copy_(s)
 
 
+def _blend_torch(pairs: Pairs, tau: float) -> None:
+    """Soft update in place: one `torch._foreach_lerp_` per (device, dtype) group.
+
+    Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`
+    on the target's device; every other target (counters, seed states) is
+    copied exactly (`_foreach_copy_`). Sources on another device are staged
+    on the target's device before anything is written.
+    """
+    torch = _fw("torch")
+    groups: Dict[Tuple[Any, Any, bool], Tuple[List[Any], List[Any]]] = {}
+    with torch.no_grad():
+        # Prepare: group by (device, dtype, blended) and stage cross-device
+        # sources (device to device). Nothing is written to a target yet.
+        for src, dst in pairs:
+            s, d = src.value, dst.value
+            if s.device != d.device:
+                s = s.to(d.device)
+            inexact = d.is_floating_point() or d.is_complex()
+            group = groups.setdefault((d.device, d.dtype, inexact), ([], []))
+            group[0].append(d)
+            group[1].append(s.detach())
+        # Commit: in-place kernels into buffers of the exact shape, dtype and device.
+        lerp = getattr(torch, "_foreach_lerp_", None)  # torch 2.0+
+        copy = getattr(torch, "_foreach_copy_", None)  # torch 2.1+
+        for (_, _, inexact), (dsts, srcs) in groups.items():
+            if inexact and lerp is not None:
+                lerp(dsts, srcs, tau)
+            elif not inexact and copy is not None:
+                copy(dsts, srcs)
+            else:  # pragma: no cover - torch < 2.1
+                for d, s in zip(dsts, srcs):
+                    if inexact:
+                        d.lerp_(s, tau)
+                    else:
+                        d.copy_(s)
