@@ -45,9 +45,13 @@ def _fail_on(name_part: str, exc: Exception) -> Callable[[Any], Any]:
 
 def _unclonable_layer(K: Any) -> Any:
     class NoConfig(K.layers.Layer):
-        def __init__(self, factor: float, **kwargs: Any) -> None:
+        # `factor` is missing from its config, and its constructor also takes
+        # a layer: Keras 3 cannot rebuild it from its recorded constructor
+        # arguments either (the rebuilt layer would share `inner`).
+        def __init__(self, factor: float, inner: Any = None, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.factor = factor
+            self.inner = inner
 
         def call(self, x: Any) -> Any:
             return x * self.factor
@@ -63,7 +67,7 @@ def _unclonable_layer(K: Any) -> Any:
 
 def _model_with_unclonable_last_layer(K: Any) -> Any:
     model = rich_model(K, name="late")
-    out = _unclonable_layer(K)(2.0, name="late_noconfig")(model.output)
+    out = _unclonable_layer(K)(2.0, inner=K.layers.Activation("linear"), name="late_noconfig")(model.output)
     return K.models.Model(model.input, out, name="late_outer")
 
 

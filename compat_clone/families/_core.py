@@ -4,7 +4,7 @@ Read `Family` first: it is the whole contract. A family module (`keras2`,
 `tf_keras`, `keras3`) is one small subclass that says how *its* Keras spells
 things: which classes are layers and models, how a functional graph's nodes
 are read, how an `Input` is made, which native `clone_model` call can be
-trusted. Everything else is here, written once:
+trusted. Everything else is written once, here and in `_cloner.py`:
 
 * `Cloner.clone_layer`: one clone per source layer (shared layers stay
   shared), `recursive=True`, the user's `clone_function` (its failures named),
@@ -15,52 +15,29 @@ trusted. Everything else is here, written once:
   families and versions whose native walk cannot be used;
 * `Cloner.clone_model`: Sequential / functional / subclassed dispatch, the
   refusals that apply to each, and `trainable` restored everywhere;
-* the `input_tensors` checks and `Input` re-creation.
+* the `input_tensors` checks and `Input` re-creation (`Family` defaults);
+* `trainable` flags at every level (`_layers.py`), no wasted initializer
+  when the weights are copied next (`_skip_init.py`).
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import dataclasses
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import (
-    CloneFunctionError,
+    UnsupportedModelError,
     CompatCloneError,
     InputTensorsError,
-    UnsupportedModelError,
-    layer_rebuild_error,
     subclassed_rebuild_error,
 )
-from compat_clone.families._layers import holds_layer_of, restore_trainable
+from compat_clone.families._cloner import Cloner, CloneRequest, Node
+from compat_clone.families._layers import holds_layer_of
 from compat_clone.families._skip_init import zeros_initializers
 from compat_clone.weights import LayerMap
 
 __all__ = ["CloneRequest", "Family", "Node", "Cloner"]
-
-
-@dataclasses.dataclass(frozen=True)
-class CloneRequest:
-    """What `compat_clone.clone_model` asks of a family, already validated."""
-
-    input_tensors: Any = None
-    clone_function: Optional[Callable[[Any], Any]] = None
-    call_function: Optional[Callable[..., Any]] = None
-    recursive: bool = False
-    device: Any = None
-    name: Optional[str] = None
-    info: Any = None
-    copy_weights: bool = False
-
-
-class Node(NamedTuple):
-    """One call in a functional graph, as `Family.nodes` reads it."""
-
-    layer: Any  # the source layer (or Keras 3 operation) that was called
-    inputs: List[Any]  # every source tensor the call needs, flat
-    outputs: List[Any]  # the source tensors it produced, flat
-    raw: Any  # the family's own node object
 
 
 class Family(abc.ABC):
@@ -75,11 +52,8 @@ class Family(abc.ABC):
 
     def __init__(self, info: Any) -> None:
         self.info = info
-        #: (source, clone) of layers rebuilt another way than their config
+        #: (source, clone) of layers rebuilt from their constructor's arguments
         self.rebuilt: List[Tuple[Any, Any]] = []
-
-    def check_rebuilt(self) -> None:
-        """Raises where a layer rebuilt another way than its config differs from its source."""
 
     # -- the family's classes ------------------------------------------------
 
@@ -124,7 +98,7 @@ class Family(abc.ABC):
         """Safe mode off for this thread and this call (families that have it)."""
         return contextlib.nullcontext()
 
-    def default_clone(self, layer: Any) -> Any:
+    def config_round_trip(self, layer: Any) -> Any:
         """The native default, a config round trip, with the `Lambda` fixes."""
         lambda_cls = self.lambda_class()
         if isinstance(layer, lambda_cls) and _same_from_config(type(layer), lambda_cls):
@@ -133,6 +107,55 @@ class Family(abc.ABC):
             with self.unsafe_scope():
                 return layer.__class__.from_config(layer.get_config())
         return layer.__class__.from_config(layer.get_config())
+
+    def default_clone(self, layer: Any) -> Any:
+        """The config round trip; where it fails, a rebuild from the constructor's arguments."""
+        try:
+            return self.config_round_trip(layer)
+        except Exception:
+            rebuilt = self._from_constructor_arguments(layer)
+            if rebuilt is None:
+                raise
+            return rebuilt
+
+    def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
+        """A layer whose config does not round-trip, rebuilt from what its constructor received.
+
+        Keras 3 (and tf.keras / tf_keras since 2.13) record each layer's
+        constructor arguments (`_auto_config`; None where they were not
+        serializable). Arguments that
+        hold layers or variables would be shared with the source: then None.
+        The rebuilt layer's weights are checked against the source's once the
+        clone is built (`check_rebuilt`).
+        """
+        auto = getattr(layer, "_auto_config", None)
+        arguments = dict(getattr(auto, "config", None) or {})
+        if auto is None or any(self._holds_state(v) for v in arguments.values()):
+            return None
+        arguments.setdefault("name", layer.name)
+        try:
+            new = layer.__class__(**arguments)
+        except Exception:
+            return None
+        self.rebuilt.append((layer, new))
+        return new
+
+    def _holds_state(self, value: Any) -> bool:
+        leaves = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
+        return any(isinstance(v, self.weight_owner_class()) or hasattr(v, "assign") for v in leaves)
+
+    def check_rebuilt(self) -> None:
+        """Raises where a layer rebuilt from its constructor's arguments differs from its source."""
+        for src, new in self.rebuilt:
+            expected = [tuple(v.shape) for v in src.weights]
+            got = [tuple(v.shape) for v in new.weights]
+            if expected != got:
+                raise UnsupportedModelError(
+                    f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
+                    "config does not round-trip, and rebuilt from its constructor's arguments it "
+                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
+                    "`clone_function` that builds this layer."
+                )
 
     # -- a functional graph --------------------------------------------------
 
@@ -200,6 +223,9 @@ class Family(abc.ABC):
     @abc.abstractmethod
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         """A functional model of the source's class where it can be, else the base class."""
+
+    def finish_functional(self, cloner: "Cloner", model: Any, new: Any) -> None:
+        """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
 
     # -- native calls that are right --------------------------------------------
 
@@ -302,199 +328,3 @@ def own_get_config(model: Any) -> bool:
 def _same_from_config(cls: type, base: type) -> bool:
     mine = getattr(getattr(cls, "from_config"), "__func__", None)
     return mine is not None and mine is getattr(getattr(base, "from_config"), "__func__", None)
-
-
-class Cloner:
-    """One `clone_model` call: the layer map and the user's callables.
-
-    Args:
-        family: the family's `Family`.
-        request: the validated request.
-    """
-
-    def __init__(self, family: Family, request: CloneRequest) -> None:
-        self.family = family
-        self.clone_function = request.clone_function
-        self.call_function = request.call_function
-        self.recursive = request.recursive
-        self.layer_map: LayerMap = {}
-
-    # -- one layer -------------------------------------------------------------
-
-    def clone_layer(self, layer: Any) -> Any:
-        """The clone of `layer`, made once: shared layers stay shared."""
-        entry = self.layer_map.get(id(layer))
-        if entry is not None:
-            return entry[1]
-        family = self.family
-        nested = family.is_functional(layer) or family.is_sequential(layer)
-        if nested and self.recursive:
-            new = self.clone_model(layer, None)
-        elif nested and self.clone_function is None and holds_layer_of(layer, family.lambda_class()):
-            # A nested model holding a `Lambda`, default clone: rebuilt from its
-            # live layers (one unit still: no user callables inside). Its config
-            # round trip would rebuild the function from bytecode, which loses
-            # its module globals (every family) and is refused in safe mode.
-            new = Cloner(family, CloneRequest())._share(self.layer_map).clone_model(layer, None)
-        elif self.clone_function is not None:
-            new = self._user_clone(layer)
-        else:
-            try:
-                new = family.default_clone(layer)
-            except CompatCloneError:
-                raise
-            except Exception as exc:  # TypeError (constructor args), ValueError...
-                raise layer_rebuild_error(layer, exc, family.register_hint) from exc
-        self.layer_map[id(layer)] = (layer, new)
-        return new
-
-    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
-        """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
-        return (
-            input_tensors is None
-            and self.clone_function is None
-            and self.call_function is None
-            and not self.recursive
-        )
-
-    def pair_layers(self, model: Any, new: Any) -> None:
-        """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
-        old_layers = list(getattr(model, "layers", None) or [])
-        new_layers = list(getattr(new, "layers", None) or [])
-        if len(old_layers) == len(new_layers) and all(
-            type(a) is type(b) for a, b in zip(old_layers, new_layers)
-        ):
-            for a, b in zip(old_layers, new_layers):
-                self.layer_map.setdefault(id(a), (a, b))
-
-    def _share(self, layer_map: LayerMap) -> "Cloner":
-        self.layer_map = layer_map
-        return self
-
-    def _user_clone(self, layer: Any) -> Any:
-        assert self.clone_function is not None
-        try:
-            new = self.clone_function(layer)
-        except CompatCloneError:
-            raise
-        except Exception as exc:
-            raise CloneFunctionError(
-                f"`clone_function` raised {type(exc).__name__} on layer "
-                f"{layer.name!r} ({type(layer).__name__}): {exc}"
-            ) from exc
-        if not isinstance(new, self.family.layer_class()):
-            raise CloneFunctionError(
-                "`clone_function` must return a Keras layer of the model's Keras; for "
-                f"layer {layer.name!r} it returned {type(new).__name__}: {new!r}. Return "
-                "`layer.__class__.from_config(layer.get_config())` or another layer."
-            )
-        return new
-
-    # -- one call --------------------------------------------------------------
-
-    def call(self, source_layer: Any, layer: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
-        """Calls a cloned layer, through the user's `call_function` if given."""
-        with self.family.layer_scope(source_layer):
-            if self.call_function is None:
-                return layer(*args, **kwargs)
-            return self._user_call(source_layer, layer, args, kwargs)
-
-    def _user_call(self, source_layer: Any, layer: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
-        assert self.call_function is not None
-        try:
-            outputs = self.call_function(layer, *args, **kwargs)
-        except CompatCloneError:
-            raise
-        except Exception as exc:
-            raise CloneFunctionError(
-                f"`call_function` raised {type(exc).__name__} on layer "
-                f"{getattr(source_layer, 'name', source_layer)!r}: {exc}"
-            ) from exc
-        flat = self.family.flatten(outputs)
-        if not flat or not all(self.family.is_symbolic(x) for x in flat):
-            raise CloneFunctionError(
-                "`call_function` must return the symbolic output(s) of calling the "
-                f"layer; for layer {getattr(layer, 'name', layer)!r} it returned "
-                f"{type(outputs).__name__}: {outputs!r}. Return "
-                "`layer(*args, **kwargs)` (or tensors computed from it)."
-            )
-        return outputs
-
-    # -- one model -------------------------------------------------------------
-
-    def clone_model(self, model: Any, input_tensors: Any) -> Any:
-        """Clones a Sequential, functional or subclassed model; `trainable` kept."""
-        family = self.family
-        if family.is_sequential(model):
-            if self.call_function is not None:
-                raise CloneFunctionError(
-                    "`call_function` is not supported with Sequential models: their "
-                    f"layers are listed, not called. Received the Sequential model "
-                    f"{model.name!r}; convert it to a functional model first."
-                )
-            if input_tensors is not None:
-                flat = family.flatten(input_tensors)
-                if len(flat) != 1:
-                    raise InputTensorsError(
-                        "Expected `input_tensors` to hold exactly one tensor for a "
-                        f"Sequential model. Received {len(flat)}."
-                    )
-                if not family.is_symbolic(flat[0]):
-                    raise family.not_symbolic_error(flat[0])
-            new = family.clone_sequential(self, model, input_tensors)
-        elif family.is_functional(model):
-            new = self._clone_functional(model, input_tensors)
-        else:
-            if self.clone_function is not None or input_tensors is not None or self.call_function is not None:
-                raise UnsupportedModelError(
-                    "`clone_function`, `call_function` and `input_tensors` need a "
-                    "Functional or Sequential model, whose layer graph is known. "
-                    f"Received a subclassed model of type {type(model).__name__}. "
-                    "Rebuild it with `model.__class__.from_config(model.get_config())`."
-                )
-            new = family.clone_subclassed(model)
-            self.pair_layers(model, new)
-        restore_trainable(model, new, self.layer_map, deep=self.clone_function is None)
-        return new
-
-    def _clone_functional(self, model: Any, input_tensors: Any) -> Any:
-        family = self.family
-        given = None
-        if input_tensors is not None:
-            given = family.wrap_inputs(model, family.check_input_tensors(model, input_tensors))
-        if self.call_function is None:
-            native = family.clone_functional_whole(self, model, input_tensors)
-            if native is not None:
-                if not self.layer_map:  # rebuilt from its config: no layer was cloned one by one
-                    self.pair_layers(model, native)
-                return native
-        inputs = given if given is not None else [family.make_input(s) for s in family.input_specs(model)]
-        return family.build_functional(model, inputs, self.walk(model, inputs))
-
-    def walk(self, model: Any, inputs: List[Any]) -> List[Any]:
-        """Replays the model's graph on `inputs` with cloned layers; returns its outputs."""
-        family = self.family
-        tensor_map: Dict[int, Any] = {}
-        for x, y in zip(model.inputs, inputs):
-            tensor_map[id(x)] = y
-        for node in family.nodes(model):
-            if any(id(x) not in tensor_map for x in node.inputs):
-                continue  # a branch that does not start from the model's inputs
-            layer = self.clone_layer(node.layer)
-            args, kwargs = family.arguments(node, tensor_map)
-            outputs = family.flatten(self.call(node.layer, layer, args, kwargs))
-            if len(outputs) != len(node.outputs):
-                raise CloneFunctionError(
-                    f"The clone of layer {getattr(node.layer, 'name', node.layer)!r} returned "
-                    f"{len(outputs)} output(s) where the source returns {len(node.outputs)}. "
-                    "Expected `clone_function` / `call_function` to keep the layer's outputs."
-                )
-            for old, new in zip(node.outputs, outputs):
-                tensor_map[id(old)] = new
-        missing = [x for x in model.outputs if id(x) not in tensor_map]
-        if missing:
-            raise CloneFunctionError(
-                f"Could not compute output {missing[0]} of model {model.name!r}: a layer "
-                "was not reached. Is the model's graph connected to its inputs?"
-            )
-        return [tensor_map[id(x)] for x in model.outputs]

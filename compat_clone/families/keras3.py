@@ -86,50 +86,6 @@ class Keras3(Family):
 
         return isinstance(layer, Functional) and not self.is_sequential(layer)
 
-    def default_clone(self, layer: Any) -> Any:
-        try:
-            return super().default_clone(layer)
-        except Exception:
-            rebuilt = self._from_constructor_arguments(layer)
-            if rebuilt is None:
-                raise
-            return rebuilt
-
-    def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
-        """A layer whose config does not round-trip, rebuilt from what its constructor received.
-
-        Keras 3 records each operation's constructor arguments
-        (`_auto_config`; None where they were not serializable). Arguments that
-        hold layers or variables would be shared with the source: then None.
-        The rebuilt layer's weights are checked against the source's once the
-        clone is built (`check_rebuilt`).
-        """
-        auto = getattr(layer, "_auto_config", None)
-        arguments = dict(getattr(auto, "config", None) or {})
-        if auto is None or any(_holds_state(v) for v in arguments.values()):
-            return None
-        arguments.setdefault("name", layer.name)
-        try:
-            new = layer.__class__(**arguments)
-        except Exception:
-            return None
-        self.rebuilt.append((layer, new))
-        return new
-
-    def check_rebuilt(self) -> None:
-        from compat_clone.errors import UnsupportedModelError
-
-        for src, new in self.rebuilt:
-            expected = [tuple(v.shape) for v in src.weights]
-            got = [tuple(v.shape) for v in new.weights]
-            if expected != got:
-                raise UnsupportedModelError(
-                    f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
-                    "config does not round-trip, and rebuilt from its constructor's arguments it "
-                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
-                    "`clone_function` that builds this layer."
-                )
-
     def unsafe_scope(self) -> ContextManager[Any]:
         # `lambda-safe-mode`: SafeModeScope keeps its flag in keras'
         # global_state, a threading.local: this thread, this call only.
@@ -262,14 +218,6 @@ class Keras3(Family):
         from compat_clone import placement
 
         placement.assign_keras3(pairs, tau)
-
-
-def _holds_state(value: Any) -> bool:
-    from keras.src.backend import Variable
-    from keras.src.layers.layer import Layer
-
-    leaves = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
-    return any(isinstance(v, (Layer, Variable)) for v in leaves)
 
 
 def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:

@@ -135,6 +135,24 @@ class TfKeras(Family):
             return model.__class__(new_inputs, new_outputs, name=model.name)
         return self.keras().Model(new_inputs, new_outputs, name=model.name)
 
+    def finish_functional(self, cloner: Cloner, model: Any, new: Any) -> None:
+        # Layers that feed no output (`add_loss` / `add_metric` on an inner
+        # tensor) are re-inserted, as the native clone does, with its helper.
+        created = [cloner.layer_map[id(layer)][1] for layer in model.layers if id(layer) in cloner.layer_map]
+        ancillary = [layer for layer in created if layer not in new.layers]
+        cloning = sys.modules.get(self.keras().models.clone_model.__module__)
+        insert = getattr(cloning, "_insert_ancillary_layers", None)
+        functional = sys.modules.get(getattr(_class_named(model, "Functional"), "__module__", ""))
+        skip_first = getattr(functional, "_should_skip_first_node", None)
+        if not ancillary or insert is None or skip_first is None:
+            return
+        nodes = [
+            node
+            for layer in created
+            for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)
+        ]
+        insert(new, ancillary, model.metrics_names, nodes)
+
     # -- native calls ----------------------------------------------------------
 
     def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
