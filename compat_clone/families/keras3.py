@@ -173,7 +173,10 @@ class Keras3(Family):
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
         first = model._layers[0] if model._layers else None
-        spec = getattr(first, "output", None)
+        try:
+            spec = getattr(first, "output", None)
+        except ValueError:  # 3.0: a layer never called has no output (an unbuilt model)
+            spec = None
         if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
             # `keras3-sparse-inputs`: the native clone rebuilds the Input without its flags.
             input_tensors = self.make_input(_spec(spec, getattr(first, "name", None)))
