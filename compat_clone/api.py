@@ -146,6 +146,7 @@ def _copy(
         adapter.assign_pairs(pairs)  # the exact copy: unchanged fast paths
     else:
         adapter.assign_pairs(pairs, tau)
+    _weights.refresh_derived_state(target)
 
 
 def _validate_tau(tau: Any) -> float:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from compat_clone.errors import WeightsMismatchError
 
-__all__ = ["LayerMap", "plan_copy", "iter_layers"]
+__all__ = ["LayerMap", "plan_copy", "iter_layers", "refresh_derived_state"]
 
 # id(source layer) -> (source layer, cloned layer)
 LayerMap = Dict[int, Tuple[Any, Any]]
@@ -125,3 +125,17 @@ def plan_copy(
                 )
             pairs.append((src_var, tgt_var))
     return pairs
+
+
+def refresh_derived_state(model: Any) -> None:
+    """Recomputes what layers derive from their variables, after those were written.
+
+    Stateful preprocessing layers (`Normalization`, `Discretization`, ...)
+    keep tensors computed from their variables (`finalize_state()`, Keras 3
+    and tf.keras / tf_keras); the native `set_weights` path refreshes them
+    through `load_own_variables`, and so must a variable-to-variable copy.
+    """
+    for layer in iter_layers(model):
+        finalize = getattr(layer, "finalize_state", None)
+        if callable(finalize) and getattr(layer, "built", False) and _own_weights(layer):
+            finalize()
