@@ -1,0 +1,122 @@
+"""The model zoo (tests/zoo.py), natively and through compat_clone, side by side.
+
+Every case is cloned with the family's native `clone_model` and with
+`compat_clone.clone_model`, each without and with weights, and judged on four
+aspects (class, outputs, trainable, source). Both sides' verdicts go to
+``$COMPAT_CLONE_RESULTS/<env>.jsonl`` as features ``zoo_<case>.<aspect>``,
+the format `compat-clone matrix --report` renders into COMPATIBILITY.md.
+
+compat_clone must pass every aspect. The native verdicts are asserted too:
+an aspect the native clone is known to fail (the case's `native_fails`) must
+fail, every other must pass, so the table's native column cannot rot. A case
+with `refused` holds a layer the native clone cannot rebuild: the native
+clone must fail, and compat_clone must either refuse the model with
+`UnsupportedModelError` naming that layer and the `clone_function` escape,
+or clone it passing every aspect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+import pytest
+
+import compat_clone
+from features import NotApplicable, backend_name, family_name, native_clone
+from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
+
+_ASPECT_TEXT = {
+    "class": "both clones of the source's own class",
+    "outputs": "the source's outputs (values with weights copied; shapes and dtypes without)",
+    "trainable": "the source's trainable set: flags of every layer and sub-layer, trainable variables",
+    "source": "source untouched, clones independent of it",
+}
+
+
+def _record(case: Case, K: Any, side: str, verdicts: Dict[str, Any]) -> None:
+    folder = os.environ.get("COMPAT_CLONE_RESULTS")
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    env = os.environ.get("COMPAT_CLONE_ENV", "default")
+    lines = [
+        json.dumps({
+            "env": env,
+            "feature": f"zoo_{case.name}.{aspect}",
+            "description": f"{case.description}: {_ASPECT_TEXT[aspect]}",
+            "side": side,
+            "outcome": outcome,
+            "detail": detail[:300],
+            "keras": f"{K.__name__.split('.')[0]} {K.__version__}",
+        })
+        for aspect, (outcome, detail) in verdicts.items()
+    ]
+    path = os.path.join(folder, f"{env}.jsonl")
+    with open(path, "a", encoding="utf-8") as fh:  # one write per call: safe across xdist workers
+        fh.write("".join(line + "\n" for line in lines))
+
+
+def _judge_refusal(case: Case, native: SideResult, compat: SideResult) -> List[str]:
+    """A layer the native clone cannot rebuild: compat_clone refuses it clearly, or clones it right."""
+    problems = []
+    if native.clone_error is None:
+        problems.append(f"the native clone now rebuilds {case.name}: drop `refused` and check it fully")
+    err = compat.clone_error
+    if err is None:  # compat_clone rebuilt it: then every aspect must hold
+        problems += [f"compat_clone fails {aspect}: {detail}"
+                     for aspect, (outcome, detail) in compat.aspects.items() if outcome != "pass"]
+    elif not isinstance(err, compat_clone.UnsupportedModelError):
+        problems.append(f"compat_clone was expected to refuse {case.name} with UnsupportedModelError; "
+                        f"it raised {type(err).__name__}: {err}")
+    else:
+        message = str(err)
+        for needed in (repr(case.refused), "clone_function"):
+            if needed not in message:
+                problems.append(f"the refusal does not name {needed}: {message[:300]}")
+    return problems
+
+
+def _judge(case: Case, K: Any, native: SideResult, compat: SideResult) -> List[str]:
+    problems = []
+    for aspect in ASPECTS:
+        outcome, detail = compat.aspects[aspect]
+        if outcome != "pass":
+            problems.append(f"compat_clone fails {aspect}: {detail}")
+        known = case.native_fails.get(aspect)
+        expected = "fail" if known is not None and known[1](K) else "pass"
+        outcome, detail = native.aspects[aspect]
+        if outcome != expected:
+            why = f" (recorded: {known[0]})" if known is not None and expected == "fail" else ""
+            problems.append(f"the native clone was expected to {expected} {aspect}{why}, "
+                            f"it did {outcome}{': ' + detail if detail else ''}")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=[pytest.mark.soak] if CASES[name].soak else []) for name in sorted(CASES)]
+)
+def test_zoo(name: str, K: Any) -> None:
+    case = CASES[name]
+    if case.too_slow_on and family_name(K) == "keras3" and backend_name(K) in case.too_slow_on:
+        pytest.skip(case.too_slow_on[backend_name(K)])
+    if family_name(K) == "keras2":
+        # One TF1 graph holds every model built in it, and each session call
+        # initializes over all of them: each case starts in a new graph.
+        K.backend.clear_session()
+    try:
+        with side_context(case, K):
+            native, source = run_side(case, K, native_clone(K), weights_by_set=True)
+            # The native side left the source untouched: compat_clone clones the
+            # same model (one build less); else it gets a fresh one.
+            reuse = source if native.aspects["source"][0] == "pass" else None
+            compat, _ = run_side(case, K, compat_clone.clone_model, reuse)
+    except NotApplicable as exc:
+        for side in ("native", "compat_clone"):
+            _record(case, K, side, {aspect: ("n/a", str(exc)) for aspect in ASPECTS})
+        pytest.skip(str(exc))
+    _record(case, K, "native", native.aspects)
+    _record(case, K, "compat_clone", compat.aspects)
+    problems = _judge_refusal(case, native, compat) if case.refused else _judge(case, K, native, compat)
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)
