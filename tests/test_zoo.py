@@ -28,7 +28,7 @@ from features import NotApplicable, backend_name, family_name, native_clone
 from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 _ASPECT_TEXT = {
-    "class": "both clones of the source's own class",
+    "class": "both clones, and every layer inside them, of the source's classes",
     "outputs": "the source's outputs (values with weights copied; shapes and dtypes without)",
     "trainable": "the source's trainable set: flags of every layer and sub-layer, trainable variables",
     "source": "source untouched, clones independent of it",
@@ -94,9 +94,7 @@ def _judge(case: Case, K: Any, native: SideResult, compat: SideResult) -> List[s
     return problems
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=[pytest.mark.soak] if CASES[name].soak else []) for name in sorted(CASES)]
-)
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_zoo(name: str, K: Any) -> None:
     case = CASES[name]
     if case.too_slow_on and family_name(K) == "keras3" and backend_name(K) in case.too_slow_on:
