@@ -107,7 +107,7 @@ def family_for(package: str, version: str) -> str:
     if package == "tf_keras" or package == "tensorflow":
         return TF_KERAS
     # Imported here, not at module level: compiling its version regex is the
-    # largest single cost of `import compat_clone` (bench/bench_import.py), and
+    # largest single cost of `import compat_clone` (bench: `import_case`), and
     # it is needed once per model class.
     from packaging.version import InvalidVersion, Version
 
