@@ -461,7 +461,17 @@ def test_nested_models_and_shared_layers(K: Any) -> None:
     ha, hb = seq(inner(a)), seq(inner(b))  # the nested models are themselves shared
     out = K.layers.Add()([shared(frozen(ha)), shared(hb)])
     source = K.models.Model([a, b], out)
-    native, compat = side_by_side(K, source, [data((2, 3), 1), data((2, 3), 2)])
+
+    def order(model: Any) -> List[str]:
+        return [layer.name for layer in model.layers]
+
+    # Keras 3.2's native clone lists the second InputLayer after the layers
+    # (get_weights order unchanged, `layers` not): compared with the source then.
+    defect = None
+    if order(K.models.clone_model(source)) != order(source):
+        defect = ("the native clone reorders `model.layers`", lambda clone: order(clone) != order(source))
+    native, compat = side_by_side(K, source, [data((2, 3), 1), data((2, 3), 2)], native_defect=defect)
+    assert order(compat) == order(source)
     assert len(compat.weights) == len(source.weights)
     assert sum(type(layer).__name__ == "Dense" for layer in compat.layers) == 2
     assert compat.get_layer("frozen").trainable is False

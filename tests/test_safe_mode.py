@@ -29,7 +29,7 @@ def _lambda_models(keras: Any) -> List[Any]:
     inputs = keras.Input((3, 4))
     plain = keras.layers.Lambda(lambda t: t * 3.0, name="plain_lambda")(inputs)
     wrapped = keras.layers.TimeDistributed(
-        keras.layers.Lambda(lambda t: t + 1.0, output_shape=(4,)), name="wrapped_lambda"
+        keras.layers.Lambda(lambda t: t + 1.0), name="wrapped_lambda"
     )(plain)
     both = keras.Model(inputs, wrapped)
     seq = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda t: -t), keras.layers.Dense(2)])
