@@ -109,10 +109,15 @@ def every_aspect(reason: str, applies: Callable[[Any], bool]) -> Dict[str, Tuple
     return {aspect: (reason, applies) for aspect in ASPECTS}
 
 
-# The native clone of Keras 2 (tf.keras, tf_keras, standalone) rebuilds a
-# frozen nested model trainable (the `trainable_false` feature); tf.keras and
-# tf_keras also one wrapped in TimeDistributed.
-_NESTED_UNFROZEN = {"trainable": ("Keras 2 clones a frozen nested model trainable", lambda K: not keras3(K))}
+def keras3_before(version: str) -> Callable[[Any], bool]:
+    return lambda K: keras3(K) and _version(K) < Version(version)
+
+
+# The native clone of Keras 2 (tf.keras, tf_keras, standalone) and of Keras 3.0
+# (3.2 keeps it; 3.1 not run) rebuilds a frozen nested model trainable (the
+# `trainable_false` feature); tf.keras and tf_keras also one in TimeDistributed.
+_NESTED_UNFROZEN = {"trainable": ("the native clone unfreezes a frozen nested model",
+                                  lambda K: not keras3(K) or keras3_before("3.2")(K))}
 _TD_NESTED_UNFROZEN = {"trainable": ("tf.keras / tf_keras clone a frozen TimeDistributed(model) trainable", tf_keras)}
 
 
@@ -230,7 +235,20 @@ def seq2seq_lstm_states(K: Any) -> Tuple[Any, Any]:
     return model, [ints((2, 5), 12, pad=2), ints((2, 4), 12, seed=1, pad=1)]
 
 
-@case("text tagger: Embedding(mask_zero) -> Bidirectional(LSTM) -> TimeDistributed(Dense), padded ids")
+def bidirectional_from_config_grows(K: Any) -> bool:
+    """Whether `Bidirectional.from_config` builds more variables than its source (Keras 3.0: a third LSTM)."""
+    source = K.layers.Bidirectional(K.layers.LSTM(2))
+    source.build((None, 3, 2))
+    rebuilt = K.layers.Bidirectional.from_config(source.get_config())
+    rebuilt.build((None, 3, 2))
+    return len(rebuilt.weights) > len(source.weights)
+
+
+# Where Bidirectional.from_config grows, the native clone has 3 more variables
+# than its source, and `set_weights` fails.
+@case("text tagger: Embedding(mask_zero) -> Bidirectional(LSTM) -> TimeDistributed(Dense), padded ids",
+      native_fails=every_aspect("Bidirectional.from_config builds a third LSTM (Keras 3.0)",
+                                lambda K: keras3(K) and bidirectional_from_config_grows(K)))
 def bidirectional_masked_text(K: Any) -> Tuple[Any, Any]:
     ids = K.Input((7,), dtype="int32", name="tokens")
     h = K.layers.Embedding(20, 6, mask_zero=True)(ids)
@@ -312,7 +330,10 @@ def frozen_timedistributed_model(K: Any) -> Tuple[Any, Any]:
                            name="frame_encoder")
     td = K.layers.TimeDistributed(frame, name="per_frame")
     x = K.Input((3, 4), name="frames")
-    h = td(x)
+    try:
+        h = td(x)
+    except NotImplementedError as exc:  # Keras 3.0: a Functional has no compute_output_shape
+        raise NotApplicable(f"TimeDistributed cannot wrap a model in {K.__name__} {K.__version__}") from exc
     td.trainable = False
     out = K.layers.Dense(2, name="head")(K.layers.Flatten()(h))
     return K.models.Model(x, out, name="frozen_td"), floats((2, 3, 4))
