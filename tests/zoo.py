@@ -250,6 +250,11 @@ def bidirectional_from_config_grows(K: Any) -> bool:
       native_fails=every_aspect("Bidirectional.from_config builds a third LSTM (Keras 3.0)",
                                 lambda K: keras3(K) and bidirectional_from_config_grows(K)))
 def bidirectional_masked_text(K: Any) -> Tuple[Any, Any]:
+    if keras3(K) and bidirectional_from_config_grows(K):
+        # Keras 3.0-3.2: the rebuilt Bidirectional holds a third LSTM, natively and
+        # through compat_clone alike (a limitation shared with native, not fixed;
+        # tests/test_native_guarantees.py asserts both sides).
+        raise NotApplicable(f"Bidirectional.from_config grows in {K.__name__} {K.__version__}")
     ids = K.Input((7,), dtype="int32", name="tokens")
     h = K.layers.Embedding(20, 6, mask_zero=True)(ids)
     # Keras 2 unrolled (7 steps): tf.keras / tf_keras trace two tf.function
