@@ -193,8 +193,8 @@ class Keras2(Family):
         if input_tensors is not None:
             head = [self._sequential_input(self.flatten(input_tensors)[0])]
         elif first is not None:
-            # `keras2-sequential-input-layer`: 2.2.x `model.layers` omits the
-            # InputLayer, and the model would come back unbuilt. Recreated.
+            # `model.layers` may omit an explicit InputLayer, and the clone
+            # would come back unbuilt: the InputLayer is recreated.
             head = [keras.layers.Input(**_input_spec(first))._keras_history[0]]
         new = keras.models.Sequential(name=model.name)
         for layer in head:
@@ -220,8 +220,8 @@ class Keras2(Family):
         return origin
 
     def clone_subclassed(self, model: Any) -> Any:
-        # A subclassed model (2.2.0+ `_is_graph_network=False`) has no layer
-        # graph to walk; native 2.2.x fails on it with an AttributeError.
+        # A subclassed model (`_is_graph_network=False`) has no layer graph to
+        # walk; the native call fails on it with an AttributeError.
         raise UnsupportedModelError(
             f"Cannot clone the subclassed (or never-called) model {model.name!r} "
             f"of type {type(model).__name__}: standalone Keras 2 keeps no layer "

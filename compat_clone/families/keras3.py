@@ -24,7 +24,7 @@ class _Tree:
         try:  # 3.3+
             from keras.src import tree
         except ImportError:
-            try:  # 3.1-3.2 (known issue `keras3-tree-module`)
+            try:  # where `keras.src.tree` is absent: the older home of the module
                 from keras.src.utils import tree
             except ImportError:  # 3.0: dm-tree itself
                 import tree

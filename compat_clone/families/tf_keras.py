@@ -68,7 +68,7 @@ class TfKeras(Family):
         return layer.__class__.from_config(layer.get_config())
 
     def unsafe_scope(self) -> ContextManager[Any]:
-        # `lambda-safe-mode`: a nested `from_config` runs in safe mode (2.12+);
+        # A nested `from_config` runs in safe mode where the release has one;
         # `serialization_lib.SAFE_MODE` is a threading.local: this thread, this call.
         lambda_cls = self.lambda_class()
         lib = getattr(sys.modules.get(lambda_cls.__module__), "serialization_lib", None)
