@@ -244,11 +244,7 @@ def bidirectional_from_config_grows(K: Any) -> bool:
     return len(rebuilt.weights) > len(source.weights)
 
 
-# Where Bidirectional.from_config grows, the native clone has 3 more variables
-# than its source, and `set_weights` fails.
-@case("text tagger: Embedding(mask_zero) -> Bidirectional(LSTM) -> TimeDistributed(Dense), padded ids",
-      native_fails=every_aspect("Bidirectional.from_config builds a third LSTM (Keras 3.0)",
-                                lambda K: keras3(K) and bidirectional_from_config_grows(K)))
+@case("text tagger: Embedding(mask_zero) -> Bidirectional(LSTM) -> TimeDistributed(Dense), padded ids")
 def bidirectional_masked_text(K: Any) -> Tuple[Any, Any]:
     if keras3(K) and bidirectional_from_config_grows(K):
         # Keras 3.0-3.2: the rebuilt Bidirectional holds a third LSTM, natively and
