@@ -157,7 +157,7 @@ def test_input_tensors_other_structure_follows_native(K: Any) -> None:
         clone = compat_clone.clone_model(model, input_tensors=given)
         assert len(clone.inputs) == 2
         return
-    with pytest.raises(ValueError, match="must have the same structure as model.input"):
+    with pytest.raises(ValueError):  # native wording differs between releases
         K.models.clone_model(model, input_tensors=given)
     with pytest.raises(InputTensorsError, match="must have the same structure as model.input"):
         compat_clone.clone_model(model, input_tensors=given)
