@@ -203,16 +203,17 @@ class Cloner:
 
     def _clone_functional(self, model: Any, input_tensors: Any) -> Any:
         family = self.family
-        given = None
-        if input_tensors is not None:
-            given = family.wrap_inputs(model, family.check_input_tensors(model, input_tensors))
+        given = None if input_tensors is None else family.check_input_tensors(model, input_tensors)
         if self.call_function is None:
             native = family.clone_functional_whole(self, model, input_tensors)
             if native is not None:
                 if not self.layer_map:  # rebuilt from its config: no layer was cloned one by one
                     self.pair_layers(model, native)
                 return native
-        inputs = given if given is not None else [family.make_input(s) for s in family.input_specs(model)]
+        if given is not None:  # wrapped only for our walk: the native call wraps its own
+            inputs = family.wrap_inputs(model, given)
+        else:
+            inputs = [family.make_input(s) for s in family.input_specs(model)]
         new = family.build_functional(model, inputs, self.walk(model, inputs))
         family.finish_functional(self, model, new)
         return new

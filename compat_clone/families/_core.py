@@ -79,9 +79,13 @@ class Family(abc.ABC):
 
     # -- one layer ---------------------------------------------------------
 
+    def lambda_base_config(self, layer: Any) -> Dict[str, Any]:
+        """The `Lambda`'s config without its callables' serialized forms."""
+        return dict(layer.get_config())
+
     def clone_lambda(self, layer: Any) -> Any:
         """A `Lambda` rebuilt from its live function: nothing is deserialized."""
-        config = layer.get_config()
+        config = self.lambda_base_config(layer)
         config.update(
             function=layer.function,
             output_shape=getattr(layer, "_output_shape", None),

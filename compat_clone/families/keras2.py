@@ -80,18 +80,12 @@ class Keras2(Family):
             and not self.is_sequential(layer)
         )
 
-    def clone_lambda(self, layer: Any) -> Any:
-        # `keras2-lambda-globals`: `Lambda.from_config` rebuilds the function
-        # from bytecode with `keras.layers.core`'s globals. The base config
-        # (name, trainable, input shape, dtype) plus the live callables.
-        kwargs: Dict[str, Any] = dict(self.layer_class().get_config(layer))
-        kwargs.update(
-            function=layer.function,
-            output_shape=getattr(layer, "_output_shape", None),
-            mask=getattr(layer, "mask", None),
-            arguments=dict(getattr(layer, "arguments", None) or {}),
-        )
-        return layer.__class__(**kwargs)
+    def lambda_base_config(self, layer: Any) -> Dict[str, Any]:
+        # `Lambda.get_config` here holds the callables' serialized forms and
+        # keys the constructor refuses (`function_type`, `output_shape_type`):
+        # the base layer's config (name, trainable, input shape, dtype)
+        # instead; the core adds the live callables.
+        return dict(self.layer_class().get_config(layer))
 
     def layer_scope(self, source_layer: Any) -> Any:
         """Variables made on `device=`, else on the source layer's device."""

@@ -161,12 +161,11 @@ class Keras3(Family):
                 return rebuilt
         # The native clone takes the graph path for a Functional whatever its
         # class once clone_function is given, as ours always is.
-        tree = _tree()
-        specs = self.input_specs(model)
-        if input_tensors is None and any(spec.get("sparse") or spec.get("ragged") for spec in specs):
+        specs = self.input_specs(model) if input_tensors is None else []
+        if any(spec.get("sparse") or spec.get("ragged") for spec in specs):
             # `keras3-sparse-inputs`: our inputs keep the flags; elsewhere the
             # native call makes its own (same layer order as native).
-            input_tensors = tree.pack_sequence_as(model.input, [self.make_input(s) for s in specs])
+            input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
         return self.keras().models.clone_model(
             model, input_tensors=input_tensors, clone_function=cloner.clone_layer
         )
