@@ -54,6 +54,32 @@ def test_report_aggregates_envs_into_tables(tmp_path: Path) -> None:
     assert report.read_text() == text.replace(" (BUILD FAILED)", "")
 
 
+def test_readme_collapses_the_zoo_into_one_row_per_env(tmp_path: Path) -> None:
+    results = tmp_path / "_results"
+    results.mkdir()
+    (results / "keras-3.15-jax.jsonl").write_text(_records("keras-3.15-jax", [
+        ("sequential", "pass", "pass", ""),
+        ("zoo_bert.class", "fail", "pass", "Functional"), ("zoo_bert.outputs", "pass", "pass", ""),
+        ("zoo_gru.class", "pass", "pass", ""), ("zoo_gru.outputs", "pass", "fail", "differs"),
+        ("zoo_vit.class", "n/a", "n/a", "not in this family"),
+    ]))
+    envs = [e for e in _matrix.load_table() if e.name == "keras-3.15-jax"]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{_report.START_MARKER}\n{_report.END_MARKER}\n")
+    report = tmp_path / "COMPATIBILITY.md"
+    _report.write(results, envs, report, readme)
+    short = readme.read_text()
+    # README: no zoo row of its own, one summary row: natively only gru passes
+    # every aspect (bert's class fails), through compat_clone only bert (gru's
+    # outputs fail); 2 cases exist there (vit is n/a)
+    assert "zoo_bert" not in short and "| `sequential` | ✅ ✅ |" in short
+    assert "| `zoo` (cases passing every aspect, native / compat_clone) | 1 / 1 of 2 |" in short
+    # COMPATIBILITY.md keeps every row
+    full = report.read_text()
+    assert "| `zoo_bert.class` | ❌ ✅ |" in full and "| `zoo_gru.outputs` | ✅ ❌ |" in full
+    assert "cases passing every aspect" not in full
+
+
 def test_report_without_markers_leaves_readme_alone(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("no markers\n")

@@ -141,16 +141,48 @@ def _env_order(results: Results, env_names: Sequence[str]) -> List[str]:
     return [e for e in env_names if e in results] + sorted(e for e in results if e not in env_names)
 
 
-def render_table(results: Results, env_names: Sequence[str] = (), descriptions: Optional[Mapping[str, str]] = None) -> str:
+def _group_of(feature: str) -> Optional[str]:
+    """``zoo_app_resnet.outputs`` -> ``zoo``: features named ``<group>_<case>.<aspect>``."""
+    if "." not in feature:
+        return None
+    return feature.split("_", 1)[0] if "_" in feature.split(".", 1)[0] else None
+
+
+def _summary_cell(cells: Mapping[str, Dict[str, Tuple[str, str]]], group: str) -> str:
+    """``native/compat`` counts of cases whose every aspect passes, out of the cases that exist."""
+    cases: Dict[str, Dict[str, List[str]]] = {}
+    for feature, cell in cells.items():
+        if _group_of(feature) != group:
+            continue
+        case = feature.split(".", 1)[0]
+        for side in ("native", "compat_clone"):
+            cases.setdefault(case, {}).setdefault(side, []).append(cell.get(side, ("missing", ""))[0])
+    present = {c: sides for c, sides in cases.items()
+               if any(o != "n/a" for o in sides.get("compat_clone", []))}
+    if not present:
+        return "·"
+    counts = []
+    for side in ("native", "compat_clone"):
+        counts.append(sum(all(o in ("pass", "n/a") for o in sides.get(side, ["missing"]))
+                          for sides in present.values()))
+    return f"{counts[0]} / {counts[1]} of {len(present)}"
+
+
+def render_table(results: Results, env_names: Sequence[str] = (), descriptions: Optional[Mapping[str, str]] = None,
+                 summarize: Sequence[str] = ()) -> str:
     """The markdown table: one row per feature, one column per environment.
 
     Each cell is ``native compat_clone``: ✅ passes, ❌ fails, ➖ the native
     `clone_model` has no argument for it, · does not exist in that family.
+    Features of a group named in `summarize` (``zoo``: ``zoo_<case>.<aspect>``)
+    collapse into one row per group: per environment, how many of its cases
+    pass every aspect natively / through compat_clone, out of the cases run
+    there (the README's short form; COMPATIBILITY.md has every row).
     """
     envs = _env_order(results, env_names)
     if not envs:
         return "_No results yet: run `make test` (or `compat-clone matrix --report ...`)._\n"
-    features = sorted({f for e in envs for f in results[e]})
+    features = sorted({f for e in envs for f in results[e] if _group_of(f) not in summarize})
     header = "| feature | " + " | ".join(f"`{e}`" for e in envs) + " |"
     rule = "|---|" + "|".join(":-:" for _ in envs) + "|"
     rows = [header, rule]
@@ -169,11 +201,19 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
             cells.append(f"{_SYMBOL[native]} {_SYMBOL[compat]}")
         label = f"`{f}`"
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    for group in summarize:
+        if any(_group_of(f) == group for e in envs for f in results[e]):
+            rows.append(f"| `{group}` (cases passing every aspect, native / compat_clone) | "
+                        + " | ".join(_summary_cell(results[e], group) for e in envs) + " |")
     legend = (
         "\nEach cell: native `clone_model` first, then `compat_clone.clone_model`. "
         "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
         "`·` the feature does not exist in that family (a plain test's cell: its outcome; `·` skipped).\n"
     )
+    if any(_group_of(f) in summarize for e in envs for f in results[e]):
+        legend += ("A group row (`zoo`): per environment, the cases that pass every aspect natively / "
+                   "through `compat_clone`, of the cases run there; "
+                   "[COMPATIBILITY.md](COMPATIBILITY.md) has one row per case and aspect.\n")
     return "\n".join(rows) + "\n" + legend
 
 
@@ -280,6 +320,6 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
     all_statuses = {**load_statuses(*folders), **(statuses or {})}
     report.write_text(render_report(results, envs, descriptions, versions, all_statuses, expected), encoding="utf-8")
     written = [report]
-    if readme is not None and update_readme(readme, render_table(results, [e.name for e in envs], descriptions)):
+    if readme is not None and update_readme(readme, render_table(results, [e.name for e in envs], descriptions, summarize=("zoo",))):
         written.append(readme)
     return written
