@@ -49,9 +49,11 @@ test: $(VENV)/.stamp lint
 
 # `make test-wide`: the same in the wide matrix (`--tag wide`: every environment
 # of the table, also the ones `enabled = false` keeps out of `make test`: every
-# Keras 3 minor on TensorFlow, every tf_keras and tf.keras minor).
+# Keras 3 minor on TensorFlow, every tf_keras and tf.keras minor), with the whole
+# zoo on every backend (COMPAT_CLONE_ZOO_FULL=1: the models `make test` skips on
+# JAX for their XLA compile time).
 test-wide: $(VENV)/.stamp
-	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
+	COMPAT_CLONE_ZOO_FULL=1 COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
 		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
 
 # Regenerate COMPATIBILITY.md / the README table from the last results, without running.
