@@ -285,6 +285,20 @@ def nested_model(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 3)))
 
 
+@feature("TimeDistributed over a nested single-output model")
+def timedistributed_nested_model(K: Any, clone: Callable[..., Any]) -> None:
+    f = K.Input((4,))
+    frame = K.models.Model(f, K.layers.Dense(3)(f), name="frame")
+    x = K.Input((2, 4))
+    try:
+        h = K.layers.TimeDistributed(frame)(x)
+    except NotImplementedError as exc:  # Keras 3.0-3.3: a Functional has no compute_output_shape
+        raise NotApplicable(f"TimeDistributed cannot wrap a model in {K.__name__} {K.__version__}") from exc
+    m = K.models.Model(x, K.layers.Dense(1)(K.layers.Flatten()(h)))
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 2, 4)))
+
+
 @feature("multi-input, multi-output")
 def multi_io(K: Any, clone: Callable[..., Any]) -> None:
     a, b = K.Input((3,), name="a"), K.Input((2,), name="b")

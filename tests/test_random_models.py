@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given
+from hypothesis import event, given, reject
 
 import compat_clone
 from features import family_name
@@ -29,7 +29,16 @@ def test_clone_with_copied_weights_predicts_like_the_source(K: Any, spec: Any) -
     fresh_graph(K)
     source = build_model(K, spec)
     xs = sample_inputs(spec)
-    expected = run_model(source, xs)
+    try:
+        expected = run_model(source, xs)
+    except Exception as exc:
+        # The source itself cannot run in this release: nothing to compare a
+        # clone with. Seen: Keras 3.9-3.11 fail to call a single-input
+        # Concatenate over a Masking output (its mask broadcast meets a None
+        # dimension); 3.3-3.8 and 3.12+ run it. Such examples are rejected, not
+        # passed: if most were, Hypothesis' filter health check fails the test.
+        event(f"source model not runnable natively: {type(exc).__name__}")
+        reject()
     before = snapshot(source)
 
     clone = compat_clone.clone_model(source, copy_weights=True, recursive=spec.recursive)

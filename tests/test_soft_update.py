@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import json
 import os
 import subprocess
@@ -59,7 +60,16 @@ def typed_layer(K: Any) -> Any:
         def build(self, input_shape: Any) -> None:
             for dtype in self.dtypes:
                 floating = "float" in dtype
-                self.add_weight(name=f"w_{dtype}", shape=(3, 4), dtype=dtype, initializer=zeros(dtype), trainable=floating)
+                extra: Dict[str, Any] = {}
+                if (not floating and family_name(K) == "keras3"
+                        and "aggregation" in inspect.signature(self.add_weight).parameters):
+                    # Keras 3.7's add_weight defaults every variable to
+                    # aggregation="mean", which a tf.distribute strategy refuses
+                    # for an integer variable (3.8 stopped defaulting ints to it):
+                    # say what an integer counter wants, as a user would.
+                    extra["aggregation"] = "only_first_replica"
+                self.add_weight(name=f"w_{dtype}", shape=(3, 4), dtype=dtype, initializer=zeros(dtype),
+                                trainable=floating, **extra)
             super().build(input_shape)
 
         def call(self, x: Any) -> Any:

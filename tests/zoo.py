@@ -113,12 +113,29 @@ def keras3_before(version: str) -> Callable[[Any], bool]:
     return lambda K: keras3(K) and _version(K) < Version(version)
 
 
+def native_bug(issue_id: str) -> Callable[[Any], bool]:
+    """Where the known-issues table says the row `issue_id` affects this release."""
+    from compat_clone import known_issues
+
+    rows = known_issues.issue(issue_id)
+    return lambda K: any(row.family == family_name(K) and known_issues.affects(row, K.__version__) for row in rows)
+
+
 # The native clone of Keras 2 (tf.keras, tf_keras, standalone) and of Keras 3.0
 # (3.2 keeps it; 3.1 not run) rebuilds a frozen nested model trainable (the
 # `trainable_false` feature); tf.keras and tf_keras also one in TimeDistributed.
 _NESTED_UNFROZEN = {"trainable": ("the native clone unfreezes a frozen nested model",
                                   lambda K: not keras3(K) or keras3_before("3.2")(K))}
-_TD_NESTED_UNFROZEN = {"trainable": ("tf.keras / tf_keras clone a frozen TimeDistributed(model) trainable", tf_keras)}
+_TD_OUTPUT_LIST = ("keras3-functional-output-list: the rebuilt nested model returns a list; the clone raises",
+                   native_bug("keras3-functional-output-list"))
+_TD_NESTED_UNFROZEN = {
+    "trainable": ("tf.keras / tf_keras clone a frozen TimeDistributed(model) trainable; "
+                  "keras3-functional-output-list: the clone raises",
+                  lambda K: tf_keras(K) or native_bug("keras3-functional-output-list")(K)),
+    "class": _TD_OUTPUT_LIST,
+    "outputs": _TD_OUTPUT_LIST,
+    "source": _TD_OUTPUT_LIST,
+}
 
 
 def _require_layer(K: Any, name: str) -> Any:

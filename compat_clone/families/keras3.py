@@ -86,6 +86,11 @@ class Keras3(Family):
 
         return isinstance(layer, Functional) and not self.is_sequential(layer)
 
+    def config_round_trip(self, layer: Any) -> Any:
+        clone = super().config_round_trip(layer)
+        _restore_single_outputs(layer, clone)
+        return clone
+
     def unsafe_scope(self) -> ContextManager[Any]:
         # `lambda-safe-mode`: SafeModeScope keeps its flag in keras'
         # global_state, a threading.local: this thread, this call only.
@@ -242,3 +247,26 @@ def _structure(structure: Any) -> str:
 
 
 FAMILY = Keras3
+
+
+def _sub_models(layer: Any) -> List[Any]:
+    """`layer` and every model nested in it (wrappers' layers included), in a stable order."""
+    walk = getattr(layer, "_flatten_layers", None)
+    found = list(walk(include_self=True, recursive=True)) if walk is not None else [layer]
+    return [x for x in found if hasattr(x, "_outputs_struct")]
+
+
+def _restore_single_outputs(source: Any, clone: Any) -> None:
+    """`keras3-functional-output-list`: a single-output model rebuilt by
+    `from_config` returns a one-element list, which breaks what consumes its
+    output shape (e.g. `TimeDistributed(<model>)`). Each nested model of the
+    clone gets its source's output structure back."""
+    sources, clones = _sub_models(source), _sub_models(clone)
+    if len(sources) != len(clones):  # not the same nesting: nothing to pair safely
+        return
+    for src, new in zip(sources, clones):
+        single = src._outputs_struct
+        listed = new._outputs_struct
+        if not isinstance(single, (list, tuple, dict)) and isinstance(listed, list) and len(listed) == 1:
+            new._outputs_struct = listed[0]
+
