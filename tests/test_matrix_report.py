@@ -63,7 +63,9 @@ def test_readme_collapses_the_zoo_into_one_row_per_env(tmp_path: Path) -> None:
         ("zoo_gru.class", "pass", "pass", ""), ("zoo_gru.outputs", "pass", "fail", "differs"),
         ("zoo_vit.class", "n/a", "n/a", "not in this family"),
     ]))
-    envs = [e for e in _matrix.load_table() if e.name == "keras-3.15-jax"]
+    (results / "keras-3.5-tf.jsonl").write_text(_records("keras-3.5-tf", [("sequential", "pass", "pass", "")]))
+    envs = [e for e in _matrix.load_table() if e.name in ("keras-3.15-jax", "keras-3.5-tf")]
+    assert [e.enabled for e in envs] == [False, True]  # 3.5: the wide matrix only
     readme = tmp_path / "README.md"
     readme.write_text(f"{_report.START_MARKER}\n{_report.END_MARKER}\n")
     report = tmp_path / "COMPATIBILITY.md"
@@ -75,8 +77,11 @@ def test_readme_collapses_the_zoo_into_one_row_per_env(tmp_path: Path) -> None:
     assert "zoo_bert" not in short and "| `sequential` | ✅ ✅ |" in short
     assert "| `zoo` (cases passing every aspect, native / compat_clone) | 1 / 1 of 2 |" in short
     # COMPATIBILITY.md keeps every row
+    # README: `make test`'s environments only, and where the others are
+    assert "keras-3.5-tf" not in short and "has all 2 with results (`make test-wide`)" in short
     full = report.read_text()
-    assert "| `zoo_bert.class` | ❌ ✅ |" in full and "| `zoo_gru.outputs` | ✅ ❌ |" in full
+    assert "| feature | `keras-3.5-tf` | `keras-3.15-jax` |" in full
+    assert "| `zoo_bert.class` |   | ❌ ✅ |" in full and "| `zoo_gru.outputs` |   | ✅ ❌ |" in full
     assert "cases passing every aspect" not in full
 
 

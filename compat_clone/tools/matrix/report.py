@@ -320,6 +320,15 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
     all_statuses = {**load_statuses(*folders), **(statuses or {})}
     report.write_text(render_report(results, envs, descriptions, versions, all_statuses, expected), encoding="utf-8")
     written = [report]
-    if readme is not None and update_readme(readme, render_table(results, [e.name for e in envs], descriptions, summarize=("zoo",))):
-        written.append(readme)
+    if readme is not None:
+        # The README keeps the default run's environments (`make test`, CI);
+        # COMPATIBILITY.md has every environment with results (`make test-wide`).
+        default = [e.name for e in envs if getattr(e, "enabled", True)]
+        shown = {e: r for e, r in results.items() if e in default} if default else results
+        table = render_table(shown, default or [e.name for e in envs], descriptions, summarize=("zoo",))
+        if len(shown) < len(results):
+            table += (f"\nThe columns are `make test`'s environments; [COMPATIBILITY.md](COMPATIBILITY.md) "
+                      f"has all {len(results)} with results (`make test-wide`), one row per zoo case and aspect.\n")
+        if update_readme(readme, table):
+            written.append(readme)
     return written
