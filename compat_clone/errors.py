@@ -104,6 +104,10 @@ class DescriptionFileError(ConversionError):
     """A file is not a model description `compat_clone.convert.load` can read."""
 
 
+class CompileError(CompatCloneError, ValueError):
+    """`compile=True`: the source was never compiled, or a compile setting cannot be carried."""
+
+
 def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:
     """The error for a subclassed model whose config round trip failed (every family)."""
     what = f"the subclassed model {getattr(model, 'name', '?')!r} of type {type(model).__name__}"
