@@ -239,10 +239,14 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
     found: List[Dict[str, Any]] = []
     import builtins
 
-    for name in sorted(set(_code_names(code))):
-        if name not in scope:
-            continue  # an attribute name, or a builtin
-        value = scope[name]
+    # Names read from the function's module, then those its closure holds
+    # (the closure's values are what Keras 2 writes into the config).
+    bound: List[Tuple[str, Any, bool]] = [
+        (name, scope[name], False) for name in sorted(set(_code_names(code))) if name in scope
+    ]
+    cells = getattr(fn, "__closure__", None) or ()
+    bound.extend((name, cell.cell_contents, True) for name, cell in zip(code.co_freevars, cells))
+    for name, value, in_closure in bound:
         module = getattr(value, "__name__", "") if _is_module(value) else getattr(
             value, "__module__", None
         )
@@ -253,10 +257,14 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
         elif _is_module(value):
             found.append({"kind": "lambda_module", "layer": path, "name": name,
                           "module": module})
+        elif in_closure and _is_module(value):
+            found.append({"kind": "lambda_global", "layer": path, "name": name,
+                          "detail": f"the module {module!r}, held by the function's closure"})
         elif isinstance(value, (int, float, str, bool)) or value is None:
-            found.append({"kind": "lambda_constant", "layer": path, "name": name,
-                          "value": value})
-        elif not hasattr(builtins, name):
+            if not in_closure:  # closure constants travel in the config itself
+                found.append({"kind": "lambda_constant", "layer": path, "name": name,
+                              "value": value})
+        elif in_closure or not hasattr(builtins, name):
             found.append({"kind": "lambda_global", "layer": path, "name": name,
                           "detail": f"{type(value).__name__} from module {module!r}"})
     return found
