@@ -96,8 +96,8 @@ def clone_model(
             compile settings (`run_eagerly`, `steps_per_execution`,
             `jit_compile`, Keras 3's `auto_scale_loss`, standalone Keras 2's
             `sample_weight_mode`). With `False` (the default) the clone is
-            compiled only where the native `clone_model` compiles it (Keras
-            3.9+, from the source's serialized compile config).
+            left as the family's own `clone_model` leaves it (recent Keras 3
+            releases compile it from the source's serialized compile config).
 
     Returns:
         A new model of the same family and (where the family can) the same

@@ -86,6 +86,40 @@ def apply(family: "Family", clone: Any, settings: CompileSettings) -> None:
         ) from exc
 
 
+def unprefix_metric_names(clone: Any, arguments: Dict[str, Any]) -> None:
+    """Gives re-created metric objects back the names their user gave them (Keras 2 lines).
+
+    Standalone Keras 2.3, tf.keras and tf_keras rename a metric object given
+    for one output of several to `<output>_<name>` when they compile: the
+    source's object carries that name, so does its re-created copy, and the
+    clone's compile would prefix it again. The copies (ours, not the user's)
+    lose the prefix before the clone is compiled.
+    """
+    names = list(getattr(clone, "output_names", None) or [])
+    if len(names) < 2:
+        return
+    for key in ("metrics", "weighted_metrics"):
+        value = arguments.get(key)
+        if isinstance(value, dict):
+            per_output: Any = value.items()
+        elif isinstance(value, list) and len(value) == len(names):
+            per_output = zip(names, value)
+        else:
+            continue
+        for output, metrics in per_output:
+            for metric in metrics if isinstance(metrics, list) else [metrics]:
+                name = getattr(metric, "name", None)
+                if _is_object(metric) and isinstance(name, str) and name.startswith(f"{output}_"):
+                    _rename(metric, name[len(output) + 1 :])
+
+
+def _rename(metric: Any, name: str) -> None:
+    try:
+        metric.name = name  # standalone Keras 2.3: a settable attribute
+    except AttributeError:  # tf.keras / tf_keras: a read-only property over `_name`
+        metric._name = name
+
+
 # -- one object --------------------------------------------------------------------
 
 
@@ -115,7 +149,7 @@ def _recreate(value: Any, key: str) -> Any:
     config: Any = None
     try:
         config = value.get_config()
-        return cls.from_config(config)
+        return _same_function_arguments(value, cls.from_config(config))
     except CompatCloneError:
         raise
     except Exception as exc:
@@ -131,6 +165,19 @@ def _recreate(value: Any, key: str) -> Any:
         ) from exc
 
 
+def _same_function_arguments(value: Any, new: Any) -> Any:
+    """`new` with the function keyword arguments of `value`, where its config dropped them.
+
+    A loss / metric wrapping a function keeps that function's keyword
+    arguments in `_fn_kwargs`; some `get_config`s leave them out (Keras 3's
+    `Huber` its `delta`), which would silently change the clone's loss.
+    """
+    kwargs = getattr(value, "_fn_kwargs", None)
+    if isinstance(kwargs, dict) and getattr(new, "_fn_kwargs", None) != kwargs:
+        new._fn_kwargs = dict(kwargs)
+    return new
+
+
 def _with_live_function(value: Any, config: Any) -> Any:
     """A function wrapper rebuilt around its live function; None where that fails.
 
@@ -142,7 +189,7 @@ def _with_live_function(value: Any, config: Any) -> Any:
     if not callable(fn) or not isinstance(config, Mapping):
         return None
     try:
-        return type(value)(fn, **{k: v for k, v in config.items() if k != "fn"})
+        return _same_function_arguments(value, type(value)(fn, **{k: v for k, v in config.items() if k != "fn"}))
     except Exception:  # the caller reports the config round trip's own error
         return None
 

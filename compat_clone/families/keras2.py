@@ -243,6 +243,11 @@ class Keras2(Family):
                 _compile.apply(self, new, request.compile)
             return new
 
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        # 2.3 renames a metric object given for one output of several.
+        _compile.unprefix_metric_names(clone, arguments)
+        clone.compile(optimizer=optimizer, **arguments)
+
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:
         # `compile` keeps its arguments as attributes; 2.3 renamed the metric
         # lists (`metrics` became the list of Metric objects).

@@ -13,6 +13,7 @@ import inspect
 import sys
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from compat_clone.families import _compile
 from compat_clone.families._compile import CompileSettings
 from compat_clone.families._core import Cloner, Family, Node
 
@@ -170,6 +171,11 @@ class TfKeras(Family):
         return self.keras().models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     # -- compile=True ----------------------------------------------------------
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        # `compile` renames a metric object given for one output of several.
+        _compile.unprefix_metric_names(clone, arguments)
+        clone.compile(optimizer=optimizer, **arguments)
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:
         # `_get_compile_args` is what the native `clone_and_build_model` and
