@@ -145,6 +145,13 @@ class _Builder:
         cls = self.layer_class(class_name, path)
         is_custom = cls is not getattr(self.keras.layers, class_name.rpartition(">")[2], None)
         mapped = map_config(class_name, config, path, cls, self.changes, self.activation)
+        for key, value in mapped.items():
+            # Keras 3.0 deserializes some initializers by their new class name
+            # only (`OrthogonalInitializer`): build the ones its module names.
+            if key.endswith("_initializer") and isinstance(value, dict) and "class_name" in value:
+                initializer: Any = getattr(self.keras.initializers, value["class_name"], None)
+                if initializer is not None and hasattr(initializer, "from_config"):
+                    mapped[key] = initializer.from_config(value.get("config", {}))
         for key in _LAYER_KEYS:
             inner = mapped.get(key)
             if isinstance(inner, dict) and "class_name" in inner:
@@ -154,7 +161,7 @@ class _Builder:
         try:
             if is_custom and hasattr(cls, "from_config"):
                 return cls.from_config(mapped)
-            return cls(**mapped)
+            built = cls(**mapped)
         except UnconvertibleLayerError:
             raise
         except Exception as exc:  # Keras 3 refused the mapped arguments
@@ -163,6 +170,29 @@ class _Builder:
                 f"converted config ({type(exc).__name__}: {exc}). Pass a Keras 3 layer for it "
                 f"in `custom_objects={{{name!r}: ...}}`."
             ) from exc
+        if class_name == "Bidirectional" and self.description.source.get("family") == "keras2":
+            self.keep_masked_outputs(built, path)
+        return built
+
+    def keep_masked_outputs(self, layer: Any, path: str) -> None:
+        """Standalone Keras 2's RNNs repeat the last output at masked steps.
+
+        Keras 3's `Bidirectional` (like tf.keras') forces zeros there
+        (`zero_output_for_mask`); standalone Keras 2.0-2.3 has no such
+        setting and carries the previous output, so the converted layer is
+        set back to carrying (read at call time).
+        """
+        sequences = False
+        for inner in (layer.forward_layer, layer.backward_layer):
+            if getattr(inner, "zero_output_for_mask", None):
+                inner.zero_output_for_mask = False
+                sequences = True
+        if sequences:
+            self.changes.append(
+                f"{path}: masked steps repeat the previous output as in standalone Keras 2 "
+                "(`zero_output_for_mask=False` on both directions; a saved and reloaded "
+                "Keras 3 model writes zeros there instead)"
+            )
 
     def lambda_layer(self, config: Dict[str, Any], path: str) -> Any:
         name = config.get("name", path)
@@ -245,6 +275,11 @@ class _Builder:
     def input_layer(self, config: Dict[str, Any], path: str) -> Any:
         mapped = map_config("InputLayer", config, path, self.keras.layers.InputLayer, self.changes, self.activation)
         shape = config.get("batch_input_shape", config.get("batch_shape"))
+        if shape is None:
+            raise UnconvertibleLayerError(
+                f"Input layer {path!r} has no shape in the description (config {config!r}). "
+                "Describe a model built on `Input(shape=...)`."
+            )
         kwargs: Dict[str, Any] = {"batch_shape": tuple(shape), "name": config.get("name")}
         if mapped.get("dtype") is not None:
             kwargs["dtype"] = mapped["dtype"]
@@ -328,17 +363,19 @@ class _Builder:
     def first_node(self, entry: Dict[str, Any]) -> int:
         """The index the config gives a layer's first call in this graph.
 
-        tf.keras / tf_keras count a nested model's own first node (the one
-        its `Input` made) in the indices they write, so their calls of it
-        start at 1; standalone Keras 2 counts only the outer graph's nodes.
+        Every Keras 2 family counts a nested model's own first node (the one
+        its `Input` made) in the indices it writes, so the calls of a model
+        built on its own `Input` start at 1 (a Sequential built without an
+        input shape has no such node).
         """
-        if self.description.source.get("family") != "tf_keras":
-            return 0
         if entry["class_name"] not in _MODEL_CLASSES and not entry["class_name"].endswith(">Functional"):
             return 0
         inner = entry["config"]
         layers = inner if isinstance(inner, list) else inner.get("layers", [])
-        return int(bool(layers) and layers[0].get("class_name") == "InputLayer")
+        if not layers:
+            return 0
+        first = layers[0]
+        return int(first.get("class_name") == "InputLayer" or "batch_input_shape" in first.get("config", {}))
 
     def node_call(self, node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
         """The arguments of one call, or None when an input is not built yet."""
@@ -351,12 +388,12 @@ class _Builder:
             tensors.append(outputs[key][int(ref[2])])
             if len(ref) > 3 and ref[3]:
                 kwargs.update(ref[3])
-        resolved = {}
-        for key, value in kwargs.items():
-            done, val = self.resolve(value, outputs)
-            if not done:
+        resolved: Dict[str, Any] = {}
+        for argument, value in kwargs.items():
+            found, val = self.resolve(value, outputs)
+            if not found:
                 return None
-            resolved[key] = val
+            resolved[argument] = val
         return (tensors[0] if len(tensors) == 1 else tensors), resolved
 
     def resolve(self, value: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Tuple[bool, Any]:
