@@ -150,6 +150,7 @@ def _detect_h5(path: str) -> SavedModelInfo:
     try:
         with h5py.File(path, "r") as f:
             attrs = {k: _text(v) for k, v in f.attrs.items()}
+            has_groups = len(f.keys()) > 0
     except OSError as e:
         return SavedModelInfo(path, "h5", None, None, problem=f"an HDF5 file h5py cannot open ({e})")
     version, backend = attrs.get("keras_version"), attrs.get("backend")
@@ -157,7 +158,7 @@ def _detect_h5(path: str) -> SavedModelInfo:
     if config is None:
         why = ("weights only (saved by save_weights(): no architecture); build the model in code, "
                "load_weights() it, then save it with model.save()")
-        if version is None and "layer_names" not in attrs:
+        if version is None and "layer_names" not in attrs and not has_groups:
             why = "an HDF5 file with no Keras model in it (no `model_config` or `keras_version` attribute)"
         return SavedModelInfo(path, "h5", _family(version), version, backend, problem=why)
     if version is None:

@@ -107,6 +107,7 @@ def _load_inputs(path: str, model: Any) -> List[Any]:
 
 
 def _describe(args: argparse.Namespace) -> Dict[str, Any]:
+    os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
     keras = _keras_for(args.family)
     from compat_clone import family_of
     from compat_clone.convert import describe, save
@@ -138,6 +139,7 @@ def _rebuild(args: argparse.Namespace) -> Dict[str, Any]:
     from compat_clone.convert import load, rebuild, verify
     from compat_clone.errors import ConversionMismatchError
 
+    os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "target"
     objects = custom_objects(args.custom_objects)
     description = load(args.description)
     changes: List[str] = []

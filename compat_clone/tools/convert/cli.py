@@ -42,7 +42,8 @@ virtualenv folder or a python interpreter, used as it is.
 current folder or the environment's packages) and its attribute `name` registered under that name;
 an attribute that is a dict is used as a whole custom_objects mapping. The source environment needs
 the Keras 2 class, the target its Keras 3 counterpart: one module can serve both by checking which
-Keras it finds (e.g. `keras.__version__`), or name two modules.
+Keras it finds (`keras.__version__`), or the variable COMPAT_CLONE_CONVERT_SIDE (source | target) that
+the worker sets before importing it (for an environment that has both Kerases).
 
 Example:
   compat-clone convert old.h5 -o new.keras
