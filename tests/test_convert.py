@@ -135,12 +135,14 @@ def test_describe_user_probe_inputs(K2: Any) -> None:
 @needs_keras2
 def test_describe_notes_framework_lambda(K2: Any) -> None:
     L = K2.layers
-    backend = K2.backend
+    # A module global, as in user code (a closure over a module is refused
+    # by standalone Keras 2's own `get_config`).
+    globals()["_K2_BACKEND"] = K2.backend
     x = L.Input((3,))
-    model = K2.models.Model(x, L.Lambda(lambda t: backend.abs(t), name="absolute")(x))
+    model = K2.models.Model(x, L.Lambda(lambda t: _K2_BACKEND.abs(t), name="absolute")(x))  # type: ignore[name-defined]  # noqa: F821
     notes = describe(model).notes_for("absolute")
     assert [n["kind"] for n in notes] == ["lambda_framework"]
-    assert notes[0]["name"] == "backend"
+    assert notes[0]["name"] == "_K2_BACKEND"
 
 
 def test_load_refuses_other_files(tmp_path: Any) -> None:

@@ -184,7 +184,15 @@ def _architecture(model: Any) -> Dict[str, Any]:
         )
     # The model's own JSON writer: it knows how its Keras encodes tuples,
     # NumPy scalars, dtype policies and marshalled Lambda functions.
-    text = model.to_json()
+    try:
+        text = model.to_json()
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedModelError(
+            f"Cannot describe model {model.name!r}: its Keras could not write its config "
+            f"({type(exc).__name__}: {exc}). A `Lambda` whose function closes over a module "
+            "or another object is the usual cause: make the function read only its inputs "
+            "and constants."
+        ) from exc
     data = json.loads(text)
     return {"class_name": data["class_name"], "config": data["config"]}
 
