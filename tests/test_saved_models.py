@@ -44,6 +44,19 @@ def _save_models(K: Any, family: str, folder: Path) -> Dict[str, Path]:
     return out
 
 
+@pytest.fixture(scope="module")
+def saved_once(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`saved_once(K, family)`: `_save_models` once per family for the module (saving costs seconds)."""
+    cache: Dict[str, Dict[str, Path]] = {}
+
+    def get(K: Any, family: str) -> Dict[str, Path]:
+        if family not in cache:
+            cache[family] = _save_models(K, family, tmp_path_factory.mktemp(f"saved-{family}"))
+        return cache[family]
+
+    return get
+
+
 def _claim(env_name: str) -> Dict[str, str]:
     from compat_clone.tools.matrix.table import load_table
 
@@ -51,8 +64,8 @@ def _claim(env_name: str) -> Dict[str, str]:
     return dict(env.expect)
 
 
-def test_detects_who_wrote_each_format(K: Any, family: str, tmp_path: Path) -> None:
-    saved = _save_models(K, family, tmp_path)
+def test_detects_who_wrote_each_format(K: Any, family: str, saved_once: Any) -> None:
+    saved = saved_once(K, family)
     formats = {"h5": "h5", "keras": "keras", "savedmodel": "savedmodel"}
     here = os.environ.get("COMPAT_CLONE_ENV")
     for name, path in saved.items():
@@ -74,12 +87,13 @@ def test_detects_who_wrote_each_format(K: Any, family: str, tmp_path: Path) -> N
     assert detect(saved["h5"]).backend == (K.backend.backend() if family == "keras3" else "tensorflow")
 
 
-def test_detection_imports_no_framework(K: Any, family: str, tmp_path: Path) -> None:
-    saved = _save_models(K, family, tmp_path)
+def test_detection_imports_no_framework(K: Any, family: str, saved_once: Any) -> None:
+    saved = saved_once(K, family)
+    folder = saved["h5"].parent
     script = (
         "import json, sys\n"
         "from compat_clone.tools.saved_models import find_models\n"
-        f"found = [[i.path, i.family, i.version, i.env] for i in find_models({str(tmp_path)!r})]\n"
+        f"found = [[i.path, i.family, i.version, i.env] for i in find_models({str(folder)!r})]\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
         "('tensorflow', 'keras', 'tf_keras', 'jax', 'torch'))\n"
         "print(json.dumps({'found': found, 'loaded': loaded}))\n"
@@ -157,9 +171,16 @@ def test_env_for_refuses_a_family_without_environment() -> None:
         env_for("keras2", "2.2.4", table)
 
 
-def test_migrate_models_lists_commands(K: Any, family: str, tmp_path: Path,
+def test_migrate_models_lists_commands(K: Any, family: str, tmp_path: Path, saved_once: Any,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    saved = _save_models(K, family, tmp_path / "models")
+    import shutil
+
+    originals = saved_once(K, family)
+    (tmp_path / "models").mkdir()
+    saved = {}
+    for name, path in originals.items():
+        saved[name] = tmp_path / "models" / path.name
+        (shutil.copytree if path.is_dir() else shutil.copyfile)(path, saved[name])
     (tmp_path / "models" / "junk.h5").write_text("junk")
     (tmp_path / "models" / ".hidden").mkdir()
     (tmp_path / "models" / ".hidden" / "skip.h5").write_text("never read")

@@ -91,13 +91,15 @@ def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, r
 
 
 def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any) -> Interpreter:
-    from compat_clone.tools.matrix.runner import _STAMP_FILE, build_env, env_environ, env_stamp
+    from compat_clone.tools.matrix.runner import _STAMP_FILE, build_env, env_environ
 
     env_dir = matrix_dir / env.name
     python = env_dir / "bin" / "python"
     # An environment that is there is used as it is, without its lock: a
     # matrix run may be running its tests (that holds the lock for minutes),
-    # and reading a model there does not disturb them.
+    # and reading a model there does not disturb them. It is not rebuilt when
+    # the table's pins moved on (`compat-clone matrix --rebuild` does that);
+    # the worker reports the Keras version it read the model with.
     if not (python.exists() and (env_dir / _STAMP_FILE).is_file()):
         if not build:
             raise InvalidArgumentError(
@@ -111,9 +113,6 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
                 f"{role} {env.name!r}: building the environment failed; see {out.log}. Fix the cause "
                 "(network, disk) and run the command again, or name another environment."
             )
-    elif (env_dir / _STAMP_FILE).read_text(encoding="utf-8").strip() != env_stamp(env):
-        say(env.name, "reusing the environment although its pins changed since it was built; "
-                      f"`compat-clone matrix --env {env.name} --rebuild -- python -V` refreshes it")
     environ = env_environ(env, env_dir)
     # A development checkout on PYTHONPATH serves the workers too (the matrix
     # clears PYTHONPATH for its commands; a caller's is passed on here).

@@ -122,7 +122,7 @@ def _describe(args: argparse.Namespace) -> Dict[str, Any]:
         raise
     except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
         raise InvalidArgumentError(
-            f"Keras {keras.__version__} could not load {args.model!r}: {type(e).__name__}: {e}. "
+            f"Keras {keras.__version__} could not load {args.model!r}: {type(e).__name__}: {str(e).rstrip('.')}. "
             "If the model uses layers or functions of your own, pass --custom-objects module:name."
         ) from e
     info = family_of(model)

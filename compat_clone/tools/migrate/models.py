@@ -71,9 +71,9 @@ def list_models(folder: str) -> int:
                 "compat-clone", "convert", info.path, "-o", output, "--from", str(info.env)])
             convert.append(f"{info.path}: {info.describe()}\n    {command}")
     for line in convert + done:
-        print(line)
+        print(line, flush=True)
     for line in problems:
-        print(line, file=sys.stderr)
+        print(line, file=sys.stderr, flush=True)
     print(f"{len(convert)} Keras 2 model(s) to convert, {len(done)} already Keras 3, "
           f"{len(problems)} not convertible.")
     return 2 if problems else 0
