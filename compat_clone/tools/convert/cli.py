@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -57,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Args:
         parser: the subcommand's parser; its description and epilog are set too.
     """
-    parser.description = _DESCRIPTION
+    parser.description = textwrap.fill(_DESCRIPTION, 100)
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add = parser.add_argument
@@ -116,9 +117,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="compat-clone-convert-") as tmp:
         desc_path = os.path.join(tmp, "description.npz")
         model_path = os.path.join(tmp, "model.keras")
-        cmd = ["describe", "--family", family, "--model", os.path.abspath(args.source), "--out", desc_path]
+        # The workers run in this folder: paths are passed as given, and said so in their messages.
+        cmd = ["describe", "--family", family, "--model", args.source, "--out", desc_path]
         if args.inputs:
-            cmd += ["--inputs", os.path.abspath(args.inputs)]
+            cmd += ["--inputs", args.inputs]
         rc, described = _worker(source, cmd + _co_args(co))
         if described is None:
             print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
