@@ -32,7 +32,9 @@ from compat_clone.errors import (
     InputTensorsError,
     subclassed_rebuild_error,
 )
+from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner, CloneRequest, Node
+from compat_clone.families._compile import CompileSettings
 from compat_clone.families._layers import holds_layer_of
 from compat_clone.families._skip_init import zeros_initializers
 from compat_clone.weights import LayerMap
@@ -270,11 +272,28 @@ class Family(abc.ABC):
         return placement.scope(model, request.device, self.info)
 
     def build(self, model: Any, request: CloneRequest, cloner: "Cloner") -> Any:
-        """Runs the clone inside the family's placement (and locks)."""
+        """Runs the clone inside the family's placement (and locks); compiles it if asked."""
         with self.placement(model, request) as where:
             new = cloner.clone_model(model, request.input_tensors)
             where.finish(new, cloner.layer_map)
+            if request.compile is not None:
+                _compile.apply(self, new, request.compile)
         return new
+
+    # -- compile=True --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        """What `model.compile` received, as this Keras records it; None if never compiled.
+
+        Live objects (the source's optimizer, losses, metrics): `_compile`
+        re-creates them for the clone. Raises `CompileError` for a setting
+        this Keras records but that cannot be carried to a clone.
+        """
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        """Compiles the clone with a new optimizer and the (renewed) settings."""
+        clone.compile(optimizer=optimizer, **arguments)
 
     @abc.abstractmethod
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
