@@ -126,17 +126,29 @@ def assign_locked(pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         return
     graph = graphs.pop()
     op, tau_input = _cached_assign_op(graph, pairs, blend=tau != 1.0)
-    with graph.as_default():  # the session Keras keeps for this graph
-        session = K.get_session()  # also initializes the clone's new variables
-    if session.graph is not graph:
-        # The variables live in a graph no session of Keras runs (built
-        # under another `graph.as_default()`): carry the values by the host.
-        _host_copy(K, pairs, tau)
-        return
+    # An exact copy writes every target whole, so it initializes them: Keras
+    # is told not to run their initializers first (a clone with weights would
+    # otherwise fill every variable twice, and hold the initializers' constant
+    # tensors in the session). A blend reads its targets: they are initialized.
+    skipped = [dst for _, dst in pairs if not getattr(dst, "_keras_initialized", False)] if tau == 1.0 else []
+    for variable in skipped:
+        variable._keras_initialized = True  # read by Keras' `get_session` (2.0-2.3)
     try:
-        session.run(op, feed_dict=None if tau_input is None else {tau_input: tau})
-    except tf_module().errors.FailedPreconditionError as exc:
-        raise _unreadable_error(exc) from exc
+        with graph.as_default():  # the session Keras keeps for this graph
+            session = K.get_session()  # initializes the variables no session has seen (sources too)
+        if session.graph is not graph:
+            # The variables live in a graph no session of Keras runs (built
+            # under another `graph.as_default()`): carry the values by the host.
+            _host_copy(K, pairs, tau)
+            return
+        try:
+            session.run(op, feed_dict=None if tau_input is None else {tau_input: tau})
+        except tf_module().errors.FailedPreconditionError as exc:
+            raise _unreadable_error(exc) from exc
+    except BaseException:
+        for variable in skipped:  # not written: the next `get_session` initializes them
+            variable._keras_initialized = False
+        raise
 
 
 def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False) -> Tuple[Any, Any]:
@@ -163,9 +175,21 @@ def _copy_op(pairs: List[Tuple[Any, Any]]) -> Any:
 
 
 def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
-    """`dst -= tau * (dst - src)` for floating-point targets, `dst = src` for others; one op."""
+    """`dst = (1 - tau) * dst + tau * src` for floating-point targets, `dst = src` for others; one op.
+
+    Each floating-point target is updated in place by two fused kernels, one
+    after the other (`ApplyGradientDescent`: `var -= alpha * delta`): `dst -=
+    tau * dst`, then `dst -= -tau * src`. No temporary tensor is made (an
+    expression such as `dst - tau * (dst - src)` allocates two, of the
+    variable's size, every step). Where a target is also a source, or this
+    TensorFlow has no such kernel, that expression is used instead.
+    """
     tf = tf_module()
     tau_input = tf.placeholder(tf.float64, shape=(), name="compat_clone_tau")
+    sources = {id(src) for src, _ in pairs}
+    in_place = getattr(getattr(tf, "raw_ops", None), "ApplyGradientDescent", None) is not None and not any(
+        id(dst) in sources for _, dst in pairs
+    )
     alphas: Dict[Any, Any] = {}
     updates = []
     for src, dst in pairs:
@@ -174,10 +198,23 @@ def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
             updates.append(tf.assign(dst, src))
             continue
         if dtype not in alphas:
-            alphas[dtype] = tf.cast(tau_input, dtype)
+            alphas[dtype] = (tf.cast(tau_input, dtype), tf.cast(-tau_input, dtype))
+        alpha, minus_alpha = alphas[dtype]
         with tf.device(dst.device) if dst.device else contextlib.nullcontext():  # where the target lives
-            updates.append(tf.assign_sub(dst, alphas[dtype] * (dst - src)))
+            if in_place:
+                scaled = _apply_descent(tf, dst, alpha, dst)
+                with tf.control_dependencies([scaled]):
+                    updates.append(_apply_descent(tf, dst, minus_alpha, src))
+            else:
+                updates.append(tf.assign_sub(dst, alpha * (dst - src)))
     return tf.group(*updates, name="compat_clone_soft_update"), tau_input
+
+
+def _apply_descent(tf: Any, variable: Any, alpha: Any, delta: Any) -> Any:
+    """`variable -= alpha * delta` in place, one kernel (reference or resource variable)."""
+    if variable.dtype._is_ref_dtype:  # TF 1.x variables, and compat.v1 without resource variables
+        return tf.raw_ops.ApplyGradientDescent(var=variable, alpha=alpha, delta=delta)
+    return tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=alpha, delta=delta)
 
 
 def _host_copy(K: Any, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
