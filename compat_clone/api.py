@@ -167,7 +167,11 @@ def clone_model(
 def _copy(
     adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap], tau: float = 1.0
 ) -> None:
-    pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
+    if layer_map is None:  # copy_weights: often the same two models, step after step
+        pairs = _weights.plan_copy_cached(source, target, adapter.variable_spec)
+    else:
+        pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
+    pairs = adapter.skip_prefilled(pairs)  # a clone that started from copies: checked, not written twice
     if tau == 1.0:
         adapter.assign_pairs(pairs)  # the exact copy: unchanged fast paths
     else:

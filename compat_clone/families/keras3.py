@@ -13,7 +13,8 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
 
 from compat_clone.errors import CompileError, InputTensorsError
 from compat_clone.families._compile import CompileSettings
-from compat_clone.families._core import Cloner, Family, Node, own_get_config
+from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
+from compat_clone.families._skip_init import Prefill
 
 __all__ = ["Keras3"]
 
@@ -281,6 +282,26 @@ class Keras3(Family):
 
         placement.assign_keras3(pairs, tau)
 
+    def prefill(self, cloner: Cloner, request: CloneRequest) -> Optional[Prefill]:
+        # JAX and torch: a clone layer's variables start as device copies of
+        # its source layer's (no zeros made, then overwritten). Only where the
+        # clone lives where the source does and no distribution lays variables
+        # out (a layout would trace the initializer under `jax.jit`).
+        from compat_clone import placement
+
+        fresh_copy = placement.fresh_copy_keras3(self.info.backend)
+        if fresh_copy is None or request.device is not None or _distribution() is not None:
+            return None
+        reverse: Dict[int, Any] = {}
+
+        def source_layer(layer: Any) -> Any:
+            if id(layer) not in reverse and len(reverse) != len(cloner.layer_map):
+                reverse.clear()
+                reverse.update((id(new), src) for src, new in cloner.layer_map.values())
+            return reverse.get(id(layer))
+
+        return Prefill(source_layer, fresh_copy)
+
 
 def _compile_from_config(model: Any, new: Any) -> None:
     """As the native clone does for a compiled source: the clone compiled from its config."""
@@ -298,6 +319,15 @@ def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:
         if flag in params:
             spec[flag] = bool(getattr(x, flag, False))
     return spec
+
+
+def _distribution() -> Any:
+    """The global `keras.distribution` in force, or None (Keras 3.0-3.15: `distribution_lib.distribution()`)."""
+    import sys
+
+    module = sys.modules.get("keras.src.distribution.distribution_lib")
+    getter = getattr(module, "distribution", None)
+    return getter() if callable(getter) else None
 
 
 def _structure(structure: Any) -> str:
