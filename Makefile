@@ -1,5 +1,5 @@
 # Two commands set up and run everything on a fresh machine:
-#   make demo   the default environment (latest TensorFlow CPU + Keras 3 + tf_keras) and `compat-clone doctor`
+#   make demo   the default environment (latest TensorFlow CPU + Keras 3 + tf_keras), `compat-clone doctor`, a conversion
 #   make test   the test suite in every environment of the version matrix
 PYTHON ?= python3
 TOOLS := .tools
@@ -21,8 +21,14 @@ $(VENV)/.stamp: $(UV) pyproject.toml requirements/default.txt
 
 venv: $(VENV)/.stamp
 
+# `make demo`: `compat-clone doctor`, then a conversion with its proof: a small
+# tf_keras (Keras 2) model saved as .demo/old.h5 (docs/demo_old_model.py) and
+# converted to a Keras 3 .demo/new.keras. .venv holds tf_keras and Keras 3, so
+# both halves run there (--from/--to .venv): no matrix environment is built.
 demo: $(VENV)/.stamp
 	$(VENV)/bin/compat-clone doctor
+	$(VENV)/bin/python docs/demo_old_model.py
+	$(VENV)/bin/compat-clone convert .demo/old.h5 -o .demo/new.keras --from $(VENV) --to $(VENV) --force
 
 # `make lint`: mypy --strict over the package and ruff over package, tests and
 # bench (pyproject.toml holds both configurations). `make test` runs it first.

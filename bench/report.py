@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 from pathlib import Path
@@ -91,7 +92,7 @@ def clone_section(rows: Sequence[Row]) -> List[str]:
         "clone's profiled time spent in compat_clone's own functions.", ""]
 
 
-def growth_section(rows: Sequence[Row], plot_note: Optional[str]) -> List[str]:
+def growth_section(rows: Sequence[Row], plot_note: Optional[str], link: str = f"bench/{PLOT.name}") -> List[str]:
     groups = V.growth_groups(rows)
     if not groups:
         return []
@@ -100,7 +101,7 @@ def growth_section(rows: Sequence[Row], plot_note: Optional[str]) -> List[str]:
              len(g["times"]["compat"]["cpu"]), f"{g['walk']:.3f}" if "walk" in g else "-"]
             for (env, _), group in groups.items() for g in group]
     out = ["## Growth with model size (ReLU chain)", "",
-           f"![clone time vs layers](bench/{PLOT.name})" if plot_note is None else f"(No plot: {plot_note}.)", ""]
+           f"![clone time vs layers]({link})" if plot_note is None else f"(No plot: {plot_note}.)", ""]
     out += _table(["env", "Keras", "layers", "native s", "compat_clone s", "ratio (CPU)", "pairs", "own walk s"], body)
     out += ["*own walk*: tf.keras / tf_keras only: compat_clone with a `call_function`, which runs compat_clone's "
             "own graph walk instead of delegating to the native clone; one run per size.", ""]
@@ -224,7 +225,11 @@ def write(results: Path, out: Path) -> List[V.Verdict]:
     md += ["**Not measured in this run:**", "", *(f"- {m}" for m in missing), ""] if missing else []
     md += ["**Reused from an earlier run** (`--reuse`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
         if meta["reused"] else []
-    md += clone_section(rows) + growth_section(rows, plot(rows, PLOT)) + weights_section(rows)
+    # The plot of record goes with BENCHMARKS.md; another report (a partial run) has its own, beside it.
+    record = out.resolve() == (ROOT / "BENCHMARKS.md").resolve()
+    plot_path = PLOT if record else out.with_name(out.stem + ".clone_growth.png")
+    link = os.path.relpath(plot_path, out.resolve().parent)
+    md += clone_section(rows) + growth_section(rows, plot(rows, plot_path), link) + weights_section(rows)
     md += gpu_section(rows) + import_section(rows)
     mach, (load0, load1) = meta["machine"], (meta["load"] + ["?"])[:2]
     md += ["## Machine and software", "", f"- CPU: {mach['cpu']}, {mach['cores']} cores; RAM {mach['ram_gb']} GB; "
@@ -234,6 +239,7 @@ def write(results: Path, out: Path) -> List[V.Verdict]:
            + "." for run in runs]
     md += ["", "## Reproduce", "", "```", command, "```", "", "Raw results: `.bench/results/*.json` (one file per "
            "environment, `_run.json` for the run); `python bench/report.py` renders this file from them again.", ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(md), encoding="utf-8")
     return verdicts
 

@@ -13,7 +13,10 @@ ratios are measured in-process, and two benchmarks at once only add noise.
 With a GPU (``nvidia-smi`` lists one), the GPU mode runs too, one process per
 Keras 3 backend installed in ``--python``. Each run writes one JSON file per
 environment into ``--results`` and ``_run.json`` (what ran, the machine, the
-load); ``bench/report.py`` renders the report from them.
+load); ``bench/report.py`` renders the report from them: BENCHMARKS.md after
+the full run, ``.bench/BENCHMARKS.partial.md`` (and its own plot) when
+``--envs``, ``--weight-envs`` or ``--cases`` leave out part of it, unless
+``--out`` names the file.
 """
 
 from __future__ import annotations
@@ -132,6 +135,31 @@ def _loadavg() -> str:
     return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+PARTIAL = ROOT / ".bench" / "BENCHMARKS.partial.md"
+
+
+def left_out(args: argparse.Namespace, parser: argparse.ArgumentParser) -> List[str]:
+    """What the default run measures that this one does not (environments, cases); [] for a full run."""
+    missing = []
+    for option in ("envs", "weight_envs", "cases"):
+        chosen = {e for e in getattr(args, option).split(",") if e}
+        default = [e for e in parser.get_default(option).split(",") if e]
+        missing += [f"--{option.replace('_', '-')} {e}" for e in default if e not in chosen]
+    return missing
+
+
+def report_path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
+    """`--out`, else BENCHMARKS.md for a full run and `PARTIAL` for a partial one (never the record)."""
+    if args.out:
+        return Path(args.out).resolve()
+    missing = left_out(args, parser)
+    if not missing:
+        return ROOT / "BENCHMARKS.md"
+    _say(f"a partial run (leaves out {', '.join(missing)}): the report goes to "
+         f"{PARTIAL.relative_to(ROOT)}, not BENCHMARKS.md (pass --out BENCHMARKS.md to replace the record)")
+    return PARTIAL
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", default="default,keras-2.2.5", help="environments for every case")
@@ -146,8 +174,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="interpreter of the `default` environment and of the GPU mode")
     parser.add_argument("--timeout", type=float, default=3600, help="per environment, seconds")
     parser.add_argument("--results", default=str(ROOT / ".bench" / "results"))
-    parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--out", default=None,
+                        help="the report (default: BENCHMARKS.md after a full run; a run that leaves out "
+                             f"default environments or cases writes {PARTIAL.relative_to(ROOT)})")
     args = parser.parse_args(argv)
+    out = report_path(args, parser)
     envs, weight_envs = ([e for e in s.split(",") if e] for s in (args.envs, args.weight_envs))
     try:
         select_envs(load_table(), [e for e in envs + weight_envs if e != "default"] or ["*"])
@@ -178,9 +209,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         run_gpu(args, results, meta)
     meta.update(wall=time.monotonic() - start, load=meta["load"] + [_loadavg()])
     (results / "_run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    verdicts = report.write(results, Path(args.out))
+    verdicts = report.write(results, out)
     print("\n".join(v.line() for v in verdicts))
-    _say(f"wrote {os.path.relpath(args.out, ROOT)} in {meta['wall'] / 60:.1f} min")
+    _say(f"wrote {os.path.relpath(out, ROOT)} in {meta['wall'] / 60:.1f} min")
     return 1 if meta["failures"] else 0
 
 

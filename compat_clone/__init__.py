@@ -15,6 +15,7 @@ from compat_clone._dispatch import FamilyInfo
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
+    CompileError,
     DeviceNotFoundError,
     InputTensorsError,
     InvalidArgumentError,
@@ -31,6 +32,13 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # `compat_clone.nox_sessions`: looked up lazily, so importing compat_clone
     # imports neither nox nor the matrix tooling.
+    # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion, loaded on
+    # first use. The subpackage is itself callable (`convert(model, ...)`):
+    # once imported, Python binds the name to it, so both spellings agree.
+    if name == "convert":
+        import compat_clone.convert as convert_package
+
+        return convert_package
     if name == "nox_sessions":
         from compat_clone.tools.matrix.sessions import nox_sessions
 
@@ -53,6 +61,8 @@ __all__ = [
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
     "WeightsUnreadableError",
+    "CompileError",
     "nox_sessions",
+    "convert",
     "__version__",
 ]

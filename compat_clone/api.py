@@ -6,6 +6,7 @@ import numbers
 from typing import Any, Callable, Optional
 
 from compat_clone import _dispatch, weights as _weights
+from compat_clone.families import _compile
 from compat_clone.families._core import CloneRequest
 from compat_clone.errors import (
     InvalidArgumentError,
@@ -43,6 +44,7 @@ def clone_model(
     copy_weights: bool = False,
     device: Any = None,
     name: Optional[str] = None,
+    compile: bool = False,
     **kwargs: Any,
 ) -> Any:
     """Clones a Keras model, whichever Keras owns it.
@@ -84,6 +86,18 @@ def clone_model(
             source's are), or a device string of the backend (`"/CPU:0"`,
             `"/GPU:0"`, `"cpu"`, `"cuda:0"`) or a JAX device.
         name: optional new name for the clone (defaults to the source's).
+        compile: whether to compile the clone like the source (the source
+            must be compiled): a new optimizer of the same class and config
+            with fresh state (no slots, `iterations` at 0; a learning-rate
+            schedule is part of the config), the same losses, `loss_weights`,
+            `metrics` and `weighted_metrics` (loss and metric objects
+            re-created from their configs, so no state is shared with the
+            source's; functions and names as given), and the family's other
+            compile settings (`run_eagerly`, `steps_per_execution`,
+            `jit_compile`, Keras 3's `auto_scale_loss`, standalone Keras 2's
+            `sample_weight_mode`). With `False` (the default) the clone is
+            left as the family's own `clone_model` leaves it (recent Keras 3
+            releases compile it from the source's serialized compile config).
 
     Returns:
         A new model of the same family and (where the family can) the same
@@ -101,6 +115,9 @@ def clone_model(
         WeightsMismatchError: with `copy_weights=True`, when a variable
             differs (names it, with both shapes).
         DeviceNotFoundError: `device` does not exist.
+        CompileError: with `compile=True`, the source was never compiled or
+            a compile setting cannot be carried (names it); raised before
+            anything is cloned where it can be read off the source.
         WeightsUnreadableError: (`RuntimeError`) with `copy_weights=True` on
             standalone Keras 2.3, in a thread whose TensorFlow session never
             saw the source's values (the message says how to enter it).
@@ -114,24 +131,33 @@ def clone_model(
     >>> clone = compat_clone.clone_model(model, copy_weights=True, name="copy")
     >>> clone.name
     'copy'
+    >>> model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    >>> trainable = compat_clone.clone_model(model, compile=True)
+    >>> type(trainable.optimizer).__name__
+    'Adam'
     """
     if kwargs:
         raise InvalidArgumentError(
             f"Unexpected keyword argument(s): {', '.join(sorted(kwargs))}. "
             "Expected any of: input_tensors, clone_function, call_function, "
-            "recursive, copy_weights, device, name."
+            "recursive, copy_weights, device, name, compile."
         )
     info = _dispatch.family_of(model)
     _check_callable(clone_function, "clone_function")
     _check_callable(call_function, "call_function")
     _check_bool(recursive, "recursive")
     _check_bool(copy_weights, "copy_weights")
+    _check_bool(compile, "compile")
     if name is not None and (not isinstance(name, str) or not name):
         raise InvalidArgumentError(
             f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
         )
     adapter = _dispatch.adapter_for(info)
-    request = CloneRequest(input_tensors, clone_function, call_function, recursive, device, name, info, copy_weights)
+    # Read and checked before anything is cloned: a source never compiled is refused here.
+    settings = _compile.read(adapter, model) if compile else None
+    request = CloneRequest(
+        input_tensors, clone_function, call_function, recursive, device, name, info, copy_weights, settings
+    )
     clone, layer_map = adapter.clone(model, request)
     if copy_weights:
         _copy(adapter, model, clone, layer_map)
@@ -141,7 +167,11 @@ def clone_model(
 def _copy(
     adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap], tau: float = 1.0
 ) -> None:
-    pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
+    if layer_map is None:  # copy_weights: often the same two models, step after step
+        pairs = _weights.plan_copy_cached(source, target, adapter.variable_spec)
+    else:
+        pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
+    pairs = adapter.skip_prefilled(pairs)  # a clone that started from copies: checked, not written twice
     if tau == 1.0:
         adapter.assign_pairs(pairs)  # the exact copy: unchanged fast paths
     else:

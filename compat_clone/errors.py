@@ -22,6 +22,10 @@ __all__ = [
     "DeviceNotFoundError",
     "UnsupportedFeatureError",
     "WeightsUnreadableError",
+    "ConversionError",
+    "UnconvertibleLayerError",
+    "ConversionMismatchError",
+    "DescriptionFileError",
     "layer_rebuild_error",
     "subclassed_rebuild_error",
 ]
@@ -69,6 +73,39 @@ class WeightsUnreadableError(CompatCloneError, RuntimeError):
     Standalone Keras 2.3 on a TF 1.x graph keeps one session per thread: a
     model's values live in the session of the thread that initialized them.
     """
+
+
+class ConversionError(CompatCloneError, ValueError):
+    """Base class of the errors of `compat_clone.convert` (Keras 2 to Keras 3)."""
+
+
+class UnconvertibleLayerError(ConversionError):
+    """A layer (or one of its arguments) has no Keras 3 counterpart we can map.
+
+    The message names the layer, what stands in the way (a `Lambda` calling
+    TensorFlow, a custom class without `custom_objects`, a layer Keras 3
+    dropped) and what to do.
+    """
+
+
+class ConversionMismatchError(ConversionError):
+    """The converted model's outputs differ from the source's above tolerance.
+
+    Attributes:
+        proof: the `compat_clone.convert.Proof` with the measured differences.
+    """
+
+    def __init__(self, message: str, proof: Any = None) -> None:
+        super().__init__(message)
+        self.proof = proof
+
+
+class DescriptionFileError(ConversionError):
+    """A file is not a model description `compat_clone.convert.load` can read."""
+
+
+class CompileError(CompatCloneError, ValueError):
+    """`compile=True`: the source was never compiled, or a compile setting cannot be carried."""
 
 
 def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:

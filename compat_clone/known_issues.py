@@ -160,6 +160,14 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "`sparse=True` / `ragged=True` inputs come back dense",
         f"{_K3}.Keras3.input_specs", ("sparse_input",),
     ),
+    KnownIssue(
+        "keras3-compiled-clone-config", "keras3", ">=3.9",
+        "cloning a compiled model compiles the clone from the source's serialized compile "
+        "config: an unregistered loss, metric or optimizer class fails the whole clone "
+        "with TypeError 'Could not locate function'",
+        f"{_K3}.Keras3.compile_config_loads (our walk, no compile from config)",
+        ("compiled_custom_loss",),
+    ),
 )
 
 

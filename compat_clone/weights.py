@@ -12,11 +12,13 @@ on the device, never through host memory.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import WeightsMismatchError
 
-__all__ = ["LayerMap", "plan_copy", "iter_layers", "refresh_derived_state"]
+__all__ = ["LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state"]
 
 # id(source layer) -> (source layer, cloned layer)
 LayerMap = Dict[int, Tuple[Any, Any]]
@@ -124,6 +126,48 @@ def plan_copy(
                     "size, dtype policy)."
                 )
             pairs.append((src_var, tgt_var))
+    return pairs
+
+
+# (id(source), id(target)) -> (weak refs to source.weights, to target.weights, pairs as indices
+# into them). Nothing is held strongly: a dead variable fails the check and the plan is remade.
+_PLANS: Dict[Tuple[int, int], Tuple[List[Any], List[Any], List[Tuple[int, int]]]] = {}
+_PLANS_LOCK = threading.Lock()
+_PLANS_LIMIT = 64
+
+
+def _same(refs: List[Any], variables: List[Any]) -> bool:
+    return len(refs) == len(variables) and all(ref() is v for ref, v in zip(refs, variables))
+
+
+def plan_copy_cached(source: Any, target: Any, spec: Spec) -> List[Tuple[Any, Any]]:
+    """`plan_copy(source, target, spec)`, remembered for the next call on the same two models.
+
+    A soft update runs every training step on the same two models; pairing
+    their layers and checking every shape and dtype each time costs more than
+    the copy on a small network. The plan is reused only while both models
+    hold exactly the same variable objects in the same order (`model.weights`,
+    compared by identity through weak references): a layer added, rebuilt or
+    replaced makes a new plan. A variable keeps its shape and dtype for life.
+    """
+    src_vars = list(getattr(source, "weights", None) or [])
+    tgt_vars = list(getattr(target, "weights", None) or [])
+    key = (id(source), id(target))
+    entry = _PLANS.get(key)
+    if entry is not None and _same(entry[0], src_vars) and _same(entry[1], tgt_vars):
+        return [(src_vars[i], tgt_vars[j]) for i, j in entry[2]]
+    pairs = plan_copy(source, target, spec)
+    src_at = {id(v): i for i, v in enumerate(src_vars)}
+    tgt_at = {id(v): j for j, v in enumerate(tgt_vars)}
+    if all(id(s) in src_at and id(d) in tgt_at for s, d in pairs):  # else: not cached
+        try:
+            refs = ([weakref.ref(v) for v in src_vars], [weakref.ref(v) for v in tgt_vars])
+        except TypeError:  # variables without weak references: not cached
+            return pairs
+        with _PLANS_LOCK:
+            if key not in _PLANS and len(_PLANS) >= _PLANS_LIMIT:
+                _PLANS.pop(next(iter(_PLANS)))
+            _PLANS[key] = (refs[0], refs[1], [(src_at[id(s)], tgt_at[id(d)]) for s, d in pairs])
     return pairs
 
 

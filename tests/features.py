@@ -433,3 +433,27 @@ def source_untouched(K: Any, clone: Callable[..., Any]) -> None:
     for u, v in zip(before, m.get_weights()):
         np.testing.assert_array_equal(u, v)
     assert [layer.name for layer in m.layers] == names and m.name == "src"
+
+
+@feature("a model compiled with an unregistered loss function clones (compile=False)")
+def compiled_custom_loss(K: Any, clone: Callable[..., Any]) -> None:
+    mean = K.ops.mean if hasattr(K, "ops") else K.backend.mean
+
+    def unregistered_loss(y_true: Any, y_pred: Any) -> Any:
+        return mean((y_true - y_pred) ** 2, axis=-1)
+
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(x))
+    m.compile(optimizer="sgd", loss=unregistered_loss, metrics=["mae"])
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("compile=True compiles the clone like the source, fresh optimizer")
+def compile_like_source(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    m = K.models.Model(x, K.layers.Dense(2)(x))
+    m.compile(optimizer=K.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    c = clone(m, compile=True)
+    assert type(c.optimizer) is type(m.optimizer) and c.optimizer is not m.optimizer
+    assert c.optimizer.get_config() == m.optimizer.get_config()

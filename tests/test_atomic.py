@@ -11,7 +11,7 @@ those are not part of any model.)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
@@ -228,3 +228,82 @@ def test_errors_are_raised_before_touching_anything(K: Any) -> None:
     # The package's error hierarchy is what every failure above raised.
     for _, (_, _, expected) in FAILURES.items():
         assert issubclass(expected, CompatCloneError)
+
+
+_UNSET = object()
+
+
+def _init_flags(model: Any) -> List[Any]:
+    return [getattr(v, "__dict__", {}).get("_keras_initialized", _UNSET) for v in model.weights]
+
+
+def _uninitialized(K: Any, model: Any) -> List[str]:
+    from compat_clone.families._tf1 import tf_module
+
+    from keras.backend import tensorflow_backend
+
+    tf = tf_module()
+    # Keras' own session, not through `get_session` (which would initialize them).
+    holder = getattr(tensorflow_backend, "_SESSION", None)  # Keras 2.2
+    if holder is None:  # Keras 2.3 keeps it in TensorFlow's Keras backend, thread-local
+        holder = getattr(getattr(tensorflow_backend, "tf_keras_backend", None), "_SESSION", None)
+    session = getattr(holder, "session", holder)
+    assert session is not None and session.graph is model.weights[0].graph
+    names = session.run(tf.report_uninitialized_variables(model.weights))
+    return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
+
+def _fresh_target(K: Any, units: int = 2) -> Any:
+    """A model whose variables no session has initialized yet; kernel ones, bias 3."""
+    x = K.Input((3,))
+    h = K.layers.Dense(4, kernel_initializer="ones", bias_initializer=K.initializers.Constant(3.0))(x)
+    return K.models.Model(x, K.layers.Dense(units, kernel_initializer="ones", bias_initializer=K.initializers.Constant(3.0))(h))
+
+
+def _source(K: Any, units: int = 2) -> Any:
+    x = K.Input((3,))
+    model = K.models.Model(x, K.layers.Dense(units)(K.layers.Dense(4)(x)))
+    model.set_weights([np.full(np.shape(w), -7.0, "float32") for w in model.get_weights()])
+    return model
+
+
+def _assert_initializer_values(model: Any) -> None:
+    for layer in model.layers[1:]:
+        kernel, bias = layer.get_weights()
+        np.testing.assert_array_equal(kernel, np.ones_like(kernel))
+        np.testing.assert_array_equal(bias, np.full_like(bias, 3.0))
+
+
+@pytest.mark.keras2
+def test_keras2_mismatch_into_fresh_target_leaves_it_uninitialized(K: Any) -> None:
+    source = _source(K, units=5)  # the last Dense differs: (4, 5) against (4, 2)
+    target = _fresh_target(K)
+    flags, pending = _init_flags(target), _uninitialized(K, target)
+    assert len(pending) == len(target.weights)
+    with pytest.raises(WeightsMismatchError):
+        compat_clone.copy_weights(source, target)
+    assert _init_flags(target) == flags
+    assert _uninitialized(K, target) == pending
+    _assert_initializer_values(target)  # a later session run initializes them: nothing was written
+
+
+@pytest.mark.keras2
+def test_keras2_failed_run_into_fresh_target_leaves_it_uninitialized(K: Any) -> None:
+    """The grouped copy fails while it runs (a source variable holds a value of another shape)."""
+    from compat_clone.families._tf1 import tf_module
+
+    tf = tf_module()
+    source = _source(K)
+    kernel = source.layers[-1].weights[0]  # the last kernel: the earlier pairs' assigns may run first
+    bad = np.zeros((6, 6), "float32")
+    if not kernel.dtype._is_ref_dtype:
+        pytest.skip("resource variables (Keras 2.3): an assign does not check the value's shape when it runs")
+    K.backend.get_session().run(tf.assign(kernel, bad, validate_shape=False))
+    target = _fresh_target(K)
+    flags, pending = _init_flags(target), _uninitialized(K, target)
+    with pytest.raises(Exception) as caught:
+        compat_clone.copy_weights(source, target)
+    assert not isinstance(caught.value, AssertionError)
+    assert _init_flags(target) == flags, "the targets' `_keras_initialized` flags were not restored"
+    assert set(_uninitialized(K, target)) <= set(pending)
+    _assert_initializer_values(target)  # Keras' next session run: the initializers' values, none copied

@@ -282,6 +282,22 @@ SNIPPETS = {
         "import keras\nc = keras.models.clone_model(m)\n",
         "import compat_clone\nc = compat_clone.clone_model(m)\n",
     ),
+    "clone_and_build_model: compiled by default": (
+        "import tensorflow as tf\nc = tf.keras.models.clone_and_build_model(m)\n",
+        "import compat_clone\nc = compat_clone.clone_model(m, compile=True)\n",
+    ),
+    "clone_and_build_model: positional, None and False dropped": (
+        "import tf_keras\nc = tf_keras.models.clone_and_build_model(m, x, None, None, True, False, None, None)\n",
+        "import compat_clone\nc = compat_clone.clone_model(m, x, compile=True)\n",
+    ),
+    "clone_and_build_model: compile_clone=False": (
+        "import keras\nc = keras.models.clone_and_build_model(model=m, compile_clone=False)\nd = keras.layers.Dense(1)\n",
+        "import keras\nimport compat_clone\nc = compat_clone.clone_model(model=m)\nd = keras.layers.Dense(1)\n",
+    ),
+    "clone_and_build_model: compile_clone an expression, input_tensors keyword": (
+        "from tensorflow import keras\nc = keras.models.clone_and_build_model(m, input_tensors=i, compile_clone=flag)\n",
+        "import compat_clone\nc = compat_clone.clone_model(m, input_tensors=i, compile=flag)\n",
+    ),
     "import keras.models": (
         "import keras.models\n\nc = keras.models.clone_model(m)\n",
         "import compat_clone\n\nc = compat_clone.clone_model(m)\n",
@@ -484,9 +500,29 @@ REPORTED = {
         "from tensorflow.keras.utils import multi_gpu_model\n",
         (1, 36, 'compat_clone.clone_model(model, device="/cpu:0")'),
     ),
-    "clone_and_build_model": (
-        "import tensorflow as tf\nc = tf.keras.models.clone_and_build_model(m, compile_clone=True)\n",
-        (2, 5, "`clone_and_build_model` (tf.keras 2.x; gone in Keras 3)"),
+    "clone_and_build_model with custom_objects": (
+        "import tensorflow as tf\nc = tf.keras.models.clone_and_build_model(m, custom_objects=d)\n",
+        (2, 5, "has no `custom_objects`; not rewritten. Call `compat_clone.clone_model(model, compile=True)`"),
+    ),
+    "clone_and_build_model with target_tensors": (
+        "import tensorflow as tf\nc = tf.keras.models.clone_and_build_model(m, None, [t])\n",
+        (2, 5, "has no `target_tensors`; not rewritten"),
+    ),
+    "clone_and_build_model with in_place_reset=True": (
+        "import tf_keras\nc = tf_keras.models.clone_and_build_model(m, in_place_reset=True)\n",
+        (2, 5, "has no `in_place_reset`; not rewritten"),
+    ),
+    "clone_and_build_model with optimizer_config": (
+        "import keras\nc = keras.models.clone_and_build_model(m, optimizer_config=cfg)\n",
+        (2, 5, "has no `optimizer_config`; not rewritten"),
+    ),
+    "clone_and_build_model with *args": (
+        "import keras\nc = keras.models.clone_and_build_model(*args)\n",
+        (2, 5, "the arguments cannot be read; not rewritten"),
+    ),
+    "clone_and_build_model imported by name": (
+        "from tensorflow.keras.models import clone_and_build_model\n",
+        (1, 37, "`clone_and_build_model` (tf.keras 2.x; gone in Keras 3)"),
     ),
     "split import in a one-line block": (
         "if True: from keras.models import clone_model, Model\n",

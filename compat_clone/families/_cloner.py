@@ -37,6 +37,8 @@ class CloneRequest:
     name: Optional[str] = None
     info: Any = None
     copy_weights: bool = False
+    #: `compile=True`: the source's `_compile.CompileSettings`, read and checked already
+    compile: Any = None
 
 
 class Node(NamedTuple):

@@ -32,9 +32,11 @@ from compat_clone.errors import (
     InputTensorsError,
     subclassed_rebuild_error,
 )
+from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner, CloneRequest, Node
+from compat_clone.families._compile import CompileSettings
 from compat_clone.families._layers import holds_layer_of
-from compat_clone.families._skip_init import zeros_initializers
+from compat_clone.families._skip_init import Prefill, zeros_initializers
 from compat_clone.weights import LayerMap
 
 __all__ = ["CloneRequest", "Family", "Node", "Cloner"]
@@ -54,6 +56,8 @@ class Family(abc.ABC):
         self.info = info
         #: (source, clone) of layers rebuilt from their constructor's arguments
         self.rebuilt: List[Tuple[Any, Any]] = []
+        #: with copy_weights=True: the clone's variables made as copies of the source's
+        self.prefilled: Optional[Prefill] = None
 
     # -- the family's classes ------------------------------------------------
 
@@ -270,11 +274,28 @@ class Family(abc.ABC):
         return placement.scope(model, request.device, self.info)
 
     def build(self, model: Any, request: CloneRequest, cloner: "Cloner") -> Any:
-        """Runs the clone inside the family's placement (and locks)."""
+        """Runs the clone inside the family's placement (and locks); compiles it if asked."""
         with self.placement(model, request) as where:
             new = cloner.clone_model(model, request.input_tensors)
             where.finish(new, cloner.layer_map)
+            if request.compile is not None:
+                _compile.apply(self, new, request.compile)
         return new
+
+    # -- compile=True --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        """What `model.compile` received, as this Keras records it; None if never compiled.
+
+        Live objects (the source's optimizer, losses, metrics): `_compile`
+        re-creates them for the clone. Raises `CompileError` for a setting
+        this Keras records but that cannot be carried to a clone.
+        """
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        """Compiles the clone with a new optimizer and the (renewed) settings."""
+        clone.compile(optimizer=optimizer, **arguments)
 
     @abc.abstractmethod
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
@@ -291,6 +312,20 @@ class Family(abc.ABC):
         copy. Nothing may be written when the operation cannot run.
         """
 
+    def prefill(self, cloner: "Cloner", request: CloneRequest) -> Optional[Prefill]:
+        """Where a clone with weights can start from copies of the source's variables (None: zeros)."""
+        return None
+
+    def skip_prefilled(self, pairs: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+        """The pairs left to copy after the clone was built: those it did not start from."""
+        done = self.prefilled.done if self.prefilled is not None else {}
+
+        def copied(src: Any, dst: Any) -> bool:
+            entry = done.get(id(dst))
+            return entry is not None and entry[0] is dst and entry[1] is src
+
+        return [(s, d) for s, d in pairs if not copied(s, d)]
+
     # -- the public entry ------------------------------------------------------
 
     def weight_owner_class(self) -> Any:
@@ -304,7 +339,12 @@ class Family(abc.ABC):
         caller copies the source's values into every one of them next).
         """
         cloner = Cloner(self, request)
-        skip = zeros_initializers(self.weight_owner_class()) if request.copy_weights else contextlib.nullcontext()
+        self.prefilled = self.prefill(cloner, request) if request.copy_weights else None
+        skip = (
+            zeros_initializers(self.weight_owner_class(), self.prefilled)
+            if request.copy_weights
+            else contextlib.nullcontext()
+        )
         with skip:
             new = self.build(model, request, cloner)
         self.check_rebuilt()

@@ -126,17 +126,60 @@ def assign_locked(pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         return
     graph = graphs.pop()
     op, tau_input = _cached_assign_op(graph, pairs, blend=tau != 1.0)
-    with graph.as_default():  # the session Keras keeps for this graph
-        session = K.get_session()  # also initializes the clone's new variables
-    if session.graph is not graph:
-        # The variables live in a graph no session of Keras runs (built
-        # under another `graph.as_default()`): carry the values by the host.
-        _host_copy(K, pairs, tau)
-        return
+    # An exact copy writes every target whole, so it initializes them: Keras
+    # is told not to run their initializers first (a clone with weights would
+    # otherwise fill every variable twice, and hold the initializers' constant
+    # tensors in the session). A blend reads its targets: they are initialized.
+    skipped = [dst for _, dst in pairs if not getattr(dst, "_keras_initialized", False)] if tau == 1.0 else []
+    flags = [(v, getattr(v, "__dict__", {}).get("_keras_initialized", _ABSENT)) for v in skipped]
+    for variable in skipped:
+        variable._keras_initialized = True  # read by Keras' `get_session` (2.0-2.3)
+    session = None
     try:
-        session.run(op, feed_dict=None if tau_input is None else {tau_input: tau})
-    except tf_module().errors.FailedPreconditionError as exc:
-        raise _unreadable_error(exc) from exc
+        with graph.as_default():  # the session Keras keeps for this graph
+            session = K.get_session()  # initializes the variables no session has seen (sources too)
+        if session.graph is not graph:
+            # The variables live in a graph no session of Keras runs (built
+            # under another `graph.as_default()`): carry the values by the host.
+            _host_copy(K, pairs, tau)
+            return
+        try:
+            session.run(op, feed_dict=None if tau_input is None else {tau_input: tau})
+        except tf_module().errors.FailedPreconditionError as exc:
+            raise _unreadable_error(exc) from exc
+    except BaseException as exc:
+        # Not copied: the next `get_session` initializes them, as before the call.
+        for variable, flag in flags:
+            if flag is _ABSENT:
+                del variable._keras_initialized
+            else:
+                variable._keras_initialized = flag
+        if session is not None and skipped and session.graph is graph:
+            _undo_partial_copy(graph, session, skipped, exc)
+        raise
+
+
+_ABSENT = object()
+
+
+def _undo_partial_copy(graph: Any, session: Any, variables: List[Any], exc: BaseException) -> None:
+    """Variables a failed grouped copy wrote before it stopped hold their initializer's value again.
+
+    The grouped op runs its assigns independently: one failing at run time
+    (a source whose value no longer has its declared shape) does not stop
+    the others. Those targets had never been initialized; left as written,
+    Keras' next `get_session` would find them initialized and keep values
+    copied from the source.
+    """
+    tf = tf_module()
+    try:
+        with graph.as_default():
+            written = session.run([tf.is_variable_initialized(v) for v in variables])
+            again = [v.initializer for v, flag in zip(variables, written) if flag]
+            if again:
+                session.run(again)
+    except Exception as undo:  # the copy's own error is the one raised
+        exc.add_note(f"compat_clone: could not re-initialize the targets the failed copy wrote: {undo!r}")
 
 
 def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False) -> Tuple[Any, Any]:
@@ -159,13 +202,45 @@ def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = Fa
 
 def _copy_op(pairs: List[Tuple[Any, Any]]) -> Any:
     tf = tf_module()
-    return tf.group(*[tf.assign(dst, src) for src, dst in pairs], name="compat_clone_copy_weights")
+    if not _aliased(pairs):
+        return tf.group(*[tf.assign(dst, src) for src, dst in pairs], name="compat_clone_copy_weights")
+    # A target that is also a source: every value read (copied) before any is written.
+    values = [_snapshot(tf, src) for src, _ in pairs]
+    with tf.control_dependencies(values):
+        updates = [tf.assign(dst, value) for (_, dst), value in zip(pairs, values)]
+    return tf.group(*updates, name="compat_clone_copy_weights")
+
+
+def _aliased(pairs: List[Tuple[Any, Any]]) -> bool:
+    """Whether a variable is written by one pair and read by another (the ops then read all first)."""
+    reads = {id(src) for src, _ in pairs}
+    return any(id(dst) in reads and src is not dst for src, dst in pairs)
+
+
+def _snapshot(tf: Any, variable: Any) -> Any:
+    """The variable's value now, in a buffer of its own (a reference variable's read aliases its buffer)."""
+    snapshot = getattr(getattr(tf, "raw_ops", None), "Snapshot", None)
+    return snapshot(input=variable) if snapshot is not None else tf.identity(variable) + 0
 
 
 def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
-    """`dst -= tau * (dst - src)` for floating-point targets, `dst = src` for others; one op."""
+    """`dst = (1 - tau) * dst + tau * src` for floating-point targets, `dst = src` for others; one op.
+
+    Each floating-point target is updated in place by two fused kernels, one
+    after the other (`ApplyGradientDescent`: `var -= alpha * delta`): `dst -=
+    tau * dst`, then `dst -= -tau * src`. No temporary tensor is made (an
+    expression such as `dst - tau * (dst - src)` allocates two, of the
+    variable's size, every step). Where a target is also a source, or this
+    TensorFlow has no such kernel, that expression is used instead.
+    """
     tf = tf_module()
     tau_input = tf.placeholder(tf.float64, shape=(), name="compat_clone_tau")
+    sources = {id(src) for src, _ in pairs}
+    in_place = getattr(getattr(tf, "raw_ops", None), "ApplyGradientDescent", None) is not None and not any(
+        id(dst) in sources for _, dst in pairs
+    )
+    if _aliased(pairs):
+        return _blend_read_first(tf, pairs, tau_input), tau_input
     alphas: Dict[Any, Any] = {}
     updates = []
     for src, dst in pairs:
@@ -174,10 +249,39 @@ def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
             updates.append(tf.assign(dst, src))
             continue
         if dtype not in alphas:
-            alphas[dtype] = tf.cast(tau_input, dtype)
+            alphas[dtype] = (tf.cast(tau_input, dtype), tf.cast(-tau_input, dtype))
+        alpha, minus_alpha = alphas[dtype]
         with tf.device(dst.device) if dst.device else contextlib.nullcontext():  # where the target lives
-            updates.append(tf.assign_sub(dst, alphas[dtype] * (dst - src)))
+            if in_place:
+                scaled = _apply_descent(tf, dst, alpha, dst)
+                with tf.control_dependencies([scaled]):
+                    updates.append(_apply_descent(tf, dst, minus_alpha, src))
+            else:
+                updates.append(tf.assign_sub(dst, alpha * (dst - src)))
     return tf.group(*updates, name="compat_clone_soft_update"), tau_input
+
+
+def _blend_read_first(tf: Any, pairs: List[Tuple[Any, Any]], tau_input: Any) -> Any:
+    """The blend where a target is another pair's source: every new value computed before any write."""
+    values = []
+    for src, dst in pairs:
+        dtype = dst.dtype.base_dtype
+        if not (dtype.is_floating or dtype.is_complex):
+            values.append(_snapshot(tf, src))
+            continue
+        with tf.device(dst.device) if dst.device else contextlib.nullcontext():  # where the target lives
+            old, new = _snapshot(tf, dst), _snapshot(tf, src)
+            values.append(old - tf.cast(tau_input, dtype) * (old - new))
+    with tf.control_dependencies(values):
+        updates = [tf.assign(dst, value) for (_, dst), value in zip(pairs, values)]
+    return tf.group(*updates, name="compat_clone_soft_update")
+
+
+def _apply_descent(tf: Any, variable: Any, alpha: Any, delta: Any) -> Any:
+    """`variable -= alpha * delta` in place, one kernel (reference or resource variable)."""
+    if variable.dtype._is_ref_dtype:  # TF 1.x variables, and compat.v1 without resource variables
+        return tf.raw_ops.ApplyGradientDescent(var=variable, alpha=alpha, delta=delta)
+    return tf.raw_ops.ResourceApplyGradientDescent(var=variable.handle, alpha=alpha, delta=delta)
 
 
 def _host_copy(K: Any, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:

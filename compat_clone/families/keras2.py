@@ -15,7 +15,9 @@ import re
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone.errors import InputTensorsError, UnsupportedModelError
+from compat_clone.errors import CompileError, InputTensorsError, UnsupportedModelError
+from compat_clone.families import _compile
+from compat_clone.families._compile import CompileSettings
 from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
 
@@ -236,7 +238,48 @@ class Keras2(Family):
         # creation on one graph trips TensorFlow's scope stacks): clones and
         # copies of this family take one process-wide lock.
         with _LOCK, graph_scope(self.flatten, model, request.input_tensors):
-            return cloner.clone_model(model, request.input_tensors)
+            new = cloner.clone_model(model, request.input_tensors)
+            if request.compile is not None:  # in the clone's graph: the optimizer's variables too
+                _compile.apply(self, new, request.compile)
+            return new
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        # 2.3 renames a metric object given for one output of several.
+        _compile.unprefix_metric_names(clone, arguments)
+        clone.compile(optimizer=optimizer, **arguments)
+
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        # `compile` keeps its arguments as attributes; 2.3 renamed the metric
+        # lists (`metrics` became the list of Metric objects).
+        if not getattr(model, "_is_compiled", False) or getattr(model, "optimizer", None) is None:
+            return None
+        if getattr(model, "_function_kwargs", None):
+            raise CompileError(
+                f"Cannot compile the clone like its source: model {model.name!r} was compiled "
+                f"with backend function arguments {sorted(model._function_kwargs)}, which hold "
+                "the source's session and graph objects. Pass `compile=False` and call "
+                "`clone.compile(...)` with arguments for the clone. Nothing was cloned."
+            )
+        targets, fed = getattr(model, "targets", None) or [], getattr(model, "_feed_targets", None)
+        if fed is not None and len(fed) != len(targets):
+            raise CompileError(
+                f"Cannot compile the clone like its source: model {model.name!r} was compiled "
+                "with `target_tensors`, tensors of the source's graph. Pass `compile=False` and "
+                "call `clone.compile(..., target_tensors=...)` with targets for the clone. "
+                "Nothing was cloned."
+            )
+        metrics_key = "_compile_metrics" if hasattr(model, "_compile_metrics") else "metrics"
+        weighted_key = "_compile_weighted_metrics" if hasattr(model, "_compile_weighted_metrics") else "weighted_metrics"
+        return CompileSettings(
+            model.optimizer,
+            {
+                "loss": model.loss,
+                "metrics": getattr(model, metrics_key, None),
+                "loss_weights": model.loss_weights,
+                "sample_weight_mode": model.sample_weight_mode,
+                "weighted_metrics": getattr(model, weighted_key, None),
+            },
+        )
 
     # -- weights ---------------------------------------------------------------
 

@@ -11,8 +11,10 @@ import contextlib
 import inspect
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone.errors import InputTensorsError
-from compat_clone.families._core import Cloner, Family, Node, own_get_config
+from compat_clone.errors import CompileError, InputTensorsError
+from compat_clone.families._compile import CompileSettings
+from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
+from compat_clone.families._skip_init import Prefill
 
 __all__ = ["Keras3"]
 
@@ -148,8 +150,8 @@ class Keras3(Family):
             new = model.__class__(inputs_struct, outputs_struct, name=model.name)
         else:
             new = Functional(inputs_struct, outputs_struct, name=model.name)
-        if getattr(model, "compiled", False):
-            new.compile_from_config(model.get_compile_config())
+        if self.compile_config_loads(model):  # `keras3-compiled-clone-config`
+            _compile_from_config(model, new)
         return new
 
     # -- native calls ----------------------------------------------------------
@@ -164,6 +166,8 @@ class Keras3(Family):
             rebuilt = self.rebuild_from_config(model)
             if rebuilt is not None:
                 return rebuilt
+        if not self.compile_config_loads(model):
+            return None  # `keras3-compiled-clone-config`: our walk, which does not compile from config
         # The native clone takes the graph path for a Functional whatever its
         # class once clone_function is given, as ours always is.
         specs = self.input_specs(model) if input_tensors is None else []
@@ -179,6 +183,11 @@ class Keras3(Family):
         keras = self.keras()
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
+        if not self.compile_config_loads(model) and getattr(model, "inputs", None):
+            # `keras3-compiled-clone-config`: built here, on a new Input like the source's
+            inputs = model.inputs[0]
+            first = model._layers[0] if model._layers else None
+            return self._sequential_on(cloner, model, self.make_input(_spec(inputs, getattr(first, "name", None))))
         first = model._layers[0] if model._layers else None
         try:
             spec = getattr(first, "output", None)
@@ -205,8 +214,8 @@ class Keras3(Family):
         inputs = self.make_input(spec)
         layers = [cloner.clone_layer(layer) for layer in model.layers]
         new = Sequential([inputs, *layers], name=model.name, trainable=model.trainable)
-        if getattr(model, "compiled", False):
-            new.compile_from_config(model.get_compile_config())
+        if self.compile_config_loads(model):  # `keras3-compiled-clone-config`
+            _compile_from_config(model, new)
         return new
 
     def clone_subclassed(self, model: Any) -> Any:
@@ -219,6 +228,50 @@ class Keras3(Family):
         except Exception as exc:
             raise subclassed_rebuild_error(model, exc) from exc
 
+    # -- compile=True ----------------------------------------------------------
+
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        # `compile` records its arguments in `_compile_config` (a
+        # SerializableDict; `.config` holds the live objects).
+        if not getattr(model, "compiled", False):
+            return None
+        recorded = getattr(getattr(model, "_compile_config", None), "config", None)
+        if not isinstance(recorded, dict):
+            raise CompileError(
+                f"Cannot compile the clone like its source: model {model.name!r} of type "
+                f"{type(model).__name__} is compiled but keeps no record of its compile "
+                "arguments (`_compile_config`; a `compile` override that does not call "
+                "`super().compile`?). Pass `compile=False` and call `clone.compile(...)`."
+            )
+        arguments = dict(recorded)
+        arguments.pop("optimizer", None)  # the live one: a LossScaleOptimizer where compile wrapped it
+        from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
+
+        optimizer = model.optimizer
+        if "auto_scale_loss" in inspect.signature(model.compile).parameters:
+            # Not recorded; it shows where mixed_float16 left the optimizer unwrapped.
+            policy = getattr(getattr(model, "dtype_policy", None), "name", None)
+            arguments["auto_scale_loss"] = isinstance(optimizer, LossScaleOptimizer) or policy != "mixed_float16"
+        return CompileSettings(optimizer, arguments)
+
+    def compile_config_loads(self, model: Any) -> bool:
+        """Whether the source's serialized compile config deserializes (True if not compiled).
+
+        `keras3-compiled-clone-config`: the native clone of a compiled model
+        compiles the clone from the source's serialized compile config, which
+        fails for a loss or metric function that is not registered.
+        """
+        if not getattr(model, "compiled", False):
+            return True
+        from keras.src.saving import serialization_lib
+
+        config = model.get_compile_config() or {}
+        try:  # the optimizer too: a throwaway one, built nowhere
+            serialization_lib.deserialize_keras_object(config)
+        except Exception:  # TypeError "Could not locate function", ValueError...
+            return False
+        return True
+
     # -- weights ---------------------------------------------------------------
 
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
@@ -228,6 +281,32 @@ class Keras3(Family):
         from compat_clone import placement
 
         placement.assign_keras3(pairs, tau)
+
+    def prefill(self, cloner: Cloner, request: CloneRequest) -> Optional[Prefill]:
+        # JAX and torch: a clone layer's variables start as device copies of
+        # its source layer's (no zeros made, then overwritten). Only where the
+        # clone lives where the source does and no distribution lays variables
+        # out (a layout would trace the initializer under `jax.jit`).
+        from compat_clone import placement
+
+        fresh_copy = placement.fresh_copy_keras3(self.info.backend)
+        if fresh_copy is None or request.device is not None or _distribution() is not None:
+            return None
+        reverse: Dict[int, Any] = {}
+
+        def source_layer(layer: Any) -> Any:
+            if id(layer) not in reverse and len(reverse) != len(cloner.layer_map):
+                reverse.clear()
+                reverse.update((id(new), src) for src, new in cloner.layer_map.values())
+            return reverse.get(id(layer))
+
+        return Prefill(source_layer, fresh_copy)
+
+
+def _compile_from_config(model: Any, new: Any) -> None:
+    """As the native clone does for a compiled source: the clone compiled from its config."""
+    if getattr(model, "compiled", False):
+        new.compile_from_config(model.get_compile_config())
 
 
 def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:
@@ -240,6 +319,15 @@ def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:
         if flag in params:
             spec[flag] = bool(getattr(x, flag, False))
     return spec
+
+
+def _distribution() -> Any:
+    """The global `keras.distribution` in force, or None (Keras 3.0-3.15: `distribution_lib.distribution()`)."""
+    import sys
+
+    module = sys.modules.get("keras.src.distribution.distribution_lib")
+    getter = getattr(module, "distribution", None)
+    return getter() if callable(getter) else None
 
 
 def _structure(structure: Any) -> str:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import sys
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from compat_clone.families import _compile
+from compat_clone.families._compile import CompileSettings
 from compat_clone.families._core import Cloner, Family, Node
 
 __all__ = ["TfKeras"]
@@ -167,6 +170,30 @@ class TfKeras(Family):
     def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
         return self.keras().models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
+    # -- compile=True ----------------------------------------------------------
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        # `compile` renames a metric object given for one output of several.
+        _compile.unprefix_metric_names(clone, arguments)
+        clone.compile(optimizer=optimizer, **arguments)
+
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        # `_get_compile_args` is what the native `clone_and_build_model` and
+        # saving read: optimizer, the user's losses, loss weights and metrics.
+        if not getattr(model, "_is_compiled", False) or not hasattr(model, "_get_compile_args"):
+            return None
+        arguments = dict(model._get_compile_args())
+        optimizer = arguments.pop("optimizer")
+        params = inspect.signature(model.compile).parameters
+        if "run_eagerly" in params:
+            arguments["run_eagerly"] = getattr(model, "_run_eagerly", None)
+        if "steps_per_execution" in params:
+            arguments["steps_per_execution"] = _steps_per_execution(model, self.keras())
+        for key in ("jit_compile", "pss_evaluation_shards"):  # 2.8+ / 2.12+
+            if key in params and hasattr(model, "_" + key):
+                arguments[key] = getattr(model, "_" + key)
+        return CompileSettings(optimizer, arguments)
+
     # -- weights ---------------------------------------------------------------
 
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
@@ -177,6 +204,17 @@ class TfKeras(Family):
         from compat_clone import placement
 
         placement.assign_tf(pairs, tau)  # variable to variable: stays on the device
+
+
+def _steps_per_execution(model: Any, keras: Any) -> Any:
+    """The `steps_per_execution` the model was compiled with ("auto" where it tunes it)."""
+    if getattr(model, "_autotune_steps_per_execution", False):  # 2.13+
+        return "auto"
+    variable = getattr(model, "_steps_per_execution", None)
+    if variable is None:
+        return None
+    # eager (TF 2's default) reads the variable directly; a TF 1.x graph via the session
+    return int(variable.numpy() if _tf().executing_eagerly() else keras.backend.get_value(variable))
 
 
 def _has_single_list_call(model: Any) -> bool:

@@ -58,11 +58,11 @@ import contextlib
 from typing import Any, Callable, Dict, Iterator, Optional
 
 from compat_clone.placement._common import Pairs, Placement, _fw, _not_found
-from compat_clone.placement.jax import _assign_jax, _blend_jax, _resolve_jax
+from compat_clone.placement.jax import _assign_jax, _blend_jax, _fresh_copy_jax, _resolve_jax
 from compat_clone.placement.tensorflow import _resolve_tf, assign_tf, blend_tf
-from compat_clone.placement.torch import _assign_torch, _blend_torch, _resolve_torch
+from compat_clone.placement.torch import _assign_torch, _blend_torch, _fresh_copy_torch, _resolve_torch
 
-__all__ = ["Placement", "scope", "assign_keras3", "assign_tf"]
+__all__ = ["Placement", "scope", "assign_keras3", "assign_tf", "fresh_copy_keras3"]
 
 
 def _backend(info: Any) -> Optional[str]:
@@ -189,3 +189,14 @@ def assign_keras3(pairs: Pairs, tau: float = 1.0) -> None:
         _KERAS3_BLEND.get(backend, _blend_generic)(pairs, tau)
         return
     _KERAS3_ASSIGN.get(backend, _assign_generic)(pairs)
+
+
+_KERAS3_FRESH_COPY: Dict[str, Callable[[Any], Any]] = {
+    "jax": _fresh_copy_jax,
+    "torch": _fresh_copy_torch,
+}
+
+
+def fresh_copy_keras3(backend: Optional[str]) -> Optional[Callable[[Any], Any]]:
+    """`fn(variable)`: a new buffer holding the variable's value where it lives (JAX, torch), else None."""
+    return _KERAS3_FRESH_COPY.get(backend or "")

@@ -99,7 +99,10 @@ def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
             _jax_relayout(jax, _pair_variables(model, clone, layer_map), layout_from_source=True)
 
         where = f"the source's placement ({home})" if home is not None else "the source's placement"
-        enter = (lambda: jax.default_device(home)) if home is not None else None
+        # Entered only where it changes something: JAX keys its jit caches on
+        # the default device, so entering the one in force already would
+        # compile again every op the clone's build runs.
+        enter = (lambda: jax.default_device(home)) if home is not None and home != _default_device(jax) else None
         return Placement(where, enter, finish_like_source)
     if isinstance(device, jax.sharding.Sharding):
         sharding = device
@@ -114,19 +117,60 @@ def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
     return Placement(f"{sharding}", lambda: jax.default_device(first), finish_on)
 
 
+def _default_device(jax: Any) -> Any:
+    """The device JAX puts new arrays on now (`jax.default_device` / its config, else the first device)."""
+    configured = getattr(jax.config, "jax_default_device", None)
+    if configured is not None:
+        return configured
+    devices = list(jax.devices())
+    return devices[0] if devices else None
+
+
 def _keras_distribution_class() -> Optional[type]:
     module = sys.modules.get("keras.src.distribution.distribution_lib")
     return getattr(module, "Distribution", None) if module is not None else None
 
 
 
+def _fresh_copy_jax(variable: Any) -> Any:
+    """A device copy of the variable's array, on its sharding, committed as it is (a clone's first value)."""
+    jax = _fw("jax")
+    return _jax_put_like(jax, [variable.value], [variable.value])[0]
+
+
+def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
+    """Copies of `values` on the shardings of `targets`, committed where each target is.
+
+    An uncommitted array (made on the default device, as Keras makes its
+    variables) stays uncommitted when its copy needs no move: jit caches key
+    on commitment, so a committed copy would retrace every jitted function
+    the model had run (a compile per function, per model).
+    """
+    out: List[Any] = [None] * len(values)
+    keep = [i for i, (v, t) in enumerate(zip(values, targets))
+            if not getattr(t, "committed", True) and not getattr(v, "committed", True) and v.sharding == t.sharding]
+    kept = set(keep)
+    move = [i for i in range(len(values)) if i not in kept]
+    if keep:
+        try:
+            copies = list(jax.device_put([values[i] for i in keep], may_alias=False))
+        except TypeError:  # jax < 0.4.31 has no `may_alias`
+            jnp = _fw("jax.numpy")
+            copies = [jnp.array(values[i], copy=True) for i in keep]
+        for i, value in zip(keep, copies):
+            out[i] = value
+    for i, value in zip(move, _jax_put(jax, [values[i] for i in move], [targets[i].sharding for i in move])):
+        out[i] = value
+    return out
+
+
 def _assign_jax(pairs: Pairs) -> None:
     jax = _fw("jax")
     values = [src.value for src, _ in pairs]
-    shardings = [dst.value.sharding for _, dst in pairs]
-    # Prepare: every copy lands in a new buffer with the target's sharding. A
-    # failure here (memory, a vanished device) has written nothing.
-    copies = _jax_put(jax, values, shardings)
+    # Prepare: every copy lands in a new buffer with the target's sharding
+    # (and commitment). A failure here (memory, a vanished device) has
+    # written nothing.
+    copies = _jax_put_like(jax, values, [dst.value for _, dst in pairs])
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, copies):
         dst.assign(value)
@@ -183,7 +227,7 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
     for indices in groups.values():
         for i, value in zip(indices, blend(tau, [srcs[i] for i in indices], [dsts[i] for i in indices])):
             new[i] = value
-    for i, value in zip(exact, _jax_put(jax, [srcs[i] for i in exact], [dsts[i].sharding for i in exact])):
+    for i, value in zip(exact, _jax_put_like(jax, [srcs[i] for i in exact], [dsts[i] for i in exact])):
         new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, new):

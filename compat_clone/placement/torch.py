@@ -89,6 +89,13 @@ def _resolve_torch(model: Any, device: Any, info: Any) -> Placement:
 
 
 
+def _fresh_copy_torch(variable: Any) -> Any:
+    """A copy of the variable's tensor on its device (a clone's first value)."""
+    torch = _fw("torch")
+    with torch.no_grad():
+        return variable.value.detach().clone()
+
+
 def _assign_torch(pairs: Pairs) -> None:
     torch = _fw("torch")
     dsts: List[Any] = []

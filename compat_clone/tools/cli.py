@@ -1,4 +1,4 @@
-"""The `compat-clone` command: `doctor`, `matrix`, `migrate`.
+"""The `compat-clone` command: `doctor`, `matrix`, `migrate`, `convert`.
 
 Each subcommand lives in its own module, imported only when it runs, so
 `compat-clone --help` imports no framework.
@@ -19,6 +19,7 @@ _COMMANDS = {
     "doctor": ("compat_clone.tools.doctor", "report installed Keras families and self-check cloning"),
     "matrix": ("compat_clone.tools.matrix", "run a command in every environment of a version matrix"),
     "migrate": ("compat_clone.tools.migrate", "rewrite old clone_model code to use compat_clone"),
+    "convert": ("compat_clone.tools.convert", "convert a saved Keras 2 model to a proven Keras 3 .keras file"),
 }
 
 

@@ -16,6 +16,7 @@ from compat_clone.tools.matrix.runner import (
     _RESULTS_DIR,
     _STAMP_FILE,
     _find_uv,
+    _prepare_one,
     _run_one,
     _self_source,
     env_stamp,
@@ -166,12 +167,23 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
 
     procs = _Procs()
     pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = {
-        e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
-                            source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say)
-        for e in selected
-    }
+    names = [e.name for e in selected]
     try:
+        # Phase 1: every environment is built (or reused) before a command runs
+        # in any, so a command may use a sibling's interpreter (the conversion
+        # tests read Keras 2 files in keras-2.2.4 from keras-3.15-jax).
+        built = {
+            e.name: pool.submit(_prepare_one, e, root=root, uv=uv, source=source, procs=procs,
+                                rebuild=args.rebuild, say=say)
+            for e in selected
+        }
+        prepared = {name: fut.result() for name, fut in built.items()}
+        futures = {
+            e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
+                                source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say,
+                                prepared=prepared[e.name], siblings=names)
+            for e in selected
+        }
         outcomes = {name: fut.result() for name, fut in futures.items()}
     except KeyboardInterrupt:
         procs.kill_all()

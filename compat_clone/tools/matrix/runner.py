@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -12,13 +13,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, parse_pytest_summary
 from compat_clone.tools.matrix.table import Env, _toml_loads
 
-__all__ = ["env_stamp"]
+__all__ = ["env_stamp", "env_environ", "build_env"]
 
 # Bump when the way an environment is built changes: every stamp goes stale.
 _BUILD_SCHEMA = 1
@@ -190,13 +191,30 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
     (env_dir / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
 
 
-def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str]) -> Dict[str, str]:
+def env_environ(env: Env, env_dir: Path) -> Dict[str, str]:
+    """The process environment a command runs with in `env` (built at `env_dir`).
+
+    The caller's variables, less those that decide which Keras loads
+    (``PYTHONPATH``, ``KERAS_BACKEND``, ...; only the table sets them), with the
+    environment's ``bin`` first on ``PATH``, ``VIRTUAL_ENV`` and the table's variables.
+    """
     environ = {k: v for k, v in os.environ.items()
                if k not in _SCRUBBED and not k.startswith("COMPAT_CLONE_EXPECT_")}
     environ["PATH"] = os.pathsep.join([str(env_dir / "bin"), os.environ.get("PATH", "")])
     environ["VIRTUAL_ENV"] = str(env_dir)
     environ.update(dict(env.env))
+    return environ
+
+
+def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
+                   siblings: Sequence[str] = ()) -> Dict[str, str]:
+    environ = env_environ(env, env_dir)
     environ["COMPAT_CLONE_ENV"] = env.name
+    # Where the other environments of this run live, and which they are: every
+    # one was built before any command ran, so a test may use a sibling's
+    # interpreter (compat-clone convert reads Keras 2 files there).
+    environ["COMPAT_CLONE_MATRIX_DIR"] = str(env_dir.parent)
+    environ["COMPAT_CLONE_MATRIX_ENVS"] = ",".join(siblings or (env.name,))
     environ.update(env.expect_vars())
     environ["COMPAT_CLONE_RESULTS"] = str(results)
     if len(uv) == 1:
@@ -205,15 +223,9 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str]) -> Dic
     return environ
 
 
-def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-             source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-             say: Any) -> _Outcome:
-    """Builds (or reuses) one environment and runs the command in it.
-
-    Another `compat-clone matrix` run using the same environment folder (a
-    second terminal, a benchmark) is waited for: one run at a time per
-    environment, so a rebuild never pulls the floor from under a running one.
-    """
+@contextlib.contextmanager
+def _env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
+    """Holds `env`'s lock: one matrix run (or build) at a time per environment folder."""
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{env.name}.lock", "a+") as lock_file:
         try:
@@ -226,30 +238,55 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
             except OSError:
                 say(env.name, "waiting for another run that uses this environment")
                 fcntl.flock(lock_file, fcntl.LOCK_EX)
-        out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
-                              procs=procs, timeout=timeout, rebuild=rebuild, say=say)
-        _write_outcome(results, out)
+        yield
+
+
+def _prepare_one(env: Env, *, root: Path, uv: List[str], source: Tuple[str, Path], procs: _Procs,
+                 rebuild: bool, say: Any) -> _Outcome:
+    """Builds (or reuses) one environment and runs nothing: the first phase of a matrix run.
+
+    `compat-clone matrix` prepares every selected environment before it runs
+    the command in any, so a command may use a sibling environment (the
+    cross-environment conversion tests do). The outcome carries the build
+    status into `_run_one(..., prepared=...)`.
+    """
+    with _env_lock(root, env, say):
+        out = _Outcome(env=env.name)
+        env_dir = root / env.name
+        _ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs, rebuild=rebuild, say=say)
         return out
 
 
-def _publish_results(staging: Path, results: Path) -> None:
-    """Moves the run's result files into `results`, replacing older ones.
+def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None) -> _Outcome:
+    """Builds `env` at `env_dir` as `compat-clone matrix` does, or reuses it when its stamp is fresh.
 
-    A run that records nothing (a benchmark, a subset of tests that records
-    no feature) leaves the previous results of the environment in place.
+    Waits for a matrix run that holds the environment. Used by
+    `compat-clone convert` for the environments it reads and writes models in.
+
+    Args:
+        env: the table's environment.
+        env_dir: its folder (``.matrix/<name>``).
+        rebuild: rebuild even if the stamp is fresh.
+        say: ``say(env_name, text)`` for progress; None prints to stderr.
+
+    Returns:
+        The outcome: ``build`` is ``"built"``, ``"reused"`` or ``"FAILED"``;
+        ``log`` names the build log.
     """
-    if staging.is_dir():
-        for item in staging.iterdir():
-            if item.is_file():
-                os.replace(item, results / item.name)
-        shutil.rmtree(staging, ignore_errors=True)
+    def _stderr(name: str, text: str) -> None:
+        print(f"{name}: {text}", file=sys.stderr, flush=True)
+
+    tell = say if say is not None else _stderr
+    with _env_lock(env_dir.parent, env, tell):
+        out = _Outcome(env=env.name)
+        uv = _find_uv(Path.cwd())
+        _ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=_Procs(), rebuild=rebuild, say=tell)
+        return out
 
 
-def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-                    source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-                    say: Any) -> _Outcome:
-    out = _Outcome(env=env.name)
-    env_dir = root / env.name
+def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], source: Tuple[str, Path],
+                  procs: _Procs, rebuild: bool, say: Any) -> bool:
+    """Builds or reuses `env` (lock held), writing the log header; False on a build failure."""
     stamp = env_stamp(env, source)
     stamp_path = env_dir / _STAMP_FILE
     python = env_dir / "bin" / "python"
@@ -275,12 +312,68 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
             out.build_s = time.monotonic() - start
             log.write(f"\ncompat-clone matrix: building {env.name} failed: {e}\n")
             say(env.name, f"build FAILED ({e}); log: {out.log}")
-            return out
+            return False
         out.build_s = time.monotonic() - start
+    return True
+
+
+def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
+             source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
+             say: Any, prepared: Optional[_Outcome] = None, siblings: Sequence[str] = ()) -> _Outcome:
+    """Builds (or reuses) one environment and runs the command in it.
+
+    Another `compat-clone matrix` run using the same environment folder (a
+    second terminal, a benchmark) is waited for: one run at a time per
+    environment, so a rebuild never pulls the floor from under a running one.
+    With `prepared` (the outcome of `_prepare_one`), the environment built in
+    the first phase is used as it is; a failed build is reported, not retried.
+    `siblings` names the environments of the run, exported to the command as
+    ``COMPAT_CLONE_MATRIX_ENVS``.
+    """
+    with _env_lock(root, env, say):
+        if prepared is not None and prepared.build == "FAILED":
+            out = prepared
+        else:
+            out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
+                                  procs=procs, timeout=timeout, rebuild=rebuild, say=say, prepared=prepared,
+                                  siblings=siblings)
+        _write_outcome(results, out)
+        return out
+
+
+def _publish_results(staging: Path, results: Path) -> None:
+    """Moves the run's result files into `results`, replacing older ones.
+
+    A run that records nothing (a benchmark, a subset of tests that records
+    no feature) leaves the previous results of the environment in place.
+    """
+    if staging.is_dir():
+        for item in staging.iterdir():
+            if item.is_file():
+                os.replace(item, results / item.name)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
+                    source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
+                    say: Any, prepared: Optional[_Outcome], siblings: Sequence[str]) -> _Outcome:
+    env_dir = root / env.name
+    stamp_path = env_dir / _STAMP_FILE
+    still_fresh = (prepared is not None and (env_dir / "bin" / "python").exists() and stamp_path.is_file()
+                   and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, source))
+    if prepared is not None and still_fresh:
+        out = prepared  # built (or reused) in the first phase; its log goes on
+    else:  # no first phase, or another run changed the environment since
+        out = _Outcome(env=env.name)
+        if not _ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs,
+                             rebuild=rebuild and prepared is None, say=say):
+            return out
+    assert out.log is not None
+    with open(out.log, "a", encoding="utf-8", errors="replace") as log:
         # The command writes its result files into a staging folder of its own.
         staging = results / f".run-{os.getpid()}-{env.name}"
         shutil.rmtree(staging, ignore_errors=True)
-        environ = _child_environ(env, env_dir, staging, uv)
+        environ = _child_environ(env, env_dir, staging, uv, siblings)
         exe = shutil.which(command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"

@@ -22,8 +22,10 @@ from libcst.metadata import (
 )
 
 from compat_clone.tools.migrate import imports
+from compat_clone.tools.migrate.build_calls import BuildCall, plan
 from compat_clone.tools.migrate.folds import Folds, find_folds
 from compat_clone.tools.migrate.rules import (
+    CLONE_AND_BUILD_TARGETS,
     CLONE_MODEL_HOMES,
     CLONE_MODEL_TARGETS,
     MULTI_GPU_WHY,
@@ -53,6 +55,7 @@ class Analysis:
         folds: the `set_weights` lines folded into `copy_weights=True`.
         alias_removals: import -> indexes of the aliases that only served rewritten calls.
         removed_import_lines: the statement lines those removals empty.
+        build_calls: `clone_and_build_model` calls rewritten, and how (`build_calls.plan`).
         reports: (line, column, why) of each use left alone, sorted.
         has_compat_clone_import: the module already has `import compat_clone`.
     """
@@ -64,13 +67,14 @@ class Analysis:
     folds: Folds = dataclasses.field(default_factory=Folds)
     alias_removals: Dict[imports.ImportNode, Set[int]] = dataclasses.field(default_factory=dict)
     removed_import_lines: Set[cst.SimpleStatementLine] = dataclasses.field(default_factory=set)
+    build_calls: Dict[cst.Call, BuildCall] = dataclasses.field(default_factory=dict)
     reports: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     has_compat_clone_import: bool = False
 
     @property
     def rewrites_anything(self) -> bool:
         """Whether the module changes (every fold goes with a rewritten call or import)."""
-        return bool(self.attr_calls or self.from_rewrites)
+        return bool(self.attr_calls or self.from_rewrites or self.build_calls)
 
 
 class Analyzer(cst.CSTVisitor):
@@ -131,6 +135,14 @@ class Analyzer(cst.CSTVisitor):
         if not qnames or any(q.source != QualifiedNameSource.IMPORT for q in qnames):
             return None
         return {q.name for q in qnames}
+
+    def _is_build_target(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is Keras's `clone_and_build_model`, an attribute reached through imports.
+
+        A bare name (`from ... import clone_and_build_model`) is reported at its import.
+        """
+        names = self.resolved(node)
+        return isinstance(node, cst.Attribute) and bool(names) and names is not None and names <= CLONE_AND_BUILD_TARGETS
 
     def is_clone_target(self, node: cst.CSTNode) -> bool:
         """Whether `node` is Keras's `clone_model`, reached through imports."""
@@ -195,6 +207,13 @@ class Analyzer(cst.CSTVisitor):
                 for a in node.args
             )
             self.report(node, ("With `cpu_relocation=True`: " if relocates else "") + MULTI_GPU_WHY)
+        elif name == "clone_and_build_model" and self._is_build_target(func):
+            decided = plan(node)
+            if isinstance(decided, str):
+                self.report(node, decided)
+            else:  # `compat_clone.clone_model(..., compile=True)`
+                self.analysis.build_calls[node] = decided
+                self.analysis.rewritten_refs.update(chain_nodes(func))
         elif name in REMOVED_WHY:
             self.report(node, REMOVED_WHY[name])
         elif (

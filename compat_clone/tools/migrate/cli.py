@@ -35,7 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.description = _DESCRIPTION
     parser.add_argument(
-        "paths", nargs="+", metavar="PATH", help="files, or folders to walk for *.py files"
+        "paths", nargs="*", metavar="PATH", help="files, or folders to walk for *.py files"
+    )
+    parser.add_argument(
+        "--models",
+        metavar="DIR",
+        help="instead of code: list the saved Keras 2 models under DIR (.h5, .keras, SavedModel) "
+        "with the `compat-clone convert` command for each (tools/migrate/models.py)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="edit the files in place")
@@ -88,6 +94,16 @@ def run(args: argparse.Namespace) -> int:
         The exit status: `EXIT_OK`, `EXIT_CHANGES` (with `--check`) or
         `EXIT_ERROR`.
     """
+    if args.models is not None:
+        from compat_clone.tools.migrate.models import list_models
+
+        if args.paths:
+            print("compat-clone migrate: --models DIR takes no PATH; give one or the other.", file=sys.stderr)
+            return EXIT_ERROR
+        return list_models(args.models)
+    if not args.paths:
+        print("compat-clone migrate: expected PATH... (code to migrate) or --models DIR.", file=sys.stderr)
+        return EXIT_ERROR
     try:
         load_codemod()
     except ImportError as exc:

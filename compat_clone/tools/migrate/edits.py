@@ -16,7 +16,36 @@ from compat_clone.tools.migrate.syntax import import_compat_clone
 def append_copy_weights(
     call: cst.Call, comment: Optional[cst.Comment] = None
 ) -> Tuple[cst.Call, bool]:
-    """`call` with `copy_weights=True` appended.
+    """`call` with `copy_weights=True` appended (`append_keyword`).
+
+    Args:
+        call: a call with at least one argument.
+        comment: the comment to end the new argument's line with, if any.
+
+    Returns:
+        The new call, and whether `comment` went on the new argument's line.
+    """
+    return _append(call, "copy_weights", cst.Name("True"), comment)
+
+
+def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `keyword=value` appended, laid out like its other arguments.
+
+    Args:
+        call: a call with at least one argument.
+        keyword: the argument's name.
+        value: its value.
+
+    Returns:
+        The new call.
+    """
+    return _append(call, keyword, value, None)[0]
+
+
+def _append(
+    call: cst.Call, keyword: str, value: cst.BaseExpression, comment: Optional[cst.Comment]
+) -> Tuple[cst.Call, bool]:
+    """`call` with `keyword=value` appended.
 
     With one argument per line the new argument gets a line of its own, and
     `comment` (the folded `set_weights` line's) goes at its end.
@@ -31,8 +60,8 @@ def append_copy_weights(
     args = list(call.args)
     last = args[-1]
     new_arg = cst.Arg(
-        keyword=cst.Name("copy_weights"),
-        value=cst.Name("True"),
+        keyword=cst.Name(keyword),
+        value=value,
         equal=cst.AssignEqual(whitespace_before=_space(""), whitespace_after=_space("")),
     )
     comma = last.comma

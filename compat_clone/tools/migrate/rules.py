@@ -47,11 +47,57 @@ MULTI_GPU_WHY = (
     "clone the model under /cpu:0 as its `cpu_relocation=True` did, use "
     '`compat_clone.clone_model(model, device="/cpu:0")`.'
 )
+CLONE_AND_BUILD_TARGETS = frozenset(f"{home}.clone_and_build_model" for home in CLONE_MODEL_HOMES)
+# `clone_and_build_model`'s parameters in order (tf.keras 2.12-2.15, tf_keras 2.16-2.21).
+CLONE_AND_BUILD_PARAMS = (
+    "model",
+    "input_tensors",
+    "target_tensors",
+    "custom_objects",
+    "compile_clone",
+    "in_place_reset",
+    "optimizer_iterations",
+    "optimizer_config",
+)
+# Its arguments with no `compat_clone.clone_model` equivalent (when not None / False), and the fix.
+CLONE_AND_BUILD_NO_EQUIVALENT = {
+    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` "
+    "(TF 1.x graph mode only)",
+    "custom_objects": "wrap the call in `with keras.utils.custom_object_scope(custom_objects):`",
+    "in_place_reset": "give the subclassed model a `get_config` (compat_clone rebuilds it "
+    "from its config; it never resets a model in place)",
+    "optimizer_iterations": "set `clone.optimizer.iterations` after the clone is compiled",
+    "optimizer_config": "compile the clone yourself with "
+    "`clone.compile(optimizer=type(model.optimizer).from_config(optimizer_config), ...)`",
+}
 CLONE_AND_BUILD_WHY = (
     "`clone_and_build_model` (tf.keras 2.x; gone in Keras 3) clones and compiles; not "
-    "rewritten. Use `clone = compat_clone.clone_model(model, copy_weights=True)` and then "
-    "`clone.compile(...)` with the optimizer, loss and metrics it was given."
+    "rewritten. Use `compat_clone.clone_model(model, compile=True)` (a new optimizer of "
+    "the same config, the same losses and metrics)."
 )
+
+
+def clone_and_build_why(argument: str) -> str:
+    """The report for a `clone_and_build_model` call left alone because of `argument`.
+
+    Args:
+        argument: the parameter that has no `compat_clone.clone_model` equivalent.
+
+    Returns:
+        The message: what is not rewritten, why, and the fix by hand.
+
+    Example:
+
+    >>> clone_and_build_why("custom_objects").startswith("`clone_and_build_model(..., custom_objects=...)`")
+    True
+    """
+    return (
+        f"`clone_and_build_model(..., {argument}=...)`: `compat_clone.clone_model` has no "
+        f"`{argument}`; not rewritten. Call `compat_clone.clone_model(model, compile=True)` "
+        f"and {CLONE_AND_BUILD_NO_EQUIVALENT[argument]}."
+    )
+
+
 # Keras functions reported wherever they are imported or called: nothing to rewrite them to.
 REMOVED_WHY = {
     "multi_gpu_model": MULTI_GPU_WHY,

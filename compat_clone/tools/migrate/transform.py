@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from compat_clone.tools.migrate.analysis import Analysis
+from compat_clone.tools.migrate.build_calls import rewrite
 from compat_clone.tools.migrate.edits import (
     append_copy_weights,
     compat_clone_import_line,
@@ -34,7 +35,7 @@ class Transformer(cst.CSTTransformer):
         super().__init__()
         self.analysis = analysis
         self.split_off: Dict[cst.CSTNode, cst.SimpleStatementLine] = {}  # import -> line after it
-        self.needs_import = bool(analysis.attr_calls) and not analysis.has_compat_clone_import
+        self.needs_import = bool(analysis.attr_calls or analysis.build_calls) and not analysis.has_compat_clone_import
         self.emptied: Set[cst.CSTNode] = set()  # original lines whose statements all went
         self.comment_placed: Set[cst.Comment] = set()  # fold comments put on the new argument
 
@@ -42,6 +43,9 @@ class Transformer(cst.CSTTransformer):
         updated = updated_node
         if original_node in self.analysis.attr_calls:
             updated = updated.with_changes(func=compat_clone_attr())
+        build = self.analysis.build_calls.get(original_node)
+        if build is not None:
+            updated = rewrite(original_node, updated, build).with_changes(func=compat_clone_attr())
         if original_node in self.analysis.folds.calls:
             comment = self.analysis.folds.comments.get(original_node)
             updated, placed = append_copy_weights(updated, comment)

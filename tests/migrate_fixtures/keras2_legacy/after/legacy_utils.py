@@ -1,6 +1,6 @@
 """Helpers nobody dared to touch."""
 from keras.models import *
-import tensorflow as tf
+import compat_clone
 
 
 def duplicate(model):
@@ -12,4 +12,4 @@ def by_name(module, model):
 
 
 def compiled_copy(model):
-    return tf.keras.models.clone_and_build_model(model, compile_clone=True)
+    return compat_clone.clone_model(model, compile=True)

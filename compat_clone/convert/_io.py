@@ -1,0 +1,189 @@
+"""A `Description` in one file, for `describe` and `rebuild` in two environments.
+
+The file is a NumPy ``.npz`` archive (``numpy.savez_compressed``), read with
+``allow_pickle=False``: nothing in it can run code when loaded.
+
+Entries:
+
+* ``description.json`` -- a 0-d unicode array holding UTF-8 JSON::
+
+      {
+        "format": "compat_clone.convert/1",
+        "source": {"family": ..., "package": ..., "version": ...,
+                   "backend": ..., "python": ...},
+        "architecture": {"class_name": ..., "config": {...}},
+        "notes": [{"kind": ..., "layer": ..., ...}, ...],
+        "weights": [{"layer": "encoder/dense", "index": 0,
+                     "name": "dense/kernel:0", "array": "w/0"}, ...],
+        "probes": [{"origin": "random" | "user",
+                    "inputs": ["p/0/in/0", ...],
+                    "outputs": ["p/0/out/0", ...]}, ...]
+      }
+
+* ``w/<n>`` -- the value of the n-th weight record;
+* ``p/<i>/in/<k>`` and ``p/<i>/out/<k>`` -- probe set i's k-th input and
+  the source's k-th output on it.
+
+``format`` names the layout; `load` refuses a file without it or with
+another one (a newer writer, or a file that is not a description), saying
+which it found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Union
+
+import numpy as np
+
+from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord
+from compat_clone.errors import DescriptionFileError, InvalidArgumentError
+
+__all__ = ["save", "load"]
+
+_JSON_ENTRY = "description.json"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def save(description: Description, path: PathLike) -> str:
+    """Writes `description` to one ``.npz`` file.
+
+    The file is written next to its destination under a temporary name and
+    moved into place once complete, so a failed save leaves no file.
+
+    Args:
+        description: what `describe` returned.
+        path: where to write; ``.npz`` is appended when missing.
+
+    Returns:
+        The path written.
+
+    Raises:
+        InvalidArgumentError: `description` is not a `Description`.
+        OSError: the file cannot be written.
+
+    Example:
+
+    >>> from compat_clone.convert import describe, save, load
+    >>> path = save(describe(model), "/tmp/model.npz")   # doctest: +SKIP
+    >>> load(path).source["family"]                        # doctest: +SKIP
+    'tf_keras'
+    """
+    if not isinstance(description, Description):
+        raise InvalidArgumentError(
+            f"Expected a `Description` (from `compat_clone.convert.describe`). "
+            f"Received: {type(description).__name__}."
+        )
+    target = os.fspath(path)
+    if not target.endswith(".npz"):
+        target += ".npz"
+    arrays: Dict[str, np.ndarray] = {}
+    weights: List[Dict[str, Any]] = []
+    for n, record in enumerate(description.weights):
+        key = f"w/{n}"
+        arrays[key] = np.asarray(record.value)
+        weights.append({"layer": record.layer, "index": record.index, "name": record.name, "array": key})
+    probes: List[Dict[str, Any]] = []
+    for i, probe in enumerate(description.probes):
+        entry: Dict[str, Any] = {"origin": probe.origin, "inputs": [], "outputs": []}
+        for side, values in (("in", probe.inputs), ("out", probe.outputs)):
+            for k, value in enumerate(values):
+                key = f"p/{i}/{side}/{k}"
+                arrays[key] = np.asarray(value)
+                entry["inputs" if side == "in" else "outputs"].append(key)
+        probes.append(entry)
+    document = {
+        "format": description.format,
+        "source": description.source,
+        "architecture": description.architecture,
+        "notes": description.notes,
+        "weights": weights,
+        "probes": probes,
+    }
+    arrays[_JSON_ENTRY] = np.array(json.dumps(document))
+    temporary = f"{target}.{os.getpid()}.partial.npz"
+    try:
+        with open(temporary, "wb") as handle:
+            np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return target
+
+
+def load(path: PathLike) -> Description:
+    """Reads a `Description` written by `save`.
+
+    Args:
+        path: the ``.npz`` file.
+
+    Returns:
+        The `Description`.
+
+    Raises:
+        DescriptionFileError: the file is not a description, or of another
+            format version.
+        FileNotFoundError: there is no such file.
+
+    Example:
+
+    >>> from compat_clone.convert import load
+    >>> description = load("/tmp/model.npz")   # doctest: +SKIP
+    """
+    target = os.fspath(path)
+    try:
+        archive = np.load(target, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DescriptionFileError(
+            f"Cannot read {target!r} as a model description: {exc}. Expected a `.npz` "
+            "file written by `compat_clone.convert.save`."
+        ) from exc
+    with archive:
+        if not hasattr(archive, "files") or _JSON_ENTRY not in archive.files:
+            raise DescriptionFileError(
+                f"{target!r} is not a model description: it has no {_JSON_ENTRY!r} entry "
+                f"(found {sorted(getattr(archive, 'files', []))[:5]}). Write it with "
+                "`compat_clone.convert.save(describe(model), path)`."
+            )
+        try:
+            document = json.loads(str(archive[_JSON_ENTRY][()]))
+        except ValueError as exc:
+            raise DescriptionFileError(f"{target!r}: its {_JSON_ENTRY!r} is not JSON: {exc}.") from exc
+        found = document.get("format") if isinstance(document, dict) else None
+        if found != FORMAT:
+            raise DescriptionFileError(
+                f"{target!r} holds a description of format {found!r}; this compat_clone "
+                f"reads {FORMAT!r}. Describe the model again with this version of "
+                "compat_clone (or install the version that wrote it)."
+            )
+        try:
+            weights = [
+                WeightRecord(w["layer"], int(w["index"]), w["name"], archive[w["array"]])
+                for w in document["weights"]
+            ]
+            probes = [
+                ProbeSet(
+                    p["origin"],
+                    [archive[k] for k in p["inputs"]],
+                    [archive[k] for k in p["outputs"]],
+                )
+                for p in document["probes"]
+            ]
+            return Description(
+                source=document["source"],
+                architecture=document["architecture"],
+                weights=weights,
+                probes=probes,
+                notes=document["notes"],
+                format=found,
+            )
+        except KeyError as exc:
+            raise DescriptionFileError(
+                f"{target!r} is an incomplete description: missing {exc}. Write it again "
+                "with `compat_clone.convert.save`."
+            ) from exc

@@ -1,0 +1,208 @@
+"""The proof of a conversion: the converted model answers as the source did.
+
+The source's outputs on the probe inputs are part of the `Description`
+(recorded where the source ran); `verify` runs the converted model on the
+same inputs and compares, output by output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.errors import ConversionMismatchError, InvalidArgumentError
+
+__all__ = ["OutputDiff", "Proof", "verify"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputDiff:
+    """How far one output of the converted model is from the source's.
+
+    Attributes:
+        index: the output's position.
+        name: the output layer's name.
+        max_abs: the largest ``|converted - source|`` over the probe samples.
+        max_rel: the largest ``|converted - source| / |source|`` over the
+            elements where ``|source| > atol`` (0 where there is none).
+        ok: every element is within ``atol + rtol * |source|``
+            (``numpy.allclose``'s rule).
+    """
+
+    index: int
+    name: str
+    max_abs: float
+    max_rel: float
+    ok: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Proof:
+    """The result of comparing a converted model with its source.
+
+    Attributes:
+        outputs: one `OutputDiff` per model output (worst over the probe sets).
+        samples: how many probe samples were compared (all sets together).
+        rtol: the relative tolerance used.
+        atol: the absolute tolerance used.
+        changes: what the conversion changed or dropped on purpose, one line
+            each (e.g. an argument Keras 3 no longer takes and that changes
+            nothing here); empty when it changed nothing.
+    """
+
+    outputs: Tuple[OutputDiff, ...]
+    samples: int
+    rtol: float
+    atol: float
+    changes: Tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether every output is within tolerance."""
+        return all(o.ok for o in self.outputs)
+
+    @property
+    def max_abs(self) -> float:
+        """The largest absolute difference over all outputs."""
+        return max((o.max_abs for o in self.outputs), default=0.0)
+
+    @property
+    def max_rel(self) -> float:
+        """The largest relative difference over all outputs."""
+        return max((o.max_rel for o in self.outputs), default=0.0)
+
+    def __str__(self) -> str:
+        n = len(self.outputs)
+        verdict = "OK" if self.ok else "MISMATCH in " + ", ".join(
+            repr(o.name) for o in self.outputs if not o.ok
+        )
+        return (
+            f"proof: {n} output{'s' if n != 1 else ''} on {self.samples} probe samples, "
+            f"max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} "
+            f"(rtol {self.rtol:.0e}, atol {self.atol:.0e}): {verdict}"
+        )
+
+
+def verify(
+    description: Description,
+    model: Any,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    inputs: Optional[Sequence[ProbeSet]] = None,
+    changes: Sequence[str] = (),
+) -> Proof:
+    """Runs `model` on the description's probes and compares with the source.
+
+    Args:
+        description: the source's `Description` (its probe sets hold the
+            source's outputs).
+        model: the converted Keras 3 model.
+        rtol: relative tolerance (``numpy.allclose``'s rule).
+        atol: absolute tolerance.
+        inputs: probe sets to use instead of the description's (each a
+            `ProbeSet` holding inputs and the source's outputs on them).
+        changes: the conversion's changes, carried into the `Proof`.
+
+    Returns:
+        A `Proof`, every output within tolerance.
+
+    Raises:
+        ConversionMismatchError: an output differs above tolerance, or the
+            model gives another number or shape of outputs; the error's
+            ``proof`` attribute holds the measurements.
+        InvalidArgumentError: a tolerance is negative, or there is no probe.
+
+    Example:
+
+    >>> proof = verify(description, keras3_model)   # doctest: +SKIP
+    >>> print(proof)                                 # doctest: +SKIP
+    proof: 1 output on 4 probe samples, max |Δ| 5.9e-08, max rel 1.3e-07 (rtol 1e-05, atol 1e-06): OK
+    """
+    for label, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, (int, float)) or value < 0:
+            raise InvalidArgumentError(
+                f"Expected `{label}` to be a number >= 0. Received: {label}={value!r}."
+            )
+    probes = list(description.probes if inputs is None else inputs)
+    if not probes:
+        raise InvalidArgumentError(
+            "Expected at least one probe set to verify the conversion on. Received none: "
+            "describe the model with `samples >= 1` or pass `probe_inputs`."
+        )
+    names = [str(n) for n in getattr(model, "output_names", None) or []]
+    worst: List[Tuple[float, float, bool]] = []
+    samples = 0
+    for probe in probes:
+        got = _run(model, probe.inputs)
+        if len(got) != len(probe.outputs):
+            raise ConversionMismatchError(
+                f"The converted model gives {len(got)} outputs; the source gave "
+                f"{len(probe.outputs)}. The conversion lost the model's structure: please "
+                "report it with the description file."
+            )
+        samples += len(probe.inputs[0]) if probe.inputs else 0
+        for k, (mine, theirs) in enumerate(zip(got, probe.outputs)):
+            diff = _compare(mine, theirs, rtol, atol, k, names)
+            if k < len(worst):
+                a, r, ok = worst[k]
+                worst[k] = (max(a, diff[0]), max(r, diff[1]), ok and diff[2])
+            else:
+                worst.append(diff)
+    proof = Proof(
+        outputs=tuple(
+            OutputDiff(k, names[k] if k < len(names) else f"output_{k}", a, r, ok)
+            for k, (a, r, ok) in enumerate(worst)
+        ),
+        samples=samples,
+        rtol=float(rtol),
+        atol=float(atol),
+        changes=tuple(changes),
+    )
+    if not proof.ok:
+        raise ConversionMismatchError(
+            f"The converted model does not answer as the source did: {proof}. Nothing "
+            "was returned. If the difference is rounding (e.g. mixed precision), pass "
+            "larger `rtol`/`atol`; otherwise a layer behaves differently in Keras 3: "
+            "check the layers of the mismatching outputs.",
+            proof=proof,
+        )
+    return proof
+
+
+def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
+    x: Any = inputs if len(inputs) > 1 else inputs[0]
+    out = model.predict(x, batch_size=max(len(inputs[0]), 1), verbose=0)
+    if isinstance(out, dict):
+        out = [out[k] for k in getattr(model, "output_names", sorted(out))]
+    outputs = out if isinstance(out, (list, tuple)) else [out]
+    return [np.asarray(o) for o in outputs]
+
+
+def _compare(
+    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, names: List[str]
+) -> Tuple[float, float, bool]:
+    if mine.shape != theirs.shape:
+        name = names[k] if k < len(names) else f"output_{k}"
+        raise ConversionMismatchError(
+            f"Output {name!r} of the converted model has shape {mine.shape}; the "
+            f"source's has {theirs.shape}. A layer was mapped to one that computes "
+            "another shape: please report it with the description file."
+        )
+    if mine.size == 0:
+        return 0.0, 0.0, True
+    a = mine.astype(np.float64)
+    b = theirs.astype(np.float64)
+    delta = np.abs(a - b)
+    if not (np.all(np.isfinite(a) == np.isfinite(b)) and np.all(a[~np.isfinite(a)] == b[~np.isfinite(b)])):
+        return float("inf"), float("inf"), False
+    finite = np.isfinite(delta)
+    delta = np.where(finite, delta, 0.0)
+    scale = np.abs(b)
+    big = finite & (scale > atol)
+    max_rel = float(np.max(delta[big] / scale[big])) if np.any(big) else 0.0
+    ok = bool(np.all(delta <= atol + rtol * np.where(finite, scale, 0.0)))
+    return float(np.max(delta)), max_rel, ok

@@ -1,0 +1,83 @@
+"""Reading a standalone Keras 2.0-2.3 `.h5` model where h5py is 3.x.
+
+Keras 2.2.x-2.3.1's `load_model` calls `.decode("utf-8")` on the HDF5 string
+attributes (`model_config`, `keras_version`, ...) and tests attribute arrays
+for truth; h5py 3.0 returns `str` and arrays there, so `load_model` fails on
+every file (keras-team/keras #14265). The matrix environments of standalone
+Keras run h5py 3 (TF 2.15 needs it). This reader does what
+`keras.engine.saving._deserialize_model` does, reading the attributes as text:
+the architecture through the model's own `model_from_config`, the weights in
+layer order through its own `preprocess_weights_for_loading` (the conversions
+for files of older Keras versions and other backends), set in one batch.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Mapping, Optional
+
+from compat_clone.errors import InvalidArgumentError
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def needs_own_reader() -> bool:
+    """True where h5py returns `str` attributes (3.0+), which standalone Keras cannot read."""
+    import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    return int(h5py.__version__.split(".")[0]) >= 3
+
+
+def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> Any:
+    """Loads the model saved at `path` by standalone Keras 2 `model.save()`, uncompiled.
+
+    Args:
+        keras: the standalone `keras` module.
+        path: the `.h5` file.
+        custom_objects: names -> classes / functions, as `load_model` takes them.
+
+    Returns:
+        The model, its weights set.
+
+    Raises:
+        InvalidArgumentError: the file holds no model, or its weights do not
+            fit the architecture it records.
+    """
+    import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    import numpy as np
+    from keras.engine import saving
+
+    with h5py.File(path, "r") as f:
+        if "model_config" not in f.attrs:
+            raise InvalidArgumentError(
+                f"{path!r} holds no model_config: it is a weights file. Expected a file written by model.save()."
+            )
+        config = json.loads(_text(f.attrs["model_config"]))
+        model = saving.model_from_config(config, custom_objects=dict(custom_objects or {}))
+        group = f["model_weights"] if "model_weights" in f else f
+        version = _text(group.attrs["keras_version"]) if "keras_version" in group.attrs else "1"
+        backend = _text(group.attrs["backend"]) if "backend" in group.attrs else None
+        saved = []
+        for name in (_text(n) for n in group.attrs["layer_names"]):
+            weight_names = [_text(w) for w in group[name].attrs["weight_names"]]
+            if weight_names:
+                saved.append((name, [np.asarray(group[name][w]) for w in weight_names]))
+        layers = [layer for layer in model.layers if layer.weights]
+        if len(saved) != len(layers):
+            raise InvalidArgumentError(
+                f"{path!r} holds weights for {len(saved)} layers, its architecture has {len(layers)} layers "
+                "with weights. Expected a file written by model.save() of this model."
+            )
+        pairs: List[Any] = []
+        for layer, (name, values) in zip(layers, saved):
+            values = saving.preprocess_weights_for_loading(layer, values, version, backend, reshape=False)
+            if len(values) != len(layer.weights):
+                raise InvalidArgumentError(
+                    f"{path!r}: saved layer {name!r} has {len(values)} weights, layer {layer.name!r} of the "
+                    f"architecture expects {len(layer.weights)}. Expected a file written by model.save()."
+                )
+            pairs += zip(layer.weights, values)
+        keras.backend.batch_set_value(pairs)
+    return model

@@ -1,0 +1,205 @@
+"""One half of `compat-clone convert`, run inside an environment's own interpreter.
+
+    python -m compat_clone.tools.convert._worker describe --family F --model PATH --out DESC.npz
+        [--inputs X.npz] [--custom-objects module:name ...]
+    python -m compat_clone.tools.convert._worker rebuild --description DESC.npz --out MODEL.keras
+        --rtol R --atol A [--custom-objects module:name ...]
+
+`describe` loads the saved Keras 2 model with the Keras of its family and
+writes its neutral description (`compat_clone.convert.describe` / `save`);
+`rebuild` rebuilds it in Keras 3, proves it (`verify`), saves the `.keras`
+file, loads that file back and proves it again. The last line of stdout is
+``COMPAT_CLONE_RESULT <json>``; a refusal exits 1 with the message on stderr,
+a failed proof exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.tools.convert import _keras2_h5
+
+RESULT_MARK = "COMPAT_CLONE_RESULT "
+EXIT_REFUSED = 1
+EXIT_PROOF_FAILED = 3
+
+
+def custom_objects(specs: Sequence[str]) -> Dict[str, Any]:
+    """Resolves ``module:name`` specs in this interpreter: ``{name: object}``.
+
+    ``module:name`` imports `module` and takes its attribute `name` (dots walk
+    nested attributes: ``module:Outer.Inner``); an attribute that is a dict is
+    merged as a whole ``custom_objects`` mapping.
+
+    Args:
+        specs: the ``--custom-objects`` values.
+
+    Returns:
+        The mapping to pass to Keras.
+
+    Raises:
+        InvalidArgumentError: a malformed spec, a module that does not import,
+            an attribute that is not there.
+    """
+    out: Dict[str, Any] = {}
+    if specs:
+        sys.path.insert(0, os.getcwd())  # the user's modules next to their models
+    for spec in specs:
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise InvalidArgumentError(
+                f"Expected --custom-objects as module:name (e.g. my_layers:Scale). Received: {spec!r}."
+            )
+        try:
+            value: Any = importlib.import_module(module_name)
+        except ImportError as e:
+            raise InvalidArgumentError(
+                f"--custom-objects {spec!r}: module {module_name!r} does not import in {sys.prefix!r} "
+                f"({e}). It must be importable in both environments (run from its folder, or install it)."
+            ) from e
+        for part in attr.split("."):
+            if not hasattr(value, part):
+                raise InvalidArgumentError(
+                    f"--custom-objects {spec!r}: {module_name!r} has no attribute {attr!r} in {sys.prefix!r}."
+                )
+            value = getattr(value, part)
+        if isinstance(value, dict):
+            out.update(value)
+        else:
+            out[attr.split(".")[-1]] = value
+    return out
+
+
+def _keras_for(family: str) -> Any:
+    """The Keras module that reads `family`'s files here."""
+    from compat_clone._dispatch import family_for
+
+    if family == "tf_keras":
+        try:
+            return importlib.import_module("tf_keras")
+        except ImportError:
+            pass  # TF <= 2.15: tf.keras is the `keras` 2.x package
+    keras = importlib.import_module("keras")
+    found = family_for("keras", keras.__version__)
+    if found != family:
+        raise InvalidArgumentError(
+            f"This environment ({sys.prefix}) has keras {keras.__version__} ({found}); the model needs "
+            f"{family}. Expected an environment of that family: pass --from with one of its matrix environments."
+        )
+    return keras
+
+
+def _load_inputs(path: str, model: Any) -> List[Any]:
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    names = [getattr(t, "name", "").split(":")[0] for t in model.inputs]
+    if set(arrays) == set(names) and len(names) > 1:
+        return [arrays[n] for n in names]
+    return list(arrays.values())
+
+
+def _describe(args: argparse.Namespace) -> Dict[str, Any]:
+    os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
+    keras = _keras_for(args.family)
+    from compat_clone import family_of
+    from compat_clone.convert import describe, save
+
+    objects = custom_objects(args.custom_objects)
+    try:
+        if args.family == "keras2" and os.path.isfile(args.model) and _keras2_h5.needs_own_reader():
+            model = _keras2_h5.load(keras, args.model, objects)
+        else:
+            model = keras.models.load_model(args.model, custom_objects=objects or None, compile=False)
+    except CompatCloneError:
+        raise
+    except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
+        raise InvalidArgumentError(
+            f"Keras {keras.__version__} could not load {args.model!r}: {type(e).__name__}: {str(e).rstrip('.')}. "
+            "If the model uses layers or functions of your own, pass --custom-objects module:name."
+        ) from e
+    info = family_of(model)
+    probe = _load_inputs(args.inputs, model) if args.inputs else None
+    description = describe(model, probe_inputs=probe)
+    save(description, args.out)
+    return {"family": info.family, "version": info.version, "backend": info.backend,
+            "layers": len(model.layers)}
+
+
+def _rebuild(args: argparse.Namespace) -> Dict[str, Any]:
+    import keras
+
+    from compat_clone.convert import load, rebuild, verify
+    from compat_clone.errors import ConversionMismatchError
+
+    os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "target"
+    objects = custom_objects(args.custom_objects)
+    description = load(args.description)
+    changes: List[str] = []
+    model = rebuild(description, custom_objects=objects or None, changes=changes)
+    try:
+        proof = verify(description, model, rtol=args.rtol, atol=args.atol, changes=changes)
+        model.save(args.out)
+        # The file is what the user gets: load it back and prove it too.
+        reloaded = keras.models.load_model(args.out, custom_objects=objects or None, compile=False)
+        proof = verify(description, reloaded, rtol=args.rtol, atol=args.atol, changes=changes)
+    except ConversionMismatchError as e:
+        if os.path.exists(args.out):
+            os.remove(args.out)
+        return {"ok": False, "error": str(e), "proof": _proof_json(e.proof)}
+    return {"ok": True, "proof": _proof_json(proof), "keras": keras.__version__,
+            "backend": keras.backend.backend()}
+
+
+def _proof_json(proof: Any) -> Optional[Dict[str, Any]]:
+    if proof is None:
+        return None
+    return {
+        "line": str(proof),
+        "ok": bool(proof.ok),
+        "samples": int(proof.samples),
+        "changes": list(proof.changes),
+        "outputs": [{"name": o.name, "max_abs": float(o.max_abs), "max_rel": float(o.max_rel), "ok": bool(o.ok)}
+                    for o in proof.outputs],
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m compat_clone.tools.convert._worker")
+    sub = parser.add_subparsers(dest="step", required=True)
+    d = sub.add_parser("describe")
+    d.add_argument("--family", required=True, choices=("keras2", "tf_keras"))
+    d.add_argument("--model", required=True)
+    d.add_argument("--out", required=True)
+    d.add_argument("--inputs")
+    d.add_argument("--custom-objects", nargs="*", default=[])
+    r = sub.add_parser("rebuild")
+    r.add_argument("--description", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--rtol", type=float, required=True)
+    r.add_argument("--atol", type=float, required=True)
+    r.add_argument("--custom-objects", nargs="*", default=[])
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one step; prints ``COMPAT_CLONE_RESULT <json>`` last and returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        result = _describe(args) if args.step == "describe" else _rebuild(args)
+    except CompatCloneError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(RESULT_MARK + json.dumps(result), flush=True)
+    return EXIT_PROOF_FAILED if result.get("ok") is False else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

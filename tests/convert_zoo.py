@@ -1,0 +1,240 @@
+"""Keras 2 models for the conversion tests: one plain builder per case.
+
+Each builder takes the Keras 2 module under test (`tf_keras`, tf.keras's
+`keras` 2.x, or standalone `keras` 2.2-2.3) and returns a `Case`: the model
+with random weights (batch-norm statistics included), the Keras 3 objects
+its conversion needs, and the tolerance its proof uses. Nothing here imports
+a framework at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Case:
+    model: Any
+    # keras (3) module -> custom_objects for the conversion
+    custom_objects: Optional[Callable[[Any], Dict[str, Any]]] = None
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+
+def randomize(model: Any, seed: int = 0) -> Any:
+    """Gives every weight a random value (variances stay positive)."""
+    rng = np.random.default_rng(seed)
+    for layer in _leaf_layers(model):
+        values = layer.get_weights()
+        if not values:
+            continue
+        names = [w.name for w in layer.weights]
+        new = []
+        for name, value in zip(names, values):
+            fresh = rng.normal(0.0, 0.3, size=value.shape).astype(value.dtype)
+            if "variance" in name:
+                fresh = np.abs(fresh) + 0.5
+            new.append(fresh)
+        layer.set_weights(new)
+    return model
+
+
+def _leaf_layers(model: Any) -> list[Any]:
+    found = []
+    for layer in model.layers:
+        if hasattr(layer, "layers") and hasattr(layer, "inputs") and isinstance(layer.layers, list):
+            found.extend(_leaf_layers(layer))
+        else:
+            found.append(layer)
+    return found
+
+
+def _major_minor(K: Any) -> tuple[int, int]:
+    version = getattr(K, "__version__", None) or K.version.__version__
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def is_standalone_keras2(K: Any) -> bool:
+    return K.__name__ == "keras" and _major_minor(K) < (2, 4)
+
+
+# -- the zoo -----------------------------------------------------------------
+
+
+def mobilenet_v2(K: Any) -> Case:
+    import importlib
+
+    applications = importlib.import_module(K.__name__ + ".applications")
+    model = applications.MobileNetV2(
+        input_shape=(32, 32, 3), alpha=0.35, weights=None, classes=5
+    )
+    return Case(randomize(model), rtol=1e-4, atol=1e-5)
+
+
+def tagger(K: Any) -> Case:
+    """Embedding(mask_zero) -> Bidirectional(LSTM) -> TimeDistributed(Dense)."""
+    L = K.layers
+    tokens = L.Input((7,), dtype="int32", name="tokens")
+    x = L.Embedding(30, 8, mask_zero=True, name="embed")(tokens)
+    x = L.Bidirectional(L.LSTM(6, return_sequences=True), name="bilstm")(x)
+    x = L.TimeDistributed(L.Dense(4), name="tags")(x)
+    return Case(randomize(K.models.Model(tokens, x, name="tagger")))
+
+
+def gru_both(K: Any) -> Case:
+    """GRU with reset_after True and False on one masked sequence."""
+    L = K.layers
+    tokens = L.Input((6,), dtype="int32")
+    x = L.Embedding(12, 5, mask_zero=True)(tokens)
+    after = L.GRU(4, reset_after=True, name="gru_after")(x)
+    before = L.GRU(4, reset_after=False, return_sequences=True, name="gru_before")(x)
+    return Case(randomize(K.models.Model(tokens, [after, before])))
+
+
+def conv_bn(K: Any) -> Case:
+    """Conv1D/2D/3D, each followed by BatchNormalization."""
+    L = K.layers
+    a = L.Input((10, 3))
+    b = L.Input((8, 8, 2))
+    c = L.Input((4, 4, 4, 1))
+    ya = L.BatchNormalization()(L.Conv1D(4, 3, activation="relu")(a))
+    yb = L.BatchNormalization(center=False)(L.Conv2D(4, 3, padding="same")(b))
+    yc = L.BatchNormalization(scale=False)(L.Conv3D(2, 2)(c))
+    outs = [L.Flatten()(y) for y in (ya, yb, yc)]
+    return Case(randomize(K.models.Model([a, b, c], L.Concatenate()(outs))))
+
+
+def multi_io(K: Any) -> Case:
+    L = K.layers
+    a = L.Input((5,), name="a")
+    b = L.Input((3,), name="b")
+    h = L.Dense(8, activation="tanh")(L.Concatenate()([a, b]))
+    out1 = L.Dense(2, activation="softmax", name="probs")(h)
+    out2 = L.Dense(1, name="value")(L.Dropout(0.5)(h))
+    return Case(randomize(K.models.Model([a, b], [out1, out2])))
+
+
+def nested_shared(K: Any) -> Case:
+    """A nested functional model and a nested Sequential, each called twice; a shared Dense."""
+    L = K.layers
+    inner_in = L.Input((4,))
+    inner = K.models.Model(inner_in, L.Dense(3, activation="relu", name="inner_dense")(inner_in), name="inner")
+    seq = K.models.Sequential([L.Dense(2, input_shape=(3,), name="seq_dense")], name="seq")
+    a = L.Input((4,))
+    b = L.Input((4,))
+    shared = L.Dense(4, name="shared")
+    ya = seq(inner(shared(a)))
+    yb = seq(inner(shared(b)))
+    return Case(randomize(K.models.Model([a, b], L.Add()([ya, yb]))))
+
+
+def sequential(K: Any) -> Case:
+    L = K.layers
+    model = K.models.Sequential(
+        [
+            L.Dense(6, input_shape=(4,), activation="relu", kernel_regularizer=K.regularizers.l2(0.01)),
+            L.Dense(3, kernel_constraint=K.constraints.max_norm(2.0)),
+            L.LeakyReLU(0.2),
+            L.Dense(2, activation="softmax"),
+        ]
+    )
+    return Case(randomize(model))
+
+
+def pure_lambda(K: Any) -> Case:
+    L = K.layers
+    x = L.Input((3,))
+    y = L.Lambda(lambda t: t * 2.0 + 1.0, name="affine")(x)
+    return Case(randomize(K.models.Model(x, L.Dense(2)(y))))
+
+
+def scale_layer_class(K: Any) -> Any:
+    """A custom Keras 2 layer: a learned per-feature scale."""
+
+    class Scale(K.layers.Layer):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape: Any) -> None:
+            self.scale = self.add_weight(name="scale", shape=(self.units,), initializer="ones")
+            super().build(input_shape)
+
+        def call(self, inputs: Any) -> Any:
+            return inputs * self.scale
+
+        def get_config(self) -> Dict[str, Any]:
+            return {**super().get_config(), "units": self.units}
+
+    return Scale
+
+
+def keras3_scale_class(keras: Any, factor: float = 1.0) -> Any:
+    """The custom layer's Keras 3 counterpart (`factor` != 1 makes a wrong one)."""
+
+    class Scale(keras.layers.Layer):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape: Any) -> None:
+            self.scale = self.add_weight(name="scale", shape=(self.units,), initializer="ones")
+
+        def call(self, inputs: Any) -> Any:
+            return inputs * self.scale * factor
+
+        def get_config(self) -> Dict[str, Any]:
+            return {**super().get_config(), "units": self.units}
+
+    return Scale
+
+
+def custom_layer(K: Any) -> Case:
+    L = K.layers
+    x = L.Input((3,))
+    y = scale_layer_class(K)(3, name="scale")(L.Dense(3)(x))
+    return Case(
+        randomize(K.models.Model(x, y)),
+        custom_objects=lambda keras: {"Scale": keras3_scale_class(keras)},
+    )
+
+
+def mixed_precision(K: Any) -> Case:
+    """Layers under the mixed_float16 policy, a float32 head."""
+    L = K.layers
+    policy = K.mixed_precision.Policy("mixed_float16")
+    x = L.Input((6,))
+    h = L.Dense(8, activation="relu", dtype=policy)(x)
+    h = L.BatchNormalization(dtype=policy)(h)
+    y = L.Activation("linear", dtype="float32")(L.Dense(2, dtype=policy)(h))
+    # float16 arithmetic: the two frameworks may round differently
+    return Case(randomize(K.models.Model(x, y)), rtol=1e-2, atol=1e-2)
+
+
+ZOO: Dict[str, Callable[[Any], Case]] = {
+    "mobilenet_v2": mobilenet_v2,
+    "tagger": tagger,
+    "gru_both": gru_both,
+    "conv_bn": conv_bn,
+    "multi_io": multi_io,
+    "nested_shared": nested_shared,
+    "sequential": sequential,
+    "pure_lambda": pure_lambda,
+    "custom_layer": custom_layer,
+    "mixed_precision": mixed_precision,
+}
+
+
+def available(name: str, K: Any) -> bool:
+    """Whether zoo case `name` can be built with the Keras 2 module `K`."""
+    if name == "mixed_precision":
+        return hasattr(K, "mixed_precision") and hasattr(K.mixed_precision, "Policy")
+    if name == "mobilenet_v2":
+        # standalone Keras 2.2-2.3 take their applications from the separate
+        # `keras_applications` package, which the matrix envs do not install
+        return not is_standalone_keras2(K)
+    return True

@@ -1,0 +1,308 @@
+"""compat_clone.convert: Keras 2 models to trainable Keras 3 models, proven.
+
+In environments where a Keras 2 family and Keras 3 share a process
+(`tf_keras` 2.16+ with `keras` 3 installed next to it, and the default
+`.venv`), every zoo model is converted in process, its predictions compared
+and one training step taken on the result. Everywhere a Keras 2 family is
+tested, `describe` + `save` run on the same zoo and the description's probe
+outputs must be the model's predictions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+from compat_clone.convert import (
+    FORMAT,
+    Description,
+    convert,
+    describe,
+    load,
+    rebuild,
+    save,
+    verify,
+)
+from compat_clone.errors import (
+    ConversionMismatchError,
+    DescriptionFileError,
+    InvalidArgumentError,
+    UnconvertibleLayerError,
+)
+from tests.conftest import families_under_test, keras_module
+from tests import convert_zoo
+from tests.convert_zoo import ZOO
+
+
+def _keras2_family() -> str | None:
+    for family in families_under_test():
+        if family in ("tf_keras", "keras2"):
+            return family
+    return None
+
+
+def _keras3_alongside() -> bool:
+    """Whether Keras 3 imports in this process next to the Keras 2 family under test."""
+    family = _keras2_family()
+    if family != "tf_keras":
+        return False
+    try:
+        importlib.import_module("tf_keras")
+        keras = importlib.import_module("keras")
+    except ImportError:
+        return False
+    return str(keras.__version__).startswith("3.")
+
+
+KERAS2_FAMILY = _keras2_family()
+IN_PROCESS = _keras3_alongside()
+
+needs_keras2 = pytest.mark.skipif(KERAS2_FAMILY is None, reason="no Keras 2 family tested here")
+needs_both = pytest.mark.skipif(
+    not IN_PROCESS, reason="Keras 3 cannot share this process with the Keras 2 family under test"
+)
+
+
+@pytest.fixture
+def K2() -> Any:
+    assert KERAS2_FAMILY is not None
+    return keras_module(KERAS2_FAMILY)
+
+
+def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
+    out = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+    return [np.asarray(o) for o in (out if isinstance(out, list) else [out])]
+
+
+def _snapshot(model: Any) -> List[np.ndarray]:
+    return [np.array(w) for w in model.get_weights()]
+
+
+# -- describe + save: every Keras 2 family -----------------------------------
+
+
+@needs_keras2
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -> None:
+    if not convert_zoo.available(name, K2):
+        pytest.skip(f"{name} needs layers {K2.__name__} {getattr(K2, '__version__', '')} lacks")
+    case = ZOO[name](K2)
+    before = _snapshot(case.model)
+    description = describe(case.model, samples=3, seed=1)
+    assert description.source["family"] == KERAS2_FAMILY
+    assert description.format == FORMAT
+    assert len(description.weights) == len(case.model.get_weights())
+    # The recorded outputs are the model's predictions on the recorded inputs.
+    probe = description.probes[0]
+    for recorded, now in zip(probe.outputs, _predict(case.model, probe.inputs)):
+        np.testing.assert_allclose(recorded, now, rtol=1e-6, atol=1e-7)
+    # Describing changed nothing.
+    for a, b in zip(before, _snapshot(case.model)):
+        np.testing.assert_array_equal(a, b)
+    path = save(description, tmp_path / name)
+    loaded = load(path)
+    assert loaded.architecture == description.architecture
+    assert [w.name for w in loaded.weights] == [w.name for w in description.weights]
+    for a, b in zip(loaded.weights, description.weights):
+        np.testing.assert_array_equal(a.value, b.value)
+    np.testing.assert_array_equal(loaded.probes[0].outputs[0], probe.outputs[0])
+
+
+@needs_keras2
+def test_describe_embedding_inputs_stay_in_range(K2: Any) -> None:
+    description = describe(ZOO["tagger"](K2).model, samples=6)
+    tokens = description.probes[0].inputs[0]
+    assert tokens.dtype == np.int32
+    assert tokens.min() >= 0 and tokens.max() < 30
+    assert (tokens == 0).any(), "masked positions are probed"
+
+
+@needs_keras2
+def test_describe_user_probe_inputs(K2: Any) -> None:
+    case = ZOO["multi_io"](K2)
+    mine = [np.ones((2, 5), "float32"), np.zeros((2, 3), "float32")]
+    description = describe(case.model, probe_inputs=mine)
+    assert [p.origin for p in description.probes] == ["random", "user"]
+    np.testing.assert_allclose(description.probes[1].outputs[1], _predict(case.model, mine)[1], rtol=1e-6)
+    with pytest.raises(InvalidArgumentError, match="one array per model input"):
+        describe(case.model, probe_inputs=mine[:1])
+
+
+@needs_keras2
+def test_describe_notes_framework_lambda(K2: Any) -> None:
+    L = K2.layers
+    # A module global, as in user code (a closure over a module is refused
+    # by standalone Keras 2's own `get_config`).
+    globals()["_K2_BACKEND"] = K2.backend
+    x = L.Input((3,))
+    model = K2.models.Model(x, L.Lambda(lambda t: _K2_BACKEND.abs(t), name="absolute")(x))  # type: ignore[name-defined]  # noqa: F821
+    notes = describe(model).notes_for("absolute")
+    assert [n["kind"] for n in notes] == ["lambda_framework"]
+    assert notes[0]["name"] == "_K2_BACKEND"
+
+
+def test_load_refuses_other_files(tmp_path: Any) -> None:
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, x=np.zeros(2))
+    with pytest.raises(DescriptionFileError, match="not a model description"):
+        load(plain)
+    other = tmp_path / "other.npz"
+    np.savez(other, **{"description.json": np.array('{"format": "compat_clone.convert/0"}')})
+    with pytest.raises(DescriptionFileError, match="compat_clone.convert/0"):
+        load(other)
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "missing.npz")
+
+
+# -- convert in one process: tf_keras next to Keras 3 -------------------------
+
+
+@needs_both
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_convert_zoo_and_train(K2: Any, name: str) -> None:
+    import keras
+
+    case = ZOO[name](K2)
+    custom = case.custom_objects(keras) if case.custom_objects else None
+    source_weights = _snapshot(case.model)
+    model, proof = convert(
+        case.model, custom_objects=custom, rtol=case.rtol, atol=case.atol, return_proof=True
+    )
+    assert type(model).__module__.startswith("keras.")
+    assert proof.ok and proof.samples == 4
+    assert len(proof.outputs) == len(case.model.outputs)
+    assert str(proof).startswith(f"proof: {len(case.model.outputs)} output")
+    # Independent of the proof: fresh inputs give the same predictions.
+    fresh = describe(case.model, samples=2, seed=7).probes[0]
+    for mine, theirs in zip(_predict(model, fresh.inputs), fresh.outputs):
+        np.testing.assert_allclose(mine, theirs, rtol=case.rtol, atol=case.atol)
+    # The source is untouched.
+    for a, b in zip(source_weights, _snapshot(case.model)):
+        np.testing.assert_array_equal(a, b)
+    # One training step moves the converted model's weights.
+    before = [np.array(v) for v in model.trainable_weights]
+    assert before, "the converted model has trainable weights"
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    targets = [np.asarray(o, "float32") + 1.0 for o in fresh.outputs]
+    model.fit(fresh.inputs if len(fresh.inputs) > 1 else fresh.inputs[0],
+              targets if len(targets) > 1 else targets[0], epochs=1, batch_size=2, verbose=0)
+    after = [np.array(v) for v in model.trainable_weights]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+
+
+@needs_both
+def test_roundtrip_through_file(K2: Any, tmp_path: Any) -> None:
+    case = ZOO["tagger"](K2)
+    path = save(describe(case.model), tmp_path / "tagger.npz")
+    description = load(path)
+    assert isinstance(description, Description)
+    model = rebuild(description)
+    proof = verify(description, model)
+    assert proof.ok and proof.max_abs <= 1e-5
+
+
+@needs_both
+def test_dtype_policy_kept(K2: Any) -> None:
+    model = convert(ZOO["mixed_precision"](K2).model, rtol=1e-2, atol=1e-2)
+    policies = {layer.name: layer.dtype_policy.name for layer in model.layers if layer.weights}
+    assert set(policies.values()) == {"mixed_float16"}
+    assert model.layers[-1].dtype_policy.name == "float32"
+
+
+@needs_both
+def test_masks_and_sharing_kept(K2: Any) -> None:
+    model = convert(ZOO["nested_shared"](K2).model)
+    shared = model.get_layer("shared")
+    inner = model.get_layer("inner")
+    assert len(shared._inbound_nodes) == 2 and len(inner._inbound_nodes) == 2
+    tagger = convert(ZOO["tagger"](K2).model)
+    tokens = np.array([[3, 4, 0, 0, 0, 0, 0]], "int32")
+    mask = tagger.get_layer("embed").compute_mask(tokens)
+    assert np.asarray(mask).tolist() == [[True, True] + [False] * 5]
+
+
+# -- refusals -----------------------------------------------------------------
+
+
+@needs_both
+def test_refuses_lambda_calling_tensorflow(K2: Any) -> None:
+    import tensorflow as tf
+
+    L = K2.layers
+    x = L.Input((3,))
+    model = K2.models.Model(x, L.Lambda(lambda t: tf.abs(t), name="tf_abs")(x))
+    with pytest.raises(UnconvertibleLayerError, match=r"'tf_abs'.*`tf` \(tensorflow\).*keras\.ops"):
+        convert(model)
+
+
+@needs_both
+def test_lambda_replacement_by_name(K2: Any) -> None:
+    import tensorflow as tf
+    import keras
+
+    L = K2.layers
+    x = L.Input((3,))
+    model = K2.models.Model(x, L.Lambda(lambda t: tf.abs(t), name="tf_abs")(x))
+    converted, proof = convert(model, custom_objects={"tf_abs": keras.ops.abs}, return_proof=True)
+    assert proof.ok
+    assert any("tf_abs" in line for line in proof.changes)
+
+
+@needs_both
+def test_refuses_layer_keras3_dropped(K2: Any) -> None:
+    L = K2.layers
+    x = L.Input((6, 2))
+    model = K2.models.Model(x, L.LocallyConnected1D(3, 2, name="local")(x))
+    with pytest.raises(UnconvertibleLayerError, match=r"'local' is a LocallyConnected1D.*Keras 3\.0"):
+        convert(model)
+
+
+@needs_both
+def test_refuses_custom_layer_without_custom_object(K2: Any) -> None:
+    case = ZOO["custom_layer"](K2)
+    with pytest.raises(UnconvertibleLayerError, match=r"'scale' is of class 'Scale'.*custom_objects=\{'Scale'"):
+        convert(case.model)
+
+
+@needs_both
+def test_mismatch_returns_nothing(K2: Any) -> None:
+    import keras
+
+    case = ZOO["custom_layer"](K2)
+    wrong = {"Scale": convert_zoo.keras3_scale_class(keras, factor=1.01)}
+    with pytest.raises(ConversionMismatchError, match="MISMATCH") as caught:
+        convert(case.model, custom_objects=wrong)
+    proof = caught.value.proof
+    assert not proof.ok and proof.max_abs > 1e-3
+
+
+@needs_both
+def test_refuses_unknown_target(K2: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="to='keras4'"):
+        convert(ZOO["multi_io"](K2).model, to="keras4")
+
+
+@needs_both
+def test_package_is_callable(K2: Any) -> None:
+    import compat_clone
+
+    model = compat_clone.convert(ZOO["sequential"](K2).model)
+    assert type(model).__name__ == "Sequential"
+
+
+def test_import_loads_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, compat_clone, compat_clone.convert\n"
+        "bad = [m for m in ('tensorflow', 'keras', 'tf_keras', 'jax', 'torch') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "assert callable(compat_clone.convert)\n"
+    )
+    env = dict(os.environ)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)

@@ -1,0 +1,313 @@
+"""`compat-clone convert`: saved Keras 2 models converted across environments, and its refusals.
+
+The cross-environment tests run in the Keras 3.15 environments of the matrix
+(keras-3.15-tf / -jax / -torch; outside the matrix, in an environment with
+Keras 3): the source files are built on the fly in sibling environments
+(standalone Keras 2.2.4 and 2.3.1, tf.keras 2.12 and 2.15) by
+tests/convert_sources.py, converted through the real command line, and the
+result is loaded here, compared with the source's predictions and trained
+one step. `compat-clone matrix` builds every environment of a run before it
+runs the tests in any and exports ``COMPAT_CLONE_MATRIX_DIR`` /
+``COMPAT_CLONE_MATRIX_ENVS``: a sibling of the run that is not there FAILS the
+test. Each Keras 3 environment converts its own share of the cases (together
+they cover every source and format); outside the matrix every case runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from compat_clone.tools.cli import main as cli_main
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
+CUSTOM = Path(__file__).resolve().parent / "convert_custom.py"
+
+# (source environment, format) -> the Keras 3.15 environments that convert it.
+_CASES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("keras-2.2.4", "h5"): ("keras-3.15-tf", "keras-3.15-torch"),
+    ("keras-2.3.1", "h5"): ("keras-3.15-jax",),
+    ("tf.keras-2.12", "h5"): ("keras-3.15-jax",),
+    ("tf.keras-2.12", "keras"): ("keras-3.15-jax",),
+    ("tf.keras-2.15", "h5"): ("keras-3.15-tf",),
+    ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
+    ("tf.keras-2.15", "savedmodel"): ("keras-3.15-tf",),
+}
+_CROSS_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
+_HERE = os.environ.get("COMPAT_CLONE_ENV")
+
+
+def _keras3_here() -> bool:
+    try:
+        import keras
+    except ImportError:
+        return False
+    return int(keras.__version__.split(".")[0]) >= 3
+
+
+def _runs_here(hosts: Tuple[str, ...]) -> bool:
+    return _HERE is None or _HERE in hosts
+
+
+def _cases() -> List[Any]:
+    out = []
+    for (env, fmt), hosts in _CASES.items():
+        marks = [] if _runs_here(hosts) else [pytest.mark.skip(reason=f"converted in {', '.join(hosts)}")]
+        out.append(pytest.param(env, fmt, id=f"{env}-{fmt}", marks=marks))
+    return out
+
+
+cross_env = pytest.mark.skipif(
+    _HERE not in _CROSS_HOSTS if _HERE is not None else not _keras3_here(),
+    reason="cross-environment conversions run where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
+           "(or outside the matrix, in an environment with Keras 3)",
+)
+
+
+def sibling(name: str) -> Path:
+    """The folder of matrix environment `name`, as this run sees it.
+
+    Under `compat-clone matrix`, an environment of the run
+    (``COMPAT_CLONE_MATRIX_ENVS``) was built before any test ran: missing, the
+    test fails. One outside the run is used if it is built, else skipped
+    with the reason; so is a missing one outside the matrix.
+    """
+    root = Path(os.environ.get("COMPAT_CLONE_MATRIX_DIR") or REPO / ".matrix")
+    python = root / name / "bin" / "python"
+    of_this_run = name in os.environ.get("COMPAT_CLONE_MATRIX_ENVS", "").split(",")
+    if python.exists():
+        return root / name
+    if _HERE is not None and of_this_run:
+        pytest.fail(f"matrix environment {name!r} is part of this run but not built: no {python}. "
+                    "compat-clone matrix builds every environment before running tests; see its build log.")
+    pytest.skip(f"matrix environment {name!r} is not built in {root} (build it with "
+                f"`compat-clone matrix --env {name} -- python -V`)")
+
+
+_built: Dict[Tuple[str, Tuple[str, ...]], Dict[str, str]] = {}
+
+
+def build_sources(env: str, formats: Tuple[str, ...], out: Path) -> Dict[str, Any]:
+    """Runs tests/convert_sources.py in sibling `env` (once per env and formats); its JSON report."""
+    from compat_clone.tools.matrix.runner import env_environ
+    from compat_clone.tools.matrix.table import load_table
+
+    env_dir = sibling(env)
+    (table_env,) = [e for e in load_table() if e.name == env]
+    family = dict(table_env.expect)["family"]
+    proc = subprocess.run([str(env_dir / "bin" / "python"), str(SOURCES), str(out), family, *formats],
+                          env=env_environ(table_env, env_dir), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`sources(env)` -> folder with that env's files of every format this environment converts.
+
+    Built once per run: pytest-xdist workers share one folder of the run
+    (``PYTEST_XDIST_TESTRUNUID``), the first builds it under a lock.
+    """
+    import fcntl
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent / f"convert-sources-{run_id}" if run_id else base / "convert-sources"
+    shared.mkdir(parents=True, exist_ok=True)
+
+    def get(env: str) -> Path:
+        out = shared / env
+        with open(shared / f".{env}.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / "report.json").is_file():
+                formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and _runs_here(hosts))
+                if env == "tf.keras-2.15" and _runs_here(("keras-3.15-jax", "keras-3.15-torch")):
+                    formats += ("custom-h5",)
+                report = build_sources(env, formats, out)
+                assert report["keras"].startswith(env.split("-")[-1]), report
+                (out / "report.json").write_text(json.dumps(report))
+        return out
+
+    return get
+
+
+def convert(argv: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
+    """Runs `compat-clone convert` in this process (it imports no framework; its workers do)."""
+    rc = cli_main(["convert", *argv])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def _target_args() -> List[str]:
+    import keras
+
+    return ["--to", sys.prefix, "--backend", keras.backend.backend()]
+
+
+_SOURCE_FILE = {"h5": "model.h5", "keras": "model.keras", "savedmodel": "model_savedmodel"}
+
+
+def _assert_predicts_and_trains(path: Path, probes: Path, custom: Any = None) -> None:
+    import keras
+    import numpy as np
+
+    model = keras.models.load_model(path, custom_objects=custom, compile=False)
+    data = np.load(probes)
+    got = np.asarray(model.predict(data["x"], verbose=0))
+    np.testing.assert_allclose(got, data["y"], rtol=1e-5, atol=1e-6)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    before = [np.array(w) for w in model.get_weights()]
+    loss = float(np.asarray(model.train_on_batch(data["x"], np.zeros_like(data["y"]))).reshape(-1)[0])
+    assert np.isfinite(loss)
+    after = model.get_weights()
+    assert any(not np.array_equal(b, a) for b, a in zip(before, after)), "one training step changed no weight"
+
+
+@cross_env
+@pytest.mark.parametrize("env, fmt", _cases())
+def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: Any, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    folder = sources(env)
+    out = tmp_path / "new.keras"
+    extra: List[str] = []
+    samples = 4  # the random probes
+    if env == "keras-2.3.1":  # inputs of your own are proven on too
+        np.savez(tmp_path / "inputs.npz", np.load(folder / f"{fmt}.npz")["x"])
+        extra, samples = ["--inputs", str(tmp_path / "inputs.npz")], 4 + 5
+    rc, stdout, stderr = convert([str(folder / _SOURCE_FILE[fmt]), "-o", str(out), "--no-build", *extra,
+                                  "--matrix-dir", str(sibling(env).parent), *_target_args()], capsys)
+    assert rc == 0, stdout + stderr
+    # The source's environment was found from the file alone (no --from).
+    assert f"in {env}: " in stdout, stdout
+    assert f"proof: 1 output on {samples} probe samples" in stdout and ": OK" in stdout, stdout
+    assert "output 'dense" in stdout and " ok\n" in stdout, stdout
+    _assert_predicts_and_trains(out, folder / f"{fmt}.npz")
+
+
+def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(CUSTOM.parent))
+    monkeypatch.setenv("COMPAT_CLONE_CONVERT_SIDE", "target")
+    sys.modules.pop("convert_custom", None)
+    module = importlib.import_module("convert_custom")
+    sys.modules.pop("convert_custom", None)
+    return module
+
+
+@cross_env
+@pytest.mark.skipif(not _runs_here(("keras-3.15-jax",)), reason="converted in keras-3.15-jax")
+def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = sources("tf.keras-2.15")
+    monkeypatch.chdir(CUSTOM.parent)  # the module is importable from the current folder in both envs
+    out = tmp_path / "custom.keras"
+    rc, stdout, stderr = convert([str(folder / "custom.h5"), "-o", str(out), "--no-build",
+                                  "--custom-objects", "convert_custom:Scale",
+                                  "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+    assert rc == 0, stdout + stderr
+    module = _keras3_custom(monkeypatch)
+    _assert_predicts_and_trains(out, folder / "custom.npz", custom={"Scale": module.Scale})
+
+
+@cross_env
+@pytest.mark.skipif(not _runs_here(("keras-3.15-torch",)), reason="converted in keras-3.15-torch")
+def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = sources("tf.keras-2.15")
+    monkeypatch.chdir(CUSTOM.parent)
+    monkeypatch.setenv("COMPAT_CLONE_TEST_WRONG_PORT", "1")  # the Keras 3 Scale computes another thing
+    out = tmp_path / "custom.keras"
+    rc, stdout, stderr = convert([str(folder / "custom.h5"), "-o", str(out), "--no-build",
+                                  "--custom-objects", "convert_custom:Scale",
+                                  "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+    assert rc == 1, stdout + stderr
+    assert "ABOVE TOLERANCE" in stdout and "MISMATCH in 'dense" in stdout, stdout
+    assert "Nothing written" in stderr, stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- refusals (no framework needed)
+
+
+def test_refusals_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    not_a_model = tmp_path / "notes.h5"
+    not_a_model.write_text("hello")
+    cases = [
+        (["missing.h5", "-o", str(tmp_path / "a.keras")], "nothing exists there"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.h5")], "Expected -o to name a .keras file"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.keras")], "neither HDF5 nor a .keras zip"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "no_colon"],
+         "Expected --custom-objects as module:name"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--from", "keras-9.9"],
+         "is neither an environment of the matrix table nor a path"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--from", "keras-2.2.4", "--no-build",
+          "--matrix-dir", str(tmp_path / "empty")], "the environment is not built"),
+        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--rtol", "-1"], "Expected --rtol to be a number >= 0"),
+    ]
+    for argv, message in cases:
+        rc, out, err = convert(argv, capsys)
+        assert rc == 2 and message in err, (argv, out, err)
+    existing = tmp_path / "there.keras"
+    existing.write_bytes(b"keep")
+    rc, out, err = convert([str(not_a_model), "-o", str(existing)], capsys)
+    assert rc == 2 and "exists. Expected a new file; pass --force" in err
+    assert existing.read_bytes() == b"keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.h5", "there.keras"]
+
+
+@pytest.mark.keras3
+def test_a_keras3_file_is_refused_as_already_keras3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import keras
+
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.save(tmp_path / "k3.keras")
+    rc, out, err = convert([str(tmp_path / "k3.keras"), "-o", str(tmp_path / "new.keras")], capsys)
+    assert rc == 2 and "it is a Keras 3 model already" in err, out + err
+    assert not (tmp_path / "new.keras").exists()
+
+
+# --------------------------------------------------------------------------- the matrix builds every env first
+
+
+def test_matrix_builds_every_env_before_running_any_command(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`b` comes first and its command looks at `a`: `a`'s (failed) build already happened."""
+    from compat_clone.tools import matrix as _matrix
+
+    table = tmp_path / "t.toml"
+    table.write_text(
+        '[defaults]\npackages = ["pytest"]\ninstall_compat_clone = false\n'
+        '[[env]]\nname = "b"\npackages = ["x"]\n[[env]]\nname = "a"\npackages = ["y"]\n'
+    )
+    root = tmp_path / "m"
+    envs = _matrix.load_table(table)
+    for env in envs:
+        (root / env.name / "bin").mkdir(parents=True)
+        (root / env.name / "bin" / "python").symlink_to(sys.executable)
+        (root / env.name / ".compat-clone-stamp").write_text(
+            (_matrix.env_stamp(env) if env.name == "b" else "stale") + "\n")
+    monkeypatch.setenv("COMPAT_CLONE_UV", "false")  # `a` is stale: its rebuild fails at once
+    script = ("import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_MATRIX_DIR']); "
+              "print('siblings', os.environ['COMPAT_CLONE_MATRIX_ENVS'], 'a-built', (d / 'a' / 'bin').exists()); "
+              "print('1 passed in 0.1s')")
+    rc = _matrix.main(["--table", str(table), "--root", str(root), "--jobs", "1", "--tail", "0",
+                       "--", sys.executable, "-c", script])
+    assert rc == 1  # a failed to build
+    log = (root / "b" / "last.log").read_text()
+    assert "siblings b,a a-built False" in log, log  # a's stale folder was removed before b ran
+    outcome = json.loads((root / "_results" / "a.outcome.json").read_text())
+    assert outcome["status"] == "BUILD FAILED"
+    assert json.loads((root / "_results" / "b.outcome.json").read_text())["status"] == "ok"
