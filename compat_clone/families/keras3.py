@@ -183,12 +183,11 @@ class Keras3(Family):
         keras = self.keras()
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
+        first = model._layers[0] if model._layers else None
         if not self.compile_config_loads(model) and getattr(model, "inputs", None):
             # `keras3-compiled-clone-config`: built here, on a new Input like the source's
-            inputs = model.inputs[0]
-            first = model._layers[0] if model._layers else None
-            return self._sequential_on(cloner, model, self.make_input(_spec(inputs, getattr(first, "name", None))))
-        first = model._layers[0] if model._layers else None
+            fresh = self.make_input(_spec(model.inputs[0], getattr(first, "name", None)))
+            return self._sequential_on(cloner, model, fresh)
         try:
             spec = getattr(first, "output", None)
         except ValueError:  # 3.0: a layer never called has no output (an unbuilt model)
@@ -263,14 +262,19 @@ class Keras3(Family):
         """
         if not getattr(model, "compiled", False):
             return True
-        from keras.src.saving import serialization_lib
+        # Asked at several steps of one clone: deserialized once per model
+        # (this Family object serves one clone_model call).
+        known: Dict[int, bool] = self.__dict__.setdefault("_config_loads", {})
+        if id(model) not in known:
+            from keras.src.saving import serialization_lib
 
-        config = model.get_compile_config() or {}
-        try:  # the optimizer too: a throwaway one, built nowhere
-            serialization_lib.deserialize_keras_object(config)
-        except Exception:  # TypeError "Could not locate function", ValueError...
-            return False
-        return True
+            config = model.get_compile_config() or {}
+            try:  # the optimizer too: a throwaway one, built nowhere
+                serialization_lib.deserialize_keras_object(config)
+                known[id(model)] = True
+            except Exception:  # TypeError "Could not locate function", ValueError...
+                known[id(model)] = False
+        return known[id(model)]
 
     # -- weights ---------------------------------------------------------------
 
