@@ -4,11 +4,11 @@ Run with that environment's interpreter (standalone Keras 2.x, or tf.keras /
 tf_keras); imports no compat_clone:
 
     python tests/convert_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5 | lambda-keras
 
 Writes ``OUT_DIR/model.<ext>`` (``model_savedmodel/`` for a SavedModel,
 ``custom.h5`` for the model with the custom `Scale` layer of
-tests/convert_custom.py), and ``OUT_DIR/<name>.npz`` with the probe inputs
+tests/convert_custom.py, ``lambda.keras`` for one with a Lambda layer), and ``OUT_DIR/<name>.npz`` with the probe inputs
 ``x`` and the source's predictions ``y`` for each. Weights are drawn from a
 fixed seed, BatchNormalization statistics included, so the outputs are not trivial.
 """
@@ -73,6 +73,14 @@ def custom_model(keras: Any) -> Any:
     return model
 
 
+def lambda_model(keras: Any) -> Any:
+    inputs = keras.layers.Input((4,))
+    scaled = keras.layers.Lambda(lambda t: t * 2.0 - 1.0, name="affine")(inputs)
+    model = keras.models.Model(inputs, keras.layers.Dense(2)(scaled))
+    _seeded(model, 3)
+    return model
+
+
 def main(out: str, family: str, formats: List[str]) -> None:
     keras = _keras(family)
     os.makedirs(out, exist_ok=True)
@@ -85,6 +93,14 @@ def main(out: str, family: str, formats: List[str]) -> None:
             path = os.path.join(out, "custom.h5")
             model.save(path)
             np.savez(os.path.join(out, "custom.npz"), x=cx, y=model.predict(cx))
+            written[fmt] = path
+            continue
+        if fmt == "lambda-keras":
+            model = lambda_model(keras)
+            lx = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")
+            path = os.path.join(out, "lambda.keras")
+            model.save(path)
+            np.savez(os.path.join(out, "lambda.npz"), x=lx, y=model.predict(lx))
             written[fmt] = path
             continue
         model = plain_model(keras)

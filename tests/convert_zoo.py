@@ -52,16 +52,6 @@ def _leaf_layers(model: Any) -> list[Any]:
     return found
 
 
-def _major_minor(K: Any) -> tuple[int, int]:
-    version = getattr(K, "__version__", None) or K.version.__version__
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
-def is_standalone_keras2(K: Any) -> bool:
-    return K.__name__ == "keras" and _major_minor(K) < (2, 4)
-
-
 # -- the zoo -----------------------------------------------------------------
 
 
@@ -233,8 +223,4 @@ def available(name: str, K: Any) -> bool:
     """Whether zoo case `name` can be built with the Keras 2 module `K`."""
     if name == "mixed_precision":
         return hasattr(K, "mixed_precision") and hasattr(K.mixed_precision, "Policy")
-    if name == "mobilenet_v2":
-        # standalone Keras 2.2-2.3 take their applications from the separate
-        # `keras_applications` package, which the matrix envs do not install
-        return not is_standalone_keras2(K)
     return True

@@ -110,6 +110,11 @@ def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -
     for a, b in zip(loaded.weights, description.weights):
         np.testing.assert_array_equal(a.value, b.value)
     np.testing.assert_array_equal(loaded.probes[0].outputs[0], probe.outputs[0])
+    assert len(loaded.probes[0].masks) == len(probe.masks)
+    for a, b in zip(loaded.probes[0].masks, probe.masks):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
 
 
 @needs_keras2
@@ -119,6 +124,11 @@ def test_describe_embedding_inputs_stay_in_range(K2: Any) -> None:
     assert tokens.dtype == np.int32
     assert tokens.min() >= 0 and tokens.max() < 30
     assert (tokens == 0).any(), "masked positions are probed"
+    # The source's output mask is recorded: the padded steps.
+    (mask,) = description.probes[0].masks
+    np.testing.assert_array_equal(mask, tokens != 0)
+    # An output without a mask records none.
+    assert describe(ZOO["multi_io"](K2).model).probes[0].masks == []
 
 
 @needs_keras2
@@ -219,10 +229,34 @@ def test_masks_and_sharing_kept(K2: Any) -> None:
     shared = model.get_layer("shared")
     inner = model.get_layer("inner")
     assert len(shared._inbound_nodes) == 2 and len(inner._inbound_nodes) == 2
-    tagger = convert(ZOO["tagger"](K2).model)
+    tagger, proof = convert(ZOO["tagger"](K2).model, return_proof=True)
     tokens = np.array([[3, 4, 0, 0, 0, 0, 0]], "int32")
     mask = tagger.get_layer("embed").compute_mask(tokens)
     assert np.asarray(mask).tolist() == [[True, True] + [False] * 5]
+    # The proof compares the unmasked steps and says how many it left out.
+    (out,) = proof.outputs
+    assert out.masked == 2 * 2 * 4  # 2 padded steps in 2 of 4 samples, x 4 tags
+    assert "16 masked positions not compared" in str(out)
+
+
+@needs_both
+def test_proof_ignores_masked_positions_only(K2: Any) -> None:
+    """Values under the source's mask may differ (Keras versions fill them differently); others may not."""
+    import copy
+
+    case = ZOO["tagger"](K2)
+    description = describe(case.model)
+    model = rebuild(description)
+    (mask,) = description.probes[0].masks
+    assert not mask.all()
+    hidden = copy.deepcopy(description)
+    hidden.probes[0].outputs[0][~mask] += 1.0
+    out = verify(hidden, model).outputs[0]
+    assert out.ok and out.masked == int((~mask).sum()) * 4 and abs(out.masked_max_abs - 1.0) < 1e-3
+    seen = copy.deepcopy(description)
+    seen.probes[0].outputs[0][mask] += 1e-3
+    with pytest.raises(ConversionMismatchError, match="MISMATCH in 'tags'"):
+        verify(seen, model)
 
 
 # -- refusals -----------------------------------------------------------------

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -26,8 +24,9 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from compat_clone.tools.cli import main as cli_main
+from tests.convert_envs import HERE as _HERE
+from tests.convert_envs import keras3_here, run_in_sibling, shared_builds, sibling
 
-REPO = Path(__file__).resolve().parents[1]
 SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
 CUSTOM = Path(__file__).resolve().parent / "convert_custom.py"
 
@@ -42,15 +41,6 @@ _CASES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("tf.keras-2.15", "savedmodel"): ("keras-3.15-tf",),
 }
 _CROSS_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
-_HERE = os.environ.get("COMPAT_CLONE_ENV")
-
-
-def _keras3_here() -> bool:
-    try:
-        import keras
-    except ImportError:
-        return False
-    return int(keras.__version__.split(".")[0]) >= 3
 
 
 def _runs_here(hosts: Tuple[str, ...]) -> bool:
@@ -66,78 +56,23 @@ def _cases() -> List[Any]:
 
 
 cross_env = pytest.mark.skipif(
-    _HERE not in _CROSS_HOSTS if _HERE is not None else not _keras3_here(),
+    _HERE not in _CROSS_HOSTS if _HERE is not None else not keras3_here(),
     reason="cross-environment conversions run where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
            "(or outside the matrix, in an environment with Keras 3)",
 )
 
 
-def sibling(name: str) -> Path:
-    """The folder of matrix environment `name`, as this run sees it.
-
-    Under `compat-clone matrix`, an environment of the run
-    (``COMPAT_CLONE_MATRIX_ENVS``) was built before any test ran: missing, the
-    test fails. One outside the run is used if it is built, else skipped
-    with the reason; so is a missing one outside the matrix.
-    """
-    root = Path(os.environ.get("COMPAT_CLONE_MATRIX_DIR") or REPO / ".matrix")
-    python = root / name / "bin" / "python"
-    of_this_run = name in os.environ.get("COMPAT_CLONE_MATRIX_ENVS", "").split(",")
-    if python.exists():
-        return root / name
-    if _HERE is not None and of_this_run:
-        pytest.fail(f"matrix environment {name!r} is part of this run but not built: no {python}. "
-                    "compat-clone matrix builds every environment before running tests; see its build log.")
-    pytest.skip(f"matrix environment {name!r} is not built in {root} (build it with "
-                f"`compat-clone matrix --env {name} -- python -V`)")
-
-
-_built: Dict[Tuple[str, Tuple[str, ...]], Dict[str, str]] = {}
-
-
-def build_sources(env: str, formats: Tuple[str, ...], out: Path) -> Dict[str, Any]:
-    """Runs tests/convert_sources.py in sibling `env` (once per env and formats); its JSON report."""
-    from compat_clone.tools.matrix.runner import env_environ
-    from compat_clone.tools.matrix.table import load_table
-
-    env_dir = sibling(env)
-    (table_env,) = [e for e in load_table() if e.name == env]
-    family = dict(table_env.expect)["family"]
-    proc = subprocess.run([str(env_dir / "bin" / "python"), str(SOURCES), str(out), family, *formats],
-                          env=env_environ(table_env, env_dir), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return report
-
-
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`sources(env)` -> folder with that env's files of every format this environment converts.
+    """`sources(env)` -> folder with that env's files of every format this environment converts."""
 
-    Built once per run: pytest-xdist workers share one folder of the run
-    (``PYTEST_XDIST_TESTRUNUID``), the first builds it under a lock.
-    """
-    import fcntl
+    def build(env: str, out: Path) -> Dict[str, Any]:
+        formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and _runs_here(hosts))
+        if env == "tf.keras-2.15" and _runs_here(("keras-3.15-jax", "keras-3.15-torch")):
+            formats += ("custom-h5", "lambda-keras")
+        return run_in_sibling(env, SOURCES, out, list(formats))
 
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent / f"convert-sources-{run_id}" if run_id else base / "convert-sources"
-    shared.mkdir(parents=True, exist_ok=True)
-
-    def get(env: str) -> Path:
-        out = shared / env
-        with open(shared / f".{env}.lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (out / "report.json").is_file():
-                formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and _runs_here(hosts))
-                if env == "tf.keras-2.15" and _runs_here(("keras-3.15-jax", "keras-3.15-torch")):
-                    formats += ("custom-h5",)
-                report = build_sources(env, formats, out)
-                assert report["keras"].startswith(env.split("-")[-1]), report
-                (out / "report.json").write_text(json.dumps(report))
-        return out
-
-    return get
+    return shared_builds(tmp_path_factory, "convert-sources", build)
 
 
 def convert(argv: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
@@ -236,6 +171,29 @@ def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, 
     assert "ABOVE TOLERANCE" in stdout and "MISMATCH in 'dense" in stdout, stdout
     assert "Nothing written" in stderr, stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@cross_env
+@pytest.mark.skipif(not _runs_here(("keras-3.15-jax",)), reason="converted in keras-3.15-jax")
+def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """tf.keras 2.13+ refuses a .keras file's Lambda code in safe mode: said, with the flag that allows it."""
+    import keras
+    import numpy as np
+
+    folder = sources("tf.keras-2.15")
+    out = tmp_path / "lambda.keras"
+    common = [str(folder / "lambda.keras"), "-o", str(out), "--no-build",
+              "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()]
+    rc, stdout, stderr = convert(common, capsys)
+    assert rc == 1 and "pass --no-safe-mode" in stderr and "Lambda" in stderr, stdout + stderr
+    assert not out.exists()
+    rc, stdout, stderr = convert(common + ["--no-safe-mode"], capsys)
+    assert rc == 0, stdout + stderr
+    assert "note: " in stdout and "holds Lambda layers (affine)" in stdout and "safe_mode=False" in stdout, stdout
+    data = np.load(folder / "lambda.npz")
+    model = keras.models.load_model(out, safe_mode=False, compile=False)
+    np.testing.assert_allclose(model.predict(data["x"], verbose=0), data["y"], rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)

@@ -7,7 +7,10 @@ tf.keras <= 2.15 cannot share a process with Keras 3:
   architecture, weights, probe inputs and the source's outputs on them;
 * `save(description, path)` / `load(path)`: the description as one `.npz`;
 * `rebuild(description)` (in a Keras 3 environment) -> a Keras 3 model;
-* `verify(description, model)` -> `Proof`: outputs compared on the probes.
+* `verify(description, model)` -> `Proof`: outputs compared on the probes;
+* `custom_objects()`: what Keras 3 needs to load a converted `.keras` file
+  that computes a Keras 2 formula Keras 3 changed (standalone Keras 2's
+  LSTM / GRU ``hard_sigmoid``).
 
 `convert(model)` does all of it in one process, where both Kerases import.
 The package is callable: `compat_clone.convert(model)` is `convert(model)`.
@@ -20,6 +23,7 @@ import sys
 import types
 from typing import Any, List, Mapping, Optional, Tuple, Union
 
+from compat_clone.convert._functions import custom_objects
 from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
 from compat_clone.convert._io import load, save
 from compat_clone.convert._proof import OutputDiff, Proof, verify
@@ -34,6 +38,7 @@ __all__ = [
     "OutputDiff",
     "Proof",
     "convert",
+    "custom_objects",
     "describe",
     "save",
     "load",

@@ -56,11 +56,23 @@ class ProbeSet:
         origin: ``"random"`` (drawn by `describe`) or ``"user"``.
         inputs: one array per model input, in the model's input order.
         outputs: one array per model output, in the model's output order.
+        masks: per output, the Keras mask the source computed for it (a
+            boolean array over its leading dimensions, e.g. batch x steps),
+            or None where the output carries no mask (empty: no output
+            carries one). Values at masked
+            positions mean nothing to Keras, and the families disagree on
+            them (an RNN's masked steps hold zeros or the previous step's
+            output), so `verify` compares only the unmasked positions.
     """
 
     origin: str
     inputs: List[np.ndarray]
     outputs: List[np.ndarray]
+    masks: List[Optional[np.ndarray]] = dataclasses.field(default_factory=list)
+
+    def mask_of(self, k: int) -> Optional[np.ndarray]:
+        """The mask of output `k`, or None."""
+        return self.masks[k] if k < len(self.masks) else None
 
 
 @dataclasses.dataclass
@@ -158,6 +170,8 @@ def describe(
         probes.append(ProbeSet("user", _user_inputs(model, probe_inputs), []))
     for probe in probes:
         probe.outputs = _predict(model, probe.inputs)
+        masks = _output_masks(model, probe.inputs, info.family)
+        probe.masks = masks if any(m is not None for m in masks) else []
     import sys
 
     return Description(
@@ -380,3 +394,40 @@ def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     out = model.predict(x, batch_size=len(inputs[0]), verbose=0)
     outputs = out if isinstance(out, (list, tuple)) else [out]
     return [np.asarray(o) for o in outputs]
+
+
+def _output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Optional[np.ndarray]]:
+    """The mask the source computes for each output on `inputs` (None: no mask).
+
+    Standalone Keras 2 runs a TF1 graph: the model's symbolic output masks
+    (`compute_mask` on its own inputs returns the ones built with it) are
+    evaluated with a backend function. tf.keras / tf_keras run eagerly: a
+    call of the model returns tensors that carry their `_keras_mask`.
+    """
+    count = len(model.outputs)
+    if family == KERAS2:
+        symbolic = model.compute_mask(model.inputs, [None] * len(model.inputs))
+        symbolic = list(symbolic) if isinstance(symbolic, (list, tuple)) else [symbolic]
+        wanted = [k for k, m in enumerate(symbolic) if m is not None]
+        if not wanted:
+            return [None] * count
+        import importlib
+
+        backend = importlib.import_module(type(model).__module__.split(".")[0] + ".backend")
+        values = backend.function(list(model.inputs), [symbolic[k] for k in wanted])(list(inputs))
+        found: List[Optional[np.ndarray]] = [None] * count
+        for k, value in zip(wanted, values):
+            found[k] = np.asarray(value).astype(bool)
+        return found
+    if all(getattr(t, "_keras_mask", None) is None for t in model.outputs):
+        return [None] * count  # no output of the graph carries a mask
+    import tensorflow as tf
+
+    out = model([tf.convert_to_tensor(x) for x in inputs] if len(inputs) > 1
+                else tf.convert_to_tensor(inputs[0]), training=False)
+    tensors = out if isinstance(out, (list, tuple)) else [out]
+    masks: List[Optional[np.ndarray]] = []
+    for tensor in tensors:
+        mask = getattr(tensor, "_keras_mask", None)
+        masks.append(None if mask is None else np.asarray(mask).astype(bool))
+    return masks

@@ -17,12 +17,15 @@ Entries:
                      "name": "dense/kernel:0", "array": "w/0"}, ...],
         "probes": [{"origin": "random" | "user",
                     "inputs": ["p/0/in/0", ...],
-                    "outputs": ["p/0/out/0", ...]}, ...]
+                    "outputs": ["p/0/out/0", ...],
+                    "masks": ["p/0/mask/0" | null, ...]}, ...]
       }
 
 * ``w/<n>`` -- the value of the n-th weight record;
 * ``p/<i>/in/<k>`` and ``p/<i>/out/<k>`` -- probe set i's k-th input and
-  the source's k-th output on it.
+  the source's k-th output on it;
+* ``p/<i>/mask/<k>`` -- the Keras mask the source computed for that output
+  (only for outputs that carry one; ``masks`` may be absent: no masks).
 
 ``format`` names the layout; `load` refuses a file without it or with
 another one (a newer writer, or a file that is not a description), saying
@@ -93,6 +96,13 @@ def save(description: Description, path: PathLike) -> str:
                 key = f"p/{i}/{side}/{k}"
                 arrays[key] = np.asarray(value)
                 entry["inputs" if side == "in" else "outputs"].append(key)
+        if any(m is not None for m in probe.masks):
+            entry["masks"] = []
+            for k, mask in enumerate(probe.masks):
+                key = f"p/{i}/mask/{k}"
+                if mask is not None:
+                    arrays[key] = np.asarray(mask, dtype=bool)
+                entry["masks"].append(None if mask is None else key)
         probes.append(entry)
     document = {
         "format": description.format,
@@ -171,6 +181,7 @@ def load(path: PathLike) -> Description:
                     p["origin"],
                     [archive[k] for k in p["inputs"]],
                     [archive[k] for k in p["outputs"]],
+                    [None if k is None else archive[k] for k in p.get("masks", [])],
                 )
                 for p in document["probes"]
             ]

@@ -28,8 +28,13 @@ class OutputDiff:
         max_abs: the largest ``|converted - source|`` over the probe samples.
         max_rel: the largest ``|converted - source| / |source|`` over the
             elements where ``|source| > atol`` (0 where there is none).
-        ok: every element is within ``atol + rtol * |source|``
+        ok: every compared element is within ``atol + rtol * |source|``
             (``numpy.allclose``'s rule).
+        masked: how many positions the source's mask hides (not compared:
+            their values mean nothing to Keras, and Keras versions fill
+            them differently); 0 for an output with no mask.
+        masked_max_abs: the largest ``|converted - source|`` at those
+            positions, for information.
     """
 
     index: int
@@ -37,6 +42,16 @@ class OutputDiff:
     max_abs: float
     max_rel: float
     ok: bool
+    masked: int = 0
+    masked_max_abs: float = 0.0
+
+    def __str__(self) -> str:
+        text = (f"output {self.name!r}: max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} "
+                f"{'ok' if self.ok else 'ABOVE TOLERANCE'}")
+        if self.masked:
+            text += (f" ({self.masked} masked positions not compared, "
+                     f"max |Δ| there {self.masked_max_abs:.1e})")
+        return text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +149,7 @@ def verify(
             "describe the model with `samples >= 1` or pass `probe_inputs`."
         )
     names = [str(n) for n in getattr(model, "output_names", None) or []]
-    worst: List[Tuple[float, float, bool]] = []
+    worst: List[_Diff] = []
     samples = 0
     for probe in probes:
         got = _run(model, probe.inputs)
@@ -146,16 +161,13 @@ def verify(
             )
         samples += len(probe.inputs[0]) if probe.inputs else 0
         for k, (mine, theirs) in enumerate(zip(got, probe.outputs)):
-            diff = _compare(mine, theirs, rtol, atol, k, names)
-            if k < len(worst):
-                a, r, ok = worst[k]
-                worst[k] = (max(a, diff[0]), max(r, diff[1]), ok and diff[2])
-            else:
-                worst.append(diff)
+            diff = _compare(mine, theirs, rtol, atol, k, names, probe.mask_of(k))
+            worst.append(diff) if k >= len(worst) else worst.__setitem__(k, worst[k].merge(diff))
     proof = Proof(
         outputs=tuple(
-            OutputDiff(k, names[k] if k < len(names) else f"output_{k}", a, r, ok)
-            for k, (a, r, ok) in enumerate(worst)
+            OutputDiff(k, names[k] if k < len(names) else f"output_{k}", d.max_abs, d.max_rel, d.ok,
+                       d.masked, d.masked_max_abs)
+            for k, d in enumerate(worst)
         ),
         samples=samples,
         rtol=float(rtol),
@@ -182,9 +194,38 @@ def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     return [np.asarray(o) for o in outputs]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Diff:
+    max_abs: float
+    max_rel: float
+    ok: bool
+    masked: int = 0
+    masked_max_abs: float = 0.0
+
+    def merge(self, other: "_Diff") -> "_Diff":
+        return _Diff(max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel),
+                     self.ok and other.ok, self.masked + other.masked,
+                     max(self.masked_max_abs, other.masked_max_abs))
+
+
+def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np.ndarray]:
+    """`mask` spread over an output of `shape` (True: compare), or None to compare all.
+
+    A mask covers an output's leading dimensions (batch x steps for a
+    sequence); one that does not fit them is ignored, never guessed at.
+    """
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim > len(shape) or tuple(shape[: mask.ndim]) != mask.shape:
+        return None
+    return np.broadcast_to(mask.reshape(mask.shape + (1,) * (len(shape) - mask.ndim)), shape)
+
+
 def _compare(
-    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, names: List[str]
-) -> Tuple[float, float, bool]:
+    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, names: List[str],
+    mask: Optional[np.ndarray] = None,
+) -> _Diff:
     if mine.shape != theirs.shape:
         name = names[k] if k < len(names) else f"output_{k}"
         raise ConversionMismatchError(
@@ -192,17 +233,26 @@ def _compare(
             f"source's has {theirs.shape}. A layer was mapped to one that computes "
             "another shape: please report it with the description file."
         )
-    if mine.size == 0:
-        return 0.0, 0.0, True
+    keep = _compared(mask, mine.shape)
     a = mine.astype(np.float64)
     b = theirs.astype(np.float64)
+    hidden = _Diff(0.0, 0.0, True)
+    if keep is not None:
+        off = ~keep
+        if np.any(off):
+            gap = np.abs(a[off] - b[off])
+            gap = gap[np.isfinite(gap)]
+            hidden = _Diff(0.0, 0.0, True, int(np.count_nonzero(off)), float(gap.max()) if gap.size else 0.0)
+        a, b = a[keep], b[keep]
+    if a.size == 0:
+        return hidden
     delta = np.abs(a - b)
     if not (np.all(np.isfinite(a) == np.isfinite(b)) and np.all(a[~np.isfinite(a)] == b[~np.isfinite(b)])):
-        return float("inf"), float("inf"), False
+        return _Diff(float("inf"), float("inf"), False, hidden.masked, hidden.masked_max_abs)
     finite = np.isfinite(delta)
     delta = np.where(finite, delta, 0.0)
     scale = np.abs(b)
     big = finite & (scale > atol)
     max_rel = float(np.max(delta[big] / scale[big])) if np.any(big) else 0.0
     ok = bool(np.all(delta <= atol + rtol * np.where(finite, scale, 0.0)))
-    return float(np.max(delta)), max_rel, ok
+    return _Diff(float(np.max(delta)), max_rel, ok, hidden.masked, hidden.masked_max_abs)

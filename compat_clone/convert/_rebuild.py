@@ -15,9 +15,10 @@ import importlib
 import marshal
 import sys
 import types
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from compat_clone.convert._describe import Description
+from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.errors import InvalidArgumentError, UnconvertibleLayerError
 
@@ -76,16 +77,6 @@ def rebuild(
     return model
 
 
-def _keras2_hard_sigmoid(x: Any) -> Any:
-    """Keras 2's hard sigmoid, ``clip(0.2 * x + 0.5, 0, 1)`` (Keras 3 uses ``x / 6 + 0.5``)."""
-    from keras import ops
-
-    return ops.clip(ops.add(ops.multiply(x, 0.2), 0.5), 0.0, 1.0)
-
-
-_ACTIVATIONS: Dict[str, Callable[[Any], Any]] = {"hard_sigmoid": _keras2_hard_sigmoid}
-
-
 class _Builder:
     """Builds layers and models from Keras 2 configs, in Keras 3."""
 
@@ -94,18 +85,11 @@ class _Builder:
         self.description = description
         self.custom = custom
         self.changes = changes
-        self.registered: Dict[str, Any] = {}
 
     # -- classes and activations -------------------------------------------
 
     def activation(self, name: str) -> Any:
-        if name not in self.registered:
-            fn = _ACTIVATIONS[name]
-            register = self.keras.saving.register_keras_serializable(
-                package="compat_clone", name=f"keras2_{name}"
-            )
-            self.registered[name] = register(fn)
-        return self.registered[name]
+        return keras2_function(name)
 
     def layer_class(self, class_name: str, path: str) -> Any:
         short = class_name.rpartition(">")[2]
@@ -170,29 +154,7 @@ class _Builder:
                 f"converted config ({type(exc).__name__}: {exc}). Pass a Keras 3 layer for it "
                 f"in `custom_objects={{{name!r}: ...}}`."
             ) from exc
-        if class_name == "Bidirectional" and self.description.source.get("family") == "keras2":
-            self.keep_masked_outputs(built, path)
         return built
-
-    def keep_masked_outputs(self, layer: Any, path: str) -> None:
-        """Standalone Keras 2's RNNs repeat the last output at masked steps.
-
-        Keras 3's `Bidirectional` (like tf.keras') forces zeros there
-        (`zero_output_for_mask`); standalone Keras 2.0-2.3 has no such
-        setting and carries the previous output, so the converted layer is
-        set back to carrying (read at call time).
-        """
-        sequences = False
-        for inner in (layer.forward_layer, layer.backward_layer):
-            if getattr(inner, "zero_output_for_mask", None):
-                inner.zero_output_for_mask = False
-                sequences = True
-        if sequences:
-            self.changes.append(
-                f"{path}: masked steps repeat the previous output as in standalone Keras 2 "
-                "(`zero_output_for_mask=False` on both directions; a saved and reloaded "
-                "Keras 3 model writes zeros there instead)"
-            )
 
     def lambda_layer(self, config: Dict[str, Any], path: str) -> Any:
         name = config.get("name", path)

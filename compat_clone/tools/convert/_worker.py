@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
+import re
 import sys
+import tempfile
+import zipfile
 from typing import Any, Dict, List, Optional, Sequence
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
@@ -76,7 +80,7 @@ def custom_objects(specs: Sequence[str]) -> Dict[str, Any]:
     return out
 
 
-def _keras_for(family: str) -> Any:
+def keras_for(family: str) -> Any:
     """The Keras module that reads `family`'s files here."""
     from compat_clone._dispatch import family_for
 
@@ -95,6 +99,79 @@ def _keras_for(family: str) -> Any:
     return keras
 
 
+def load_source(keras: Any, family: str, path: str, objects: Dict[str, Any], safe_mode: bool = True) -> Any:
+    """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled.
+
+    Standalone Keras 2 files go through `_keras2_h5` where h5py is 3.x
+    (keras-team/keras #14265); the rest through Keras' own `load_model`.
+
+    Args:
+        keras: the Keras module that reads `family`'s files (`keras_for`).
+        family: ``"keras2"`` or ``"tf_keras"``.
+        path: a `.h5` / `.keras` file or a SavedModel folder.
+        objects: custom objects by name (`custom_objects`).
+        safe_mode: False lets a `.keras` file of tf.keras 2.13+ run the
+            stored Python bytecode of its `Lambda` layers (Keras refuses it
+            by default); only for files the user trusts.
+
+    Returns:
+        The model.
+
+    Raises:
+        InvalidArgumentError: Keras could not load the file (its message, and
+            the way out for layers of the user's own).
+    """
+    try:
+        if family == "keras2" and os.path.isfile(path) and _keras2_h5.needs_own_reader():
+            return _keras2_h5.load(keras, path, objects)
+        kwargs: Dict[str, Any] = {}
+        if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:
+            kwargs["safe_mode"] = False
+        try:
+            return keras.models.load_model(path, custom_objects=objects or None, compile=False, **kwargs)
+        except (TypeError, ValueError) as e:
+            if "__numpy__" not in str(e) or not zipfile.is_zipfile(path):
+                raise
+            # tf.keras 2.12 writes NumPy scalars of a layer's config into a
+            # .keras file as {"class_name": "__numpy__", ...} and cannot read
+            # them back (MobileNetV2's ReLU(6.)): read a copy whose config
+            # holds the plain numbers, as later versions read the same file.
+            with tempfile.TemporaryDirectory(prefix="compat-clone-keras-v3-") as tmp:
+                plain = _plain_numbers_copy(path, os.path.join(tmp, os.path.basename(path)))
+                return keras.models.load_model(plain, custom_objects=objects or None, compile=False, **kwargs)
+    except CompatCloneError:
+        raise
+    except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
+        fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
+               if "safe_mode" in str(e) else
+               "If the model uses layers or functions of your own, pass --custom-objects module:name.")
+        raise InvalidArgumentError(
+            f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
+        ) from e
+
+
+def _plain_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        config = value.get("config")
+        if value.get("class_name") == "__numpy__" and isinstance(config, dict) and "value" in config:
+            return config["value"]
+        return {k: _plain_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(v) for v in value]
+    return value
+
+
+def _plain_numbers_copy(path: str, copy: str) -> str:
+    """Copies the .keras zip at `path` to `copy`, NumPy scalars of its config.json as plain numbers."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                data = json.dumps(_plain_numbers(json.loads(data))).encode("utf-8")
+            target.writestr(item, data)
+    return copy
+
+
 def _load_inputs(path: str, model: Any) -> List[Any]:
     import numpy as np
 
@@ -108,23 +185,12 @@ def _load_inputs(path: str, model: Any) -> List[Any]:
 
 def _describe(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
-    keras = _keras_for(args.family)
+    keras = keras_for(args.family)
     from compat_clone import family_of
     from compat_clone.convert import describe, save
 
-    objects = custom_objects(args.custom_objects)
-    try:
-        if args.family == "keras2" and os.path.isfile(args.model) and _keras2_h5.needs_own_reader():
-            model = _keras2_h5.load(keras, args.model, objects)
-        else:
-            model = keras.models.load_model(args.model, custom_objects=objects or None, compile=False)
-    except CompatCloneError:
-        raise
-    except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
-        raise InvalidArgumentError(
-            f"Keras {keras.__version__} could not load {args.model!r}: {type(e).__name__}: {str(e).rstrip('.')}. "
-            "If the model uses layers or functions of your own, pass --custom-objects module:name."
-        ) from e
+    model = load_source(keras, args.family, args.model, custom_objects(args.custom_objects),
+                        safe_mode=not args.no_safe_mode)
     info = family_of(model)
     probe = _load_inputs(args.inputs, model) if args.inputs else None
     description = describe(model, probe_inputs=probe)
@@ -144,18 +210,34 @@ def _rebuild(args: argparse.Namespace) -> Dict[str, Any]:
     description = load(args.description)
     changes: List[str] = []
     model = rebuild(description, custom_objects=objects or None, changes=changes)
+    lambdas = [layer.name for layer in _all_layers(model) if type(layer).__name__ == "Lambda"]
+    # Keras 2 formulas the model computes with compat_clone's registered functions.
+    formulas = sorted(set(re.findall(r'"(compat_clone>[A-Za-z0-9_]+)"', model.to_json())))
     try:
         proof = verify(description, model, rtol=args.rtol, atol=args.atol, changes=changes)
         model.save(args.out)
-        # The file is what the user gets: load it back and prove it too.
-        reloaded = keras.models.load_model(args.out, custom_objects=objects or None, compile=False)
+        # The file is what the user gets: load it back and prove it too (its
+        # Lambda layers' code is the source's, which the user chose to convert).
+        reloaded = keras.models.load_model(args.out, custom_objects=objects or None, compile=False,
+                                           safe_mode=not lambdas)
         proof = verify(description, reloaded, rtol=args.rtol, atol=args.atol, changes=changes)
     except ConversionMismatchError as e:
         if os.path.exists(args.out):
             os.remove(args.out)
         return {"ok": False, "error": str(e), "proof": _proof_json(e.proof)}
     return {"ok": True, "proof": _proof_json(proof), "keras": keras.__version__,
-            "backend": keras.backend.backend()}
+            "backend": keras.backend.backend(), "lambdas": lambdas, "formulas": formulas}
+
+
+def _all_layers(model: Any) -> List[Any]:
+    found: List[Any] = []
+    for layer in getattr(model, "layers", []):
+        found.append(layer)
+        found.extend(_all_layers(layer))
+        wrapped = getattr(layer, "layer", None)  # TimeDistributed / Bidirectional's
+        if wrapped is not None:
+            found.append(wrapped)
+    return found
 
 
 def _proof_json(proof: Any) -> Optional[Dict[str, Any]]:
@@ -166,7 +248,8 @@ def _proof_json(proof: Any) -> Optional[Dict[str, Any]]:
         "ok": bool(proof.ok),
         "samples": int(proof.samples),
         "changes": list(proof.changes),
-        "outputs": [{"name": o.name, "max_abs": float(o.max_abs), "max_rel": float(o.max_rel), "ok": bool(o.ok)}
+        "outputs": [{"name": o.name, "max_abs": float(o.max_abs), "max_rel": float(o.max_rel), "ok": bool(o.ok),
+                     "masked": int(o.masked), "masked_max_abs": float(o.masked_max_abs), "text": str(o)}
                     for o in proof.outputs],
     }
 
@@ -179,6 +262,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--model", required=True)
     d.add_argument("--out", required=True)
     d.add_argument("--inputs")
+    d.add_argument("--no-safe-mode", action="store_true")
     d.add_argument("--custom-objects", nargs="*", default=[])
     r = sub.add_parser("rebuild")
     r.add_argument("--description", required=True)

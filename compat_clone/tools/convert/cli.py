@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--inputs", metavar="FILE.npz",
         help="inputs of your own to prove the conversion on, besides random probes (np.savez: one array "
              "per model input, in order, or named after the inputs)")
+    add("--no-safe-mode", action="store_true",
+        help="read OLD with safe_mode=False: a .keras file of tf.keras 2.13+ holding Lambda layers runs their "
+             "stored Python code only so (Keras refuses it by default); only for files you trust")
     add("--rtol", type=float, default=1e-5, help="relative tolerance of the proof (default: 1e-5)")
     add("--atol", type=float, default=1e-6, help="absolute tolerance of the proof (default: 1e-6)")
     add("--matrix-dir", metavar="DIR",
@@ -121,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         cmd = ["describe", "--family", family, "--model", args.source, "--out", desc_path]
         if args.inputs:
             cmd += ["--inputs", args.inputs]
+        if args.no_safe_mode:
+            cmd += ["--no-safe-mode"]
         rc, described = _worker(source, cmd + _co_args(co))
         if described is None:
             print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
@@ -142,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         _publish(model_path, output)
     print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
+    if rebuilt.get("formulas"):
+        print(f"note: {args.output} computes Keras 2 formulas Keras 3 changed with compat_clone's functions "
+              f"({', '.join(rebuilt['formulas'])}): load it with keras.models.load_model(path, "
+              "custom_objects=compat_clone.convert.custom_objects())")
+    if rebuilt.get("lambdas"):
+        print(f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
+              "with keras.models.load_model(path, safe_mode=False)")
     return EXIT_OK
 
 
@@ -268,8 +280,7 @@ def _print_proof(proof: Optional[Dict[str, Any]]) -> None:
     for change in proof["changes"]:
         print(f"  changed: {change}")
     for o in proof["outputs"]:
-        print(f"  output {o['name']!r}: max |Δ| {o['max_abs']:.1e}, max rel {o['max_rel']:.1e} "
-              f"{'ok' if o['ok'] else 'ABOVE TOLERANCE'}")
+        print(f"  {o['text']}")
     print(proof["line"])
 
 

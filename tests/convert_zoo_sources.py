@@ -1,0 +1,73 @@
+"""Describes the conversion zoo (tests/convert_zoo.py) in a Keras 2 environment, through saved files.
+
+Run with a matrix environment's interpreter (standalone Keras 2.x, or tf.keras
+2.x / tf_keras); tests/test_convert_zoo_envs.py does, from a Keras 3 environment:
+
+    python tests/convert_zoo_sources.py OUT_DIR FAMILY FORMAT...
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras
+
+Each zoo case the environment can build is saved in every FORMAT, loaded back
+the way `compat-clone convert` reads a file (its worker's `load_source`), and
+the loaded model is described (`compat_clone.convert.describe`) into
+``OUT_DIR/<case>.<format>.npz``: the description holds the source's outputs
+(and masks) on the probes, which the Keras 3 side proves its rebuild against.
+The loaded model must answer as the built one did: a file that lost something
+fails here, not on the other side. The last stdout line is a JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from compat_clone.convert import describe, save  # noqa: E402
+from compat_clone.tools.convert._worker import keras_for, load_source  # noqa: E402
+from tests import convert_zoo  # noqa: E402
+
+
+def _save(K: Any, model: Any, path: str, fmt: str) -> None:
+    if fmt == "keras" and K.__version__.startswith("2.12"):
+        model.save(path, save_format="keras_v3")  # 2.12 writes HDF5 to a .keras name unless told
+    else:
+        model.save(path)
+
+
+def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
+    out = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=len(inputs[0]), verbose=0)
+    return [np.asarray(o) for o in (out if isinstance(out, list) else [out])]
+
+
+def main(out: str, family: str, formats: List[str]) -> None:
+    K = keras_for(family)
+    os.makedirs(out, exist_ok=True)
+    report: Dict[str, Any] = {"keras": K.__version__, "cases": {}, "unavailable": {}}
+    for name, builder in convert_zoo.ZOO.items():
+        if not convert_zoo.available(name, K):
+            report["unavailable"][name] = f"Keras {K.__version__} cannot build it"
+            continue
+        case = builder(K)
+        objects = {type(layer).__name__: type(layer) for layer in case.model.layers
+                   if type(layer).__name__ == "Scale"}
+        entry: Dict[str, Any] = {"rtol": case.rtol, "atol": case.atol, "custom": sorted(objects), "files": {}}
+        for fmt in formats:
+            path = os.path.join(out, f"{name}.{fmt}")
+            _save(K, case.model, path, fmt)
+            loaded = load_source(K, family, path, objects, safe_mode=False)  # our own files
+            description = describe(loaded, seed=3)
+            probe = description.probes[0]
+            for built, read in zip(_predict(case.model, probe.inputs), probe.outputs):
+                np.testing.assert_allclose(read, built, rtol=1e-6, atol=1e-7,
+                                           err_msg=f"{name}: the {fmt} file does not answer as the model saved")
+            entry["files"][fmt] = save(description, os.path.join(out, f"{name}.{fmt}.npz"))
+        report["cases"][name] = entry
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

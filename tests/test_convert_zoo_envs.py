@@ -1,0 +1,191 @@
+"""The conversion zoo from saved Keras 2 files, rebuilt in Keras 3 on TensorFlow, JAX and torch.
+
+Every model of tests/convert_zoo.py (keras.applications' MobileNetV2, the
+masked Embedding -> Bidirectional(LSTM) -> TimeDistributed(Dense) tagger, GRU
+with both `reset_after`, Conv1D/2D/3D + BatchNormalization, multi-input
+multi-output, nested and shared layers, a Sequential with regularizers and
+constraints, a Lambda, a custom layer, mixed precision) is built in a Keras 2
+environment of the matrix, saved (standalone Keras 2.2.4 / 2.3.1: ``.h5``;
+tf.keras 2.12 / 2.15: ``.h5`` and ``.keras``), read back the way
+`compat-clone convert` reads it and described there
+(tests/convert_zoo_sources.py). Here, in a Keras 3.15 environment, each
+description is rebuilt, proven against the source's outputs, written as
+``.keras``, loaded back and proven again (what the command line's target
+worker does), then trained one step, which must move its weights.
+
+Each Keras 3 environment takes its share of the sources (`_SOURCES`); the
+three together cover every source and format on every backend. tf_keras
+2.16 / 2.21 models are converted in memory by tests/test_convert.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import pytest
+
+from tests import convert_zoo
+from tests.convert_envs import HERE, keras3_here, run_in_sibling, shared_builds
+
+SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
+
+# (source environment, format) -> the Keras 3.15 environments that rebuild it.
+_SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("keras-2.2.4", "h5"): ("keras-3.15-tf", "keras-3.15-torch"),
+    ("keras-2.3.1", "h5"): ("keras-3.15-jax",),
+    ("tf.keras-2.12", "h5"): ("keras-3.15-tf",),
+    ("tf.keras-2.12", "keras"): ("keras-3.15-jax",),
+    ("tf.keras-2.15", "h5"): ("keras-3.15-jax",),
+    ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
+}
+_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
+# Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it).
+_NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1")}
+
+
+def _runs_here(hosts: Tuple[str, ...]) -> bool:
+    return HERE is None or HERE in hosts
+
+
+def _params() -> List[Any]:
+    out = []
+    for (env, fmt), hosts in _SOURCES.items():
+        for name in convert_zoo.ZOO:
+            if env in _NOT_IN.get(name, ()):
+                continue
+            marks = [] if _runs_here(hosts) else [pytest.mark.skip(reason=f"rebuilt in {', '.join(hosts)}")]
+            out.append(pytest.param(env, fmt, name, id=f"{env}-{fmt}-{name}", marks=marks))
+    return out
+
+
+pytestmark = pytest.mark.skipif(
+    HERE not in _HOSTS if HERE is not None else not keras3_here(),
+    reason="the zoo is rebuilt where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
+           "(or outside the matrix, in an environment with Keras 3)",
+)
+
+
+@pytest.fixture(scope="module")
+def described(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`described(env)` -> (folder, report): the zoo described in `env`, once per run."""
+
+    def build(env: str, out: Path) -> Dict[str, Any]:
+        formats = [fmt for (e, fmt), hosts in _SOURCES.items() if e == env and _runs_here(hosts)]
+        return run_in_sibling(env, SCRIPT, out, formats)
+
+    get = shared_builds(tmp_path_factory, "convert-zoo", build)
+
+    def fetch(env: str) -> Tuple[Path, Dict[str, Any]]:
+        import json
+
+        folder = get(env)
+        return folder, json.loads((folder / "report.json").read_text())
+
+    return fetch
+
+
+def _trains(keras: Any, model: Any, inputs: List[np.ndarray], outputs: List[np.ndarray]) -> None:
+    before = [np.array(v) for v in model.trainable_weights]
+    assert before, "the converted model has trainable weights"
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    targets = [np.asarray(o, "float32") + 1.0 for o in outputs]
+    loss = model.train_on_batch(inputs if len(inputs) > 1 else inputs[0],
+                                targets if len(targets) > 1 else targets[0])
+    assert np.all(np.isfinite(np.asarray(loss, dtype="float64")))
+    after = [np.array(v) for v in model.trainable_weights]
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after)), "one training step changed no weight"
+
+
+@pytest.mark.parametrize("env, fmt, name", _params())
+def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str, described: Any,
+                                                   tmp_path: Path) -> None:
+    import keras
+
+    from compat_clone.convert import load, rebuild, verify
+
+    folder, report = described(env)
+    assert name in report["cases"], f"{env} did not describe {name}: {report['unavailable'].get(name)}"
+    case = report["cases"][name]
+    description = load(case["files"][fmt])
+    assert description.source["family"] == ("keras2" if env.startswith("keras-2") else "tf_keras")
+    custom = {"Scale": convert_zoo.keras3_scale_class(keras)} if case["custom"] else None
+    tolerance = {"rtol": case["rtol"], "atol": case["atol"]}
+
+    model = rebuild(description, custom_objects=custom)
+    proof = verify(description, model, **tolerance)
+    assert proof.ok and proof.samples == 4, str(proof)
+    # The file is what a user keeps: written, read back, proven again.
+    path = tmp_path / f"{name}.keras"
+    model.save(path)
+    reloaded = keras.models.load_model(path, custom_objects=custom, compile=False, safe_mode=name != "pure_lambda")
+    again = verify(description, reloaded, **tolerance)
+    assert again.ok, str(again)
+    if name == "tagger":
+        # Padded steps are masked: not compared, and said so.
+        (out,) = again.outputs
+        assert out.masked > 0 and "masked positions not compared" in str(out), str(out)
+    probe = description.probes[0]
+    _trains(keras, reloaded, probe.inputs, probe.outputs)
+
+
+_FRESH_LOAD = """
+import sys, numpy as np, keras
+path, probes, mode = sys.argv[1:]
+kwargs = {}
+if mode == "with":
+    import compat_clone.convert
+    kwargs["custom_objects"] = compat_clone.convert.custom_objects()
+try:
+    model = keras.models.load_model(path, compile=False, **kwargs)
+except Exception as e:
+    print("REFUSED", type(e).__name__, e)
+    raise SystemExit(0)
+data = np.load(probes)
+keep = data["mask"]  # the unmasked steps: Keras versions fill masked ones differently
+np.testing.assert_allclose(model.predict(data["x"], verbose=0)[keep], data["y"][keep], rtol=1e-5, atol=1e-6)
+print("LOADED")
+"""
+
+
+@pytest.mark.parametrize("env", [e for (e, fmt) in _SOURCES if e.startswith("keras-2")])
+def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any, tmp_path: Path) -> None:
+    """Standalone Keras 2's LSTM computes `hard_sigmoid` as 0.2x + 0.5: the file names compat_clone's function.
+
+    The command line's target worker writes the file and says so; a fresh
+    Keras 3 process loads it with `compat_clone.convert.custom_objects()`,
+    and plain `load_model` refuses it with Keras' own message naming the
+    function (never loads it with Keras 3's other formula).
+    """
+    import json
+    import subprocess
+    import sys
+
+    hosts = [h for (e, fmt), h in _SOURCES.items() if e == env][0]
+    if not _runs_here(hosts):
+        pytest.skip(f"rebuilt in {', '.join(hosts)}")
+    _, report = described(env)
+    description = report["cases"]["tagger"]["files"]["h5"]
+    out = tmp_path / "tagger.keras"
+    proc = subprocess.run([sys.executable, "-m", "compat_clone.tools.convert._worker", "rebuild",
+                           "--description", description, "--out", str(out), "--rtol", "1e-5", "--atol", "1e-6"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1].partition(" ")[2])
+    assert result["formulas"] == ["compat_clone>keras2_hard_sigmoid"], result
+    from compat_clone.convert import load
+
+    probe = load(description).probes[0]
+    probes = tmp_path / "probes.npz"
+    import numpy as np
+
+    np.savez(probes, x=probe.inputs[0], y=probe.outputs[0], mask=probe.masks[0])
+    seen = {}
+    for mode in ("plain", "with"):
+        run = subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(out), str(probes), mode],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        seen[mode] = run.stdout
+    assert seen["plain"].startswith("REFUSED") and "keras2_hard_sigmoid" in seen["plain"], seen
+    assert seen["with"].strip() == "LOADED", seen
