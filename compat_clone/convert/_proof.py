@@ -126,9 +126,10 @@ def verify(
         A `Proof`, every output within tolerance.
 
     Raises:
-        ConversionMismatchError: an output differs above tolerance, or the
-            model gives another number or shape of outputs; the error's
-            ``proof`` attribute holds the measurements.
+        ConversionMismatchError: an output differs above tolerance, the
+            model gives another number or shape of outputs, or it fails to
+            run; the error's ``proof`` attribute holds the measurements
+            (None where there are none).
         InvalidArgumentError: a tolerance is negative, or there is no probe.
 
     Example:
@@ -152,7 +153,17 @@ def verify(
     worst: List[_Diff] = []
     samples = 0
     for probe in probes:
-        got = _run(model, probe.inputs)
+        try:
+            got = _run(model, probe.inputs)
+        except Exception as exc:  # the target Keras cannot run what it built
+            import keras
+
+            raise ConversionMismatchError(
+                f"The converted model does not run in Keras {keras.__version__} on "
+                f"{keras.backend.backend()}: {type(exc).__name__}: {str(exc).strip()[:600]}. The Keras 3 "
+                "graph was built but this Keras version fails to compute it; a newer Keras 3 may "
+                "(the command line's default target is the newest of the matrix)."
+            ) from exc
         if len(got) != len(probe.outputs):
             raise ConversionMismatchError(
                 f"The converted model gives {len(got)} outputs; the source gave "
