@@ -69,8 +69,19 @@ needs_both = pytest.mark.skipif(
 
 @pytest.fixture
 def K2() -> Any:
+    """The Keras 2 module under test; standalone Keras 2 gets a fresh TF1 graph per test.
+
+    Standalone Keras 2 builds every model into one default graph, which the
+    other tests of this worker have grown: a MobileNetV2 described there
+    takes minutes instead of seconds.
+    """
     assert KERAS2_FAMILY is not None
-    return keras_module(KERAS2_FAMILY)
+    K = keras_module(KERAS2_FAMILY)
+    if KERAS2_FAMILY == "keras2":
+        K.backend.clear_session()
+    yield K
+    if KERAS2_FAMILY == "keras2":
+        K.backend.clear_session()
 
 
 def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:

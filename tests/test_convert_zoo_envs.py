@@ -33,11 +33,11 @@ SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
 
 # (source environment, format) -> the Keras 3.15 environments that rebuild it.
 _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
-    ("keras-2.2.4", "h5"): ("keras-3.15-tf", "keras-3.15-torch"),
+    ("keras-2.2.4", "h5"): ("keras-3.15-torch",),
     ("keras-2.3.1", "h5"): ("keras-3.15-jax",),
     ("tf.keras-2.12", "h5"): ("keras-3.15-tf",),
     ("tf.keras-2.12", "keras"): ("keras-3.15-jax",),
-    ("tf.keras-2.15", "h5"): ("keras-3.15-jax",),
+    ("tf.keras-2.15", "h5"): ("keras-3.15-tf",),
     ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
 }
 _HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
@@ -149,9 +149,12 @@ print("LOADED")
 """
 
 
-@pytest.mark.parametrize("env", [e for (e, fmt) in _SOURCES if e.startswith("keras-2")])
+@pytest.mark.parametrize("env", ["keras-2.2.4"])
 def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any, tmp_path: Path) -> None:
-    """Standalone Keras 2's LSTM computes `hard_sigmoid` as 0.2x + 0.5: the file names compat_clone's function.
+    """Standalone Keras 2.0-2.2's LSTM computes `hard_sigmoid` as 0.2x + 0.5: the file names compat_clone's function.
+
+    (Keras 2.3 made `sigmoid` the LSTM's default recurrent activation: its
+    tagger needs no such function.)
 
     The command line's target worker writes the file and says so; a fresh
     Keras 3 process loads it with `compat_clone.convert.custom_objects()`,
