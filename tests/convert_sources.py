@@ -4,11 +4,12 @@ Run with that environment's interpreter (standalone Keras 2.x, or tf.keras /
 tf_keras); imports no compat_clone:
 
     python tests/convert_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5 | lambda-keras
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5 | lambda-keras | tfops-h5
 
 Writes ``OUT_DIR/model.<ext>`` (``model_savedmodel/`` for a SavedModel,
 ``custom.h5`` for the model with the custom `Scale` layer of
-tests/convert_custom.py, ``lambda.keras`` for one with a Lambda layer), and ``OUT_DIR/<name>.npz`` with the probe inputs
+tests/convert_custom.py, ``lambda.keras`` for one with a Lambda layer,
+``tfops.h5`` for one calling TensorFlow functions on Keras tensors), and ``OUT_DIR/<name>.npz`` with the probe inputs
 ``x`` and the source's predictions ``y`` for each. Weights are drawn from a
 fixed seed, BatchNormalization statistics included, so the outputs are not trivial.
 """
@@ -81,26 +82,35 @@ def lambda_model(keras: Any) -> Any:
     return model
 
 
+def tf_ops_model(keras: Any) -> Any:
+    """A hard swish written with TensorFlow functions on Keras tensors (tf.keras 2.4+: TFOpLambda layers)."""
+    import tensorflow as tf
+
+    inputs = keras.layers.Input((4,))
+    h = keras.layers.Dense(3)(inputs)
+    swish = h * tf.nn.relu6(h + 3.0) / 6.0
+    model = keras.models.Model(inputs, keras.layers.Dense(2)(swish))
+    _seeded(model, 4)
+    return model
+
+
+_SMALL = {"custom-h5": ("custom.h5", custom_model), "lambda-keras": ("lambda.keras", lambda_model),
+          "tfops-h5": ("tfops.h5", tf_ops_model)}
+
+
 def main(out: str, family: str, formats: List[str]) -> None:
     keras = _keras(family)
     os.makedirs(out, exist_ok=True)
     x = np.random.default_rng(0).normal(size=(5, 6, 4)).astype("float32")
     written = {}
     for fmt in formats:
-        if fmt == "custom-h5":
-            model = custom_model(keras)
-            cx = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")
-            path = os.path.join(out, "custom.h5")
+        if fmt in _SMALL:  # models on a (4,) input
+            name, build = _SMALL[fmt]
+            model = build(keras)
+            sx = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")
+            path = os.path.join(out, name)
             model.save(path)
-            np.savez(os.path.join(out, "custom.npz"), x=cx, y=model.predict(cx))
-            written[fmt] = path
-            continue
-        if fmt == "lambda-keras":
-            model = lambda_model(keras)
-            lx = np.random.default_rng(0).normal(size=(5, 4)).astype("float32")
-            path = os.path.join(out, "lambda.keras")
-            model.save(path)
-            np.savez(os.path.join(out, "lambda.npz"), x=lx, y=model.predict(lx))
+            np.savez(os.path.join(out, name.split(".")[0] + ".npz"), x=sx, y=model.predict(sx))
             written[fmt] = path
             continue
         model = plain_model(keras)

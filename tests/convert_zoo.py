@@ -205,6 +205,54 @@ def mixed_precision(K: Any) -> Case:
     return Case(randomize(K.models.Model(x, y)), rtol=1e-2, atol=1e-2)
 
 
+def tf_ops(K: Any) -> Case:
+    """TensorFlow functions called on Keras tensors (`TFOpLambda`, slicing), tf.keras 2.4+ only."""
+    import tensorflow as tf
+
+    L = K.layers
+    a = L.Input((4, 6), name="a")
+    b = L.Input((4, 6), name="b")
+    h = L.Dense(6, name="proj")(a)
+    x = tf.nn.relu(h) * 2.0 - b
+    flat = tf.reshape(x, (-1, 24))
+    y = tf.concat([flat, flat[:, :3]], axis=-1)
+    y = tf.reduce_mean(tf.expand_dims(y, 1), axis=1) / 3.0 + tf.math.sigmoid(y)
+    out = L.Dense(3, name="head")(y)
+    pairs = tf.matmul(h, b, transpose_b=True)
+    turned = tf.transpose(h, [0, 2, 1]) * tf.transpose(tf.cast(a > 0, "float32"), [0, 2, 1])[:, 0:1, :]
+    return Case(randomize(K.models.Model([a, b], [out, pairs, turned])))
+
+
+def slash_names(K: Any) -> Case:
+    """Layer and model names with '/', one of them meeting another name once '/' is '_'."""
+    L = K.layers
+    x = L.Input((4,), name="in/put")
+    h = L.Dense(5, name="block1/dense")(x)
+    h = L.BatchNormalization(name="block1/bn")(h)
+    twin = L.Dense(5, name="block1_dense")(x)
+    inner_in = L.Input((4,))
+    inner = K.models.Model(inner_in, L.Dense(5, name="inner/dense")(inner_in), name="sub/model")
+    y = L.Add(name="out/sum")([h, twin, inner(x)])
+    return Case(randomize(K.models.Model(x, y)))
+
+
+def conv_variants(K: Any) -> Case:
+    """Separable, transposed and depthwise convolutions, and what a Keras 2 version adds of them."""
+    L = K.layers
+    x = L.Input((6, 6, 3))
+    h = L.RandomFlip()(x) if hasattr(L, "RandomFlip") else x  # a no-op at inference
+    h = L.SeparableConv2D(4, 3, padding="same", depth_multiplier=2)(h)
+    h = L.Conv2DTranspose(3, 3, strides=2, padding="same")(h)
+    h = L.DepthwiseConv2D(3, padding="same")(h)
+    h = L.Reshape((144, 3))(h)
+    h = L.SeparableConv1D(4, 3, padding="same")(h)
+    if hasattr(L, "Conv1DTranspose"):
+        h = L.Conv1DTranspose(4, 3, padding="same")(h)
+    if hasattr(L, "MultiHeadAttention"):
+        h = L.MultiHeadAttention(num_heads=2, key_dim=3)(h, h)
+    return Case(randomize(K.models.Model(x, L.GlobalAveragePooling1D()(h))), rtol=1e-4, atol=1e-5)
+
+
 ZOO: Dict[str, Callable[[Any], Case]] = {
     "mobilenet_v2": mobilenet_v2,
     "tagger": tagger,
@@ -216,6 +264,9 @@ ZOO: Dict[str, Callable[[Any], Case]] = {
     "pure_lambda": pure_lambda,
     "custom_layer": custom_layer,
     "mixed_precision": mixed_precision,
+    "tf_ops": tf_ops,
+    "slash_names": slash_names,
+    "conv_variants": conv_variants,
 }
 
 
@@ -223,4 +274,6 @@ def available(name: str, K: Any) -> bool:
     """Whether zoo case `name` can be built with the Keras 2 module `K`."""
     if name == "mixed_precision":
         return hasattr(K, "mixed_precision") and hasattr(K.mixed_precision, "Policy")
+    if name == "tf_ops":  # standalone Keras 2 has no TFOpLambda (tf.keras 2.4 brought it)
+        return tuple(int(part) for part in K.__version__.split(".")[:2]) >= (2, 4)
     return True

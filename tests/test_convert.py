@@ -270,6 +270,141 @@ def test_proof_ignores_masked_positions_only(K2: Any) -> None:
         verify(seen, model)
 
 
+# -- what Keras 3 spells differently -------------------------------------------
+
+
+@needs_both
+def test_slash_names_renamed_reported_and_weights_follow(K2: Any) -> None:
+    case = ZOO["slash_names"](K2)
+    model, proof = convert(case.model, return_proof=True)
+    names = [layer.name for layer in model.layers]
+    # '/' became '_'; 'block1/dense' met the source's own 'block1_dense'
+    assert names[:4] == ["in_put", "block1_dense_1", "block1_bn", "block1_dense"]
+    assert "sub_model" in names and model.get_layer("sub_model").layers[-1].name == "inner_dense"
+    for source, mine in (("block1/dense", "block1_dense_1"), ("block1_dense", "block1_dense")):
+        for a, b in zip(case.model.get_layer(source).get_weights(), model.get_layer(mine).get_weights()):
+            np.testing.assert_array_equal(a, b)
+    top = [line for line in proof.changes if line.startswith("the model:")]
+    assert len(top) == 1 and "'block1/dense' -> 'block1_dense_1'" in top[0] and "and 2 more" in top[0]
+    assert any(line.startswith("model 'sub/model': 1 layer name(s)") for line in proof.changes)
+
+
+@needs_both
+def test_tensorflow_functions_run_as_keras_ops_and_reload_elsewhere(K2: Any, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    import keras
+
+    case = ZOO["tf_ops"](K2)
+    model, proof = convert(case.model, return_proof=True)
+    ops = [layer for layer in model.layers if type(layer).__name__ == "TensorFlowOp"]
+    assert {layer.function for layer in ops} >= {"__operators__.getitem", "linalg.matmul", "concat", "cast"}
+    (line,) = [c for c in proof.changes if c.startswith("TensorFlow functions")]
+    assert "tf.__operators__.getitem x2" in line and "custom_objects()" in line
+    # A fresh process reads the saved file with compat_clone's custom objects.
+    path = tmp_path / "ops.keras"
+    model.save(path)
+    inputs = describe(case.model, samples=2, seed=3).probes[0]
+    np.savez(tmp_path / "in.npz", *inputs.inputs)
+    script = (
+        "import sys, numpy as np, keras, compat_clone.convert as c\n"
+        "m = keras.models.load_model(sys.argv[1], custom_objects=c.custom_objects())\n"
+        "x = np.load(sys.argv[2]); out = m.predict([x['arr_0'], x['arr_1']], verbose=0)\n"
+        "np.savez(sys.argv[3], *out)\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path / "in.npz"),
+                    str(tmp_path / "out.npz")], check=True, env=env, timeout=300)
+    got = np.load(tmp_path / "out.npz")
+    for k, expected in enumerate(inputs.outputs):
+        np.testing.assert_allclose(got[f"arr_{k}"], expected, rtol=1e-5, atol=1e-6)
+    assert keras.__version__.startswith("3.")
+
+
+_APPLICATIONS = [
+    # (name, input size, why it is here); the first ones run in `make test`
+    ("MobileNetV3Small", 32, "names with '/', TensorFlow functions on Keras tensors"),
+    ("ConvNeXtTiny", 32, "ConvNeXt's own LayerScale"),
+    ("Xception", 71, "SeparableConv2D (Keras 2 wrote `groups`)"),
+    ("DenseNet121", 32, "names with '/'"),
+    # its own initial weights: random ones grow past float32 over its 780 layers
+    ("InceptionResNetV2", 75, "InceptionResNetV2's own CustomScaleLayer"),
+    ("RegNetX002", 32, "TensorFlow functions on Keras tensors"),
+    ("EfficientNetB0", 32, "Rescaling and Normalization"),
+    ("NASNetMobile", 32, "separable convolutions, cropping"),
+]
+_IN_MAKE_TEST = 3
+
+
+@needs_both
+@pytest.mark.parametrize("name,size,why", _APPLICATIONS, ids=[a[0] for a in _APPLICATIONS])
+def test_keras_applications_convert(K2: Any, name: str, size: int, why: str) -> None:
+    if _APPLICATIONS.index((name, size, why)) >= _IN_MAKE_TEST and os.environ.get("COMPAT_CLONE_ZOO_FULL") != "1":
+        pytest.skip(f"{name} converts in make test-wide (COMPAT_CLONE_ZOO_FULL=1)")
+    applications = importlib.import_module(K2.__name__ + ".applications")
+    source = getattr(applications, name)(weights=None, input_shape=(size, size, 3), classes=5)
+    if name != "InceptionResNetV2":
+        source = convert_zoo.randomize(source)
+    model, proof = convert(source, rtol=1e-4, atol=1e-5, return_proof=True)
+    assert proof.ok, why
+    assert len(model.weights) == len(source.weights)
+
+
+@needs_both
+def test_refuses_unknown_tensorflow_function(K2: Any) -> None:
+    import tensorflow as tf
+
+    x = K2.layers.Input((3,))
+    model = K2.models.Model(x, tf.math.cumsum(x, axis=1))
+    with pytest.raises(UnconvertibleLayerError, match=r"'tf.math.cumsum'.*`tf.math.cumsum`.*keras.ops"):
+        convert(model)
+
+
+@needs_both
+def test_every_keras2_layer_default_config_maps(K2: Any) -> None:
+    """Each layer class of both versions, built with its defaults, maps onto its Keras 3 class.
+
+    Lookup and text layers keep their vocabulary outside the config and stay
+    refused (their config's `vocabulary_size` names why).
+    """
+    import inspect
+
+    import keras
+
+    from compat_clone.convert._layer_map import map_config
+
+    needed = {"units": 2, "filters": 2, "kernel_size": 1, "rate": 0.5, "pool_size": 2, "size": 2,
+              "padding": 1, "cropping": 1, "target_shape": (2,), "dims": (1,), "n": 2, "num_heads": 2,
+              "key_dim": 2, "equation": "ab,bc->ac", "output_shape": (2,), "height": 2, "width": 2,
+              "factor": 0.1, "num_tokens": 3, "bin_boundaries": [0.0], "stddev": 0.1, "scale": 1.0,
+              "offset": 0.0, "axis": -1, "height_factor": 0.1, "width_factor": 0.1, "axes": 1,
+              "layer": K2.layers.Dense(2), "cell": K2.layers.LSTMCell(2), "cells": [K2.layers.LSTMCell(2)],
+              "activation": "relu", "mean": 0.0, "variance": 1.0}
+    refused_on_purpose = {"IntegerLookup", "StringLookup", "TextVectorization", "Lambda"}
+    checked, problems = 0, []
+    for name in sorted(dir(K2.layers)):
+        cls = getattr(K2.layers, name)
+        target = getattr(keras.layers, name, None)
+        if not (isinstance(cls, type) and issubclass(cls, K2.layers.Layer)) or target is None:
+            continue
+        params = inspect.signature(cls.__init__).parameters
+        try:
+            layer = cls(**{p: needed[p] for p, v in params.items()
+                           if p in needed and v.default is inspect.Parameter.empty})
+            config = layer.get_config()
+        except Exception:  # abstract bases, layers needing an adapted state
+            continue
+        if type(layer).__name__ in refused_on_purpose:
+            continue
+        checked += 1
+        try:
+            map_config(type(layer).__name__, config, name, target, [], lambda n: n)
+        except UnconvertibleLayerError as exc:
+            problems.append(str(exc))
+    assert checked >= 60 and not problems, problems
+
+
 # -- refusals -----------------------------------------------------------------
 
 

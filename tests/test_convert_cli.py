@@ -69,7 +69,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def build(env: str, out: Path) -> Dict[str, Any]:
         formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and _runs_here(hosts))
         if env == "tf.keras-2.15" and _runs_here(("keras-3.15-jax", "keras-3.15-torch")):
-            formats += ("custom-h5", "lambda-keras")
+            formats += ("custom-h5", "lambda-keras", "tfops-h5")
         return run_in_sibling(env, SOURCES, out, list(formats))
 
     return shared_builds(tmp_path_factory, "convert-sources", build)
@@ -130,6 +130,14 @@ def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: 
     _assert_predicts_and_trains(out, folder / f"{fmt}.npz")
 
 
+def _convert_from_tf215(sources: Any, name: str, out: Path, capsys: pytest.CaptureFixture[str],
+                        *extra: str) -> Tuple[int, str, str]:
+    """Converts the tf.keras 2.15 source file `name` to `out` here."""
+    folder = sources("tf.keras-2.15")
+    return convert([str(folder / name), "-o", str(out), "--no-build", *extra,
+                    "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+
+
 def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.syspath_prepend(str(CUSTOM.parent))
     monkeypatch.setenv("COMPAT_CLONE_CONVERT_SIDE", "target")
@@ -144,15 +152,13 @@ def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = sources("tf.keras-2.15")
     monkeypatch.chdir(CUSTOM.parent)  # the module is importable from the current folder in both envs
     out = tmp_path / "custom.keras"
-    rc, stdout, stderr = convert([str(folder / "custom.h5"), "-o", str(out), "--no-build",
-                                  "--custom-objects", "convert_custom:Scale",
-                                  "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys,
+                                             "--custom-objects", "convert_custom:Scale")
     assert rc == 0, stdout + stderr
     module = _keras3_custom(monkeypatch)
-    _assert_predicts_and_trains(out, folder / "custom.npz", custom={"Scale": module.Scale})
+    _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "custom.npz", custom={"Scale": module.Scale})
 
 
 @cross_env
@@ -160,13 +166,11 @@ def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path
 def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = sources("tf.keras-2.15")
     monkeypatch.chdir(CUSTOM.parent)
     monkeypatch.setenv("COMPAT_CLONE_TEST_WRONG_PORT", "1")  # the Keras 3 Scale computes another thing
     out = tmp_path / "custom.keras"
-    rc, stdout, stderr = convert([str(folder / "custom.h5"), "-o", str(out), "--no-build",
-                                  "--custom-objects", "convert_custom:Scale",
-                                  "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys,
+                                             "--custom-objects", "convert_custom:Scale")
     assert rc == 1, stdout + stderr
     assert "ABOVE TOLERANCE" in stdout and "MISMATCH in 'dense" in stdout, stdout
     assert "Nothing written" in stderr, stderr
@@ -194,6 +198,23 @@ def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: P
     data = np.load(folder / "lambda.npz")
     model = keras.models.load_model(out, safe_mode=False, compile=False)
     np.testing.assert_allclose(model.predict(data["x"], verbose=0), data["y"], rtol=1e-5, atol=1e-6)
+
+
+@cross_env
+@pytest.mark.skipif(not _runs_here(("keras-3.15-torch",)), reason="converted in keras-3.15-torch")
+def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(sources: Any, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`h * tf.nn.relu6(h + 3.0) / 6.0` in tf.keras 2.15 runs on torch; the file names what loads it."""
+    import compat_clone.convert
+
+    out = tmp_path / "tfops.keras"
+    rc, stdout, stderr = _convert_from_tf215(sources, "tfops.h5", out, capsys)
+    assert rc == 0, stdout + stderr
+    assert "changed: TensorFlow functions called on Keras tensors (tf.__operators__.add x1, " in stdout, stdout
+    assert "tf.nn.relu6 x1" in stdout and "compat_clone>TensorFlowOp" in stdout, stdout
+    assert "note: " in stdout and "load it with keras.models.load_model(path, custom_objects=" in stdout, stdout
+    _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "tfops.npz",
+                                custom=compat_clone.convert.custom_objects())
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)

@@ -41,8 +41,9 @@ _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
 }
 _HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
-# Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it).
-_NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1")}
+# Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it) and no
+# TFOpLambda (tf.keras 2.4).
+_NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1"), "tf_ops": ("keras-2.2.4", "keras-2.3.1")}
 
 
 def _runs_here(hosts: Tuple[str, ...]) -> bool:

@@ -239,6 +239,12 @@ def _walk(
             weights.append(WeightRecord(path, index, str(variable.name), np.asarray(value)))
         if type(sub).__name__ == "Lambda":
             notes.extend(_lambda_notes(sub, path))
+        module = type(sub).__module__
+        if ".applications." in module:
+            # a layer class of a `keras.applications` model (ConvNeXt's
+            # LayerScale): Keras 3's applications may have its counterpart
+            notes.append({"kind": "application_class", "layer": path,
+                          "class": type(sub).__name__, "module": module})
 
 
 def _code_names(code: Any) -> List[str]:

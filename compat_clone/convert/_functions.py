@@ -51,11 +51,13 @@ def keras2_function(name: str) -> Callable[[Any], Any]:
     return _registered[name]
 
 
-def custom_objects() -> Dict[str, Callable[[Any], Any]]:
+def custom_objects() -> Dict[str, Any]:
     """What Keras 3 needs to load a converted model's `.keras` file, and registers it.
 
     Returns:
-        ``{"compat_clone>keras2_hard_sigmoid": fn, "keras2_hard_sigmoid": fn, ...}``
+        ``{"compat_clone>keras2_hard_sigmoid": fn, "keras2_hard_sigmoid": fn,
+        "compat_clone>TensorFlowOp": cls, ...}`` (the Keras 2 formulas, and
+        the layer computing TensorFlow functions a Keras 2 graph called)
         for ``keras.models.load_model(path, custom_objects=...)``; after the
         call, a plain ``load_model(path)`` in this process works too.
 
@@ -66,9 +68,12 @@ def custom_objects() -> Dict[str, Callable[[Any], Any]]:
     >>> model = keras.models.load_model(               # doctest: +SKIP
     ...     "new.keras", custom_objects=compat_clone.convert.custom_objects())
     """
-    found: Dict[str, Callable[[Any], Any]] = {}
+    found: Dict[str, Any] = {}
     for name in _FORMULAS:
         fn = keras2_function(name)
         found[f"{PACKAGE}>keras2_{name}"] = fn
         found[f"keras2_{name}"] = fn
+    from compat_clone.convert._tf_ops import LAYER_NAME, op_layer_class
+
+    found[f"{PACKAGE}>{LAYER_NAME}"] = found[LAYER_NAME] = op_layer_class()
     return found

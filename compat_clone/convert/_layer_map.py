@@ -23,8 +23,6 @@ REMOVED_LAYERS: Dict[str, Tuple[str, str]] = {
     "DenseFeatures": ("Keras 3.0", "use Keras 3 preprocessing layers or `keras.utils.FeatureSpace`"),
     "CuDNNLSTM": ("tf.keras 2.0", "use `LSTM` (Keras 3 picks cuDNN by itself)"),
     "CuDNNGRU": ("tf.keras 2.0", "use `GRU(reset_after=True)` (Keras 3 picks cuDNN by itself)"),
-    "TFOpLambda": ("Keras 3.0", "TensorFlow functions called on Keras tensors: rewrite them with `keras.ops`"),
-    "SlicingOpLambda": ("Keras 3.0", "slicing through TensorFlow ops: rewrite it with `keras.ops`"),
     "TensorFlowOpLayer": ("Keras 3.0", "raw TensorFlow ops in the graph: rewrite them with `keras.ops`"),
     "TFOpLayer": ("Keras 3.0", "raw TensorFlow ops in the graph: rewrite them with `keras.ops`"),
     "DenseFeaturesV2": ("Keras 3.0", "use `keras.utils.FeatureSpace`"),
@@ -93,7 +91,30 @@ DROPPABLE_ARGUMENTS: Dict[str, Dict[str, Tuple[Callable[[Any], bool], str]]] = {
         "kernel_constraint": (_equals(None), "no kernel constraint"),
     },
     "Conv1D": {"groups": (_equals(1), "one group")},
+    "MultiHeadAttention": {
+        "query_shape": (_any, "the shapes the layer was built on; Keras 3 reads them when it builds"),
+        "key_shape": (_any, "the shapes the layer was built on; Keras 3 reads them when it builds"),
+        "value_shape": (_any, "the shapes the layer was built on; Keras 3 reads them when it builds"),
+        "softmax_robust_masking": (_equals(False), "the usual masked softmax"),
+    },
 }
+# Keras 2 gave every convolution a `groups` argument; Keras 3 keeps it on the
+# plain ones only.
+for _name in ("Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "DepthwiseConv1D"):
+    DROPPABLE_ARGUMENTS[_name] = {"groups": (_equals(1), "one group")}
+# ... and its separable ones the plain kernel's settings too, unused by them.
+for _name in ("SeparableConv1D", "SeparableConv2D"):
+    DROPPABLE_ARGUMENTS[_name] = {
+        "groups": (_equals(1), "one group"),
+        "kernel_initializer": (_any, "separable layers use `depthwise_`/`pointwise_initializer`"),
+        "kernel_regularizer": (_equals(None), "no kernel regularizer"),
+        "kernel_constraint": (_equals(None), "no kernel constraint"),
+    }
+# Keras 2's random augmentation layers chose a random-number generator; Keras 3
+# has one (seeded by `seed`), and these layers pass inputs through at inference.
+for _name in ("RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip", "RandomHeight",
+              "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom"):
+    DROPPABLE_ARGUMENTS[_name] = {"rng_type": (_any, "Keras 3 has one random-number generator, seeded by `seed`")}
 
 # Keys of an object's serialized dict that Keras 3 does not read.
 _SERIALIZATION_KEYS = ("module", "registered_name", "shared_object_id", "build_config")

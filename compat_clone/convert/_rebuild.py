@@ -20,11 +20,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from compat_clone.convert._describe import Description
 from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
+from compat_clone.convert._tf_ops import OPS, check_call, describe_use, op_layer_class
 from compat_clone.errors import InvalidArgumentError, UnconvertibleLayerError
 
 __all__ = ["rebuild"]
 
 _MODEL_CLASSES = ("Functional", "Model", "Sequential")
+# Layers tf.keras 2.4+ recorded for TensorFlow functions called on Keras tensors.
+_TF_OP_CLASSES = ("TFOpLambda", "SlicingOpLambda")
 # Config keys holding a wrapped layer (Bidirectional, TimeDistributed, RNN).
 _LAYER_KEYS = ("layer", "backward_layer", "cell")
 
@@ -72,8 +75,11 @@ def rebuild(
 
     builder = _Builder(keras, description, dict(custom_objects or {}), changes if changes is not None else [])
     arch = description.architecture
-    model = builder.model(arch["class_name"], arch["config"], "")
-    write_weights(model, description)
+    model = builder.model(arch["class_name"], arch["config"], "", None)
+    line = describe_use(builder.tf_ops)
+    if line:
+        builder.changes.append(line)
+    write_weights(model, description, builder.origin)
     return model
 
 
@@ -85,6 +91,11 @@ class _Builder:
         self.description = description
         self.custom = custom
         self.changes = changes
+        # id of each rebuilt layer -> the path of its source layer (the two
+        # differ where a source name is not a valid Keras 3 name)
+        self.origin: Dict[int, str] = {}
+        # TensorFlow function name -> how many TFOpLambda layers called it
+        self.tf_ops: Dict[str, int] = {}
 
     # -- classes and activations -------------------------------------------
 
@@ -99,6 +110,9 @@ class _Builder:
         found = getattr(self.keras.layers, short, None)
         if isinstance(found, type) and class_name == short:
             return found
+        found = self.application_class(short, path)
+        if found is not None:
+            return found
         if short in REMOVED_LAYERS:
             since, advice = REMOVED_LAYERS[short]
             raise UnconvertibleLayerError(
@@ -112,16 +126,58 @@ class _Builder:
             "MyLayerForKeras3})`."
         )
 
+    def application_class(self, class_name: str, path: str) -> Any:
+        """Keras 3's own class for a layer class of a Keras 2 `keras.applications` model.
+
+        ConvNeXt's `LayerScale` and `StochasticDepth` and InceptionResNetV2's
+        `CustomScaleLayer` live in their application's module, in Keras 2 and
+        in Keras 3 alike (same arguments, same weights; the proof checks).
+        """
+        for note in self.description.notes_for(path):
+            if note["kind"] != "application_class" or note["class"] != class_name:
+                continue
+            application = note["module"].rpartition(".applications.")[2]
+            try:
+                module = importlib.import_module(f"keras.src.applications.{application}")
+            except ImportError:
+                return None
+            found = getattr(module, class_name, None)
+            if isinstance(found, type):
+                self.changes.append(
+                    f"{path}: {class_name} of {note['module']} rebuilt as Keras "
+                    f"{self.keras.__version__}'s own (keras.src.applications.{application})"
+                )
+                return found
+        return None
+
     # -- one layer ---------------------------------------------------------
 
-    def layer(self, entry: Dict[str, Any], path: str) -> Any:
+    def layer(self, entry: Dict[str, Any], path: str, keras3_name: Optional[str] = None) -> Any:
+        """One layer (or nested model) of the source, built in Keras 3.
+
+        Args:
+            entry: its ``{"class_name", "config", ...}``.
+            path: its source path, for messages and its weights.
+            keras3_name: the name it gets (`keras3_names`); by default its
+                source name made valid.
+        """
         class_name = entry["class_name"]
         config = entry["config"]
+        name = str(config.get("name", path.rsplit("/", 1)[-1]))
+        new_name = keras3_name or _valid_name(name)
         if class_name in _MODEL_CLASSES or class_name.endswith(">Functional"):
-            return self.model(class_name, config, path + "/")
-        name = path.rsplit("/", 1)[-1]
+            return self.model(class_name, config, path + "/", new_name)
+        built = self.leaf(entry, path, name, new_name)
+        self.origin[id(built)] = path
+        return built
+
+    def leaf(self, entry: Dict[str, Any], path: str, name: str, new_name: str) -> Any:
+        class_name = entry["class_name"]
+        config = dict(entry["config"], name=new_name)
         if class_name == "Lambda":
-            return self.lambda_layer(config, path)
+            return self.lambda_layer(dict(config, name=name), path, new_name)
+        if class_name in _TF_OP_CLASSES and name not in self.custom:
+            return self.tf_op(config, path, new_name)
         if name in self.custom and not isinstance(self.custom[name], type):
             replacement = self.custom[name]
             self.changes.append(f"{path}: replaced by custom_objects[{name!r}]")
@@ -156,13 +212,38 @@ class _Builder:
             ) from exc
         return built
 
-    def lambda_layer(self, config: Dict[str, Any], path: str) -> Any:
+    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "_PendingOp":
+        """A `TFOpLambda` / `SlicingOpLambda`: built at its call (`op_call`)."""
+        function = str(config.get("function"))
+        if function not in OPS:
+            check_call(function, path, {})
+        self.tf_ops[function] = self.tf_ops.get(function, 0) + 1
+        return _PendingOp(function, new_name, path)
+
+    def op_call(self, pending: "_PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
+        """Calls a TensorFlow function's Keras 3 layer; its constants go in its config."""
+        kwargs = {k: v for k, v in kwargs.items() if k != "name"}  # a TensorFlow op name only
+        check_call(pending.function, pending.path, kwargs)
+        tensors = {k: v for k, v in kwargs.items() if _holds_tensor(self.keras, v)}
+        constants = {k: v for k, v in kwargs.items() if k not in tensors}
+        if pending.layer is None:
+            pending.layer = op_layer_class()(function=pending.function, arguments=constants, name=pending.name)
+            self.origin[id(pending.layer)] = pending.path
+        elif pending.layer.arguments != constants:
+            raise UnconvertibleLayerError(
+                f"Layer {pending.path!r} calls `tf.{pending.function}` twice with different "
+                f"constant arguments ({pending.layer.arguments} and {constants}); rebuild the "
+                "source so that each call has its own layer."
+            )
+        return pending.layer(args, tensors) if tensors else pending.layer(args)
+
+    def lambda_layer(self, config: Dict[str, Any], path: str, new_name: str) -> Any:
         name = config.get("name", path)
         replacement = self.custom.get(name)
         if replacement is not None:
             self.changes.append(f"{path}: Lambda replaced by custom_objects[{name!r}]")
             if callable(replacement) and not isinstance(replacement, self.keras.layers.Layer):
-                return self.keras.layers.Lambda(replacement, name=name)
+                return self.keras.layers.Lambda(replacement, name=new_name)
             return replacement
         framework = [n for n in self.description.notes_for(path) if n["kind"] == "lambda_framework"]
         if framework:
@@ -173,7 +254,7 @@ class _Builder:
                 f"`keras.ops` and pass it as `custom_objects={{{name!r}: new_function}}`."
             )
         function = self.lambda_function(config, "function", path)
-        kwargs: Dict[str, Any] = {"function": function, "name": name}
+        kwargs: Dict[str, Any] = {"function": function, "name": new_name}
         if config.get("arguments"):
             kwargs["arguments"] = config["arguments"]
         shape = config.get("output_shape")
@@ -229,12 +310,45 @@ class _Builder:
 
     # -- models -----------------------------------------------------------
 
-    def model(self, class_name: str, config: Any, prefix: str) -> Any:
+    def model(self, class_name: str, config: Any, prefix: str, name: Optional[str]) -> Any:
+        if name is None and isinstance(config, dict) and config.get("name") is not None:
+            name = _valid_name(str(config["name"]))
         if class_name == "Sequential":
-            return self.sequential(config, prefix)
-        return self.functional(config, prefix)
+            return self.sequential(config, prefix, name)
+        return self.functional(config, prefix, name)
 
-    def input_layer(self, config: Dict[str, Any], path: str) -> Any:
+    def keras3_names(self, names: List[str], prefix: str) -> Dict[str, str]:
+        """Keras 3 names for one model's layers: the source's, made valid.
+
+        Keras 2 let a name hold ``/`` (`keras.applications` DenseNet and
+        MobileNetV3, TF1 name scopes); Keras 3 refuses it. Such names get
+        ``_`` in its place (``conv1/conv`` -> ``conv1_conv``, as Keras 3's own
+        applications write them), numbered where that meets another name,
+        and the renames are reported once per model.
+        """
+        taken = set(names)
+        result: Dict[str, str] = {}
+        renamed: List[Tuple[str, str]] = []
+        for name in names:
+            new = _valid_name(name)
+            if new != name:
+                base, n = new, 1
+                while new in taken:
+                    new, n = f"{base}_{n}", n + 1
+                taken.add(new)
+                renamed.append((name, new))
+            result[name] = new
+        if renamed:
+            shown = ", ".join(f"{a!r} -> {b!r}" for a, b in renamed[:3])
+            more = f" and {len(renamed) - 3} more" if len(renamed) > 3 else ""
+            where = f"model {prefix.rstrip('/')!r}" if prefix else "the model"
+            self.changes.append(
+                f"{where}: {len(renamed)} layer name(s) held '/', which Keras 3 names cannot: "
+                f"renamed {shown}{more}"
+            )
+        return result
+
+    def input_layer(self, config: Dict[str, Any], path: str, keras3_name: Optional[str] = None) -> Any:
         mapped = map_config("InputLayer", config, path, self.keras.layers.InputLayer, self.changes, self.activation)
         shape = config.get("batch_input_shape", config.get("batch_shape"))
         if shape is None:
@@ -242,23 +356,27 @@ class _Builder:
                 f"Input layer {path!r} has no shape in the description (config {config!r}). "
                 "Describe a model built on `Input(shape=...)`."
             )
-        kwargs: Dict[str, Any] = {"batch_shape": tuple(shape), "name": config.get("name")}
+        name = config.get("name")
+        kwargs: Dict[str, Any] = {
+            "batch_shape": tuple(shape),
+            "name": keras3_name or (None if name is None else _valid_name(str(name))),
+        }
         if mapped.get("dtype") is not None:
             kwargs["dtype"] = mapped["dtype"]
         if mapped.get("sparse"):
             kwargs["sparse"] = True
         return self.keras.Input(**kwargs)
 
-    def sequential(self, config: Any, prefix: str) -> Any:
+    def sequential(self, config: Any, prefix: str, name: Optional[str]) -> Any:
         entries = config if isinstance(config, list) else config["layers"]
-        name = None if isinstance(config, list) else config.get("name")
+        names = self.keras3_names([str(e["config"].get("name", "")) for e in entries], prefix)
         layers: List[Any] = []
         first = True
         for entry in entries:
             cfg = entry["config"]
             path = prefix + cfg.get("name", "")
             if entry["class_name"] == "InputLayer":
-                layers.append(self.input_layer(cfg, path))
+                layers.append(self.input_layer(cfg, path, names.get(cfg.get("name", ""))))
                 first = False
                 continue
             if first and cfg.get("batch_input_shape") is not None:
@@ -266,12 +384,13 @@ class _Builder:
                     {"batch_input_shape": cfg["batch_input_shape"], "dtype": cfg.get("dtype"),
                      "name": cfg["name"] + "_input"}, path))
             first = False
-            layers.append(self.layer(entry, path))
+            layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
         return self.keras.Sequential(layers, name=name)
 
-    def functional(self, config: Dict[str, Any], prefix: str) -> Any:
+    def functional(self, config: Dict[str, Any], prefix: str, model_name: Optional[str]) -> Any:
         keras = self.keras
         entries = config["layers"]
+        names = self.keras3_names([str(e.get("name", e["config"].get("name"))) for e in entries], prefix)
         # (layer name, node index) -> the node's output tensors
         outputs: Dict[Tuple[str, int], List[Any]] = {}
         built: Dict[str, Any] = {}
@@ -280,11 +399,11 @@ class _Builder:
         for entry in entries:
             name = entry.get("name", entry["config"].get("name"))
             if entry["class_name"] == "InputLayer":
-                tensor = self.input_layer(entry["config"], prefix + name)
+                tensor = self.input_layer(entry["config"], prefix + name, names[name])
                 outputs[(name, 0)] = [tensor]
                 done[name] = len(entry.get("inbound_nodes") or []) or 1
             else:
-                built[name] = self.layer(entry, prefix + name)
+                built[name] = self.layer(entry, prefix + name, names[name])
                 done[name] = 0
                 offset[name] = self.first_node(entry)
         pending = True
@@ -303,7 +422,10 @@ class _Builder:
                         pending = True
                         break
                     args, kwargs = call
-                    result = built[name](args, **kwargs)
+                    if isinstance(built[name], _PendingOp):
+                        result = self.op_call(built[name], args, kwargs)
+                    else:
+                        result = built[name](args, **kwargs)
                     result_list = list(result) if isinstance(result, (list, tuple)) else [result]
                     outputs[(name, done[name] + offset.get(name, 0))] = result_list
                     done[name] += 1
@@ -319,7 +441,7 @@ class _Builder:
         return keras.Model(
             inputs=inputs if _is_list(config["input_layers"]) else inputs[0],
             outputs=outs if _is_list(config["output_layers"]) else outs[0],
-            name=config.get("name"),
+            name=model_name,
         )
 
     def first_node(self, entry: Dict[str, Any]) -> int:
@@ -371,6 +493,27 @@ class _Builder:
         return True, value
 
 
+class _PendingOp:
+    """A TensorFlow function's layer, made at its first call (it needs the call's constants)."""
+
+    def __init__(self, function: str, name: str, path: str) -> None:
+        self.function = function
+        self.name = name
+        self.path = path
+        self.layer: Any = None
+
+
+def _holds_tensor(keras: Any, value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(keras, v) for v in value)
+    return isinstance(value, keras.KerasTensor)
+
+
+def _valid_name(name: str) -> str:
+    """A source layer name as Keras 3 accepts it (no ``/``)."""
+    return name.replace("/", "_")
+
+
 def _nodes(inbound: List[Any]) -> List[List[Any]]:
     """Keras 2 inbound nodes, each a list of ``[layer, node, tensor, kwargs]``."""
     nodes = []
@@ -380,7 +523,9 @@ def _nodes(inbound: List[Any]) -> List[List[Any]]:
                 "A node of the description uses the Keras 3 call format; expected a Keras 2 "
                 f"model's description. Received node {node!r}."
             )
-        nodes.append(node)
+        # A call on one tensor may be written as the bare reference
+        # (`TFOpLambda`): ``["x", 0, 0, {...}]`` instead of ``[["x", 0, 0, {...}]]``.
+        nodes.append([node] if node and isinstance(node[0], str) else node)
     return nodes
 
 

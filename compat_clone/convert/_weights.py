@@ -9,7 +9,7 @@ source did not have is an error, not a silent initializer.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -38,8 +38,14 @@ def _keras3_layers(model: Any, prefix: str) -> List[Tuple[str, Any]]:
     return found
 
 
-def write_weights(model: Any, description: Description) -> None:
+def write_weights(model: Any, description: Description, origin: Optional[Dict[int, str]] = None) -> None:
     """Copies every weight of `description` into `model` (checked first).
+
+    Args:
+        model: the rebuilt Keras 3 model.
+        description: the source's description.
+        origin: ``id(layer)`` -> the source path of a rebuilt layer, where
+            it differs from the layer's path in `model` (renamed layers).
 
     Raises:
         WeightsMismatchError: a layer's weights differ in count or shape, or
@@ -47,7 +53,8 @@ def write_weights(model: Any, description: Description) -> None:
     """
     plan: List[Tuple[Any, List[np.ndarray]]] = []
     seen_paths = set()
-    for path, layer in _keras3_layers(model, ""):
+    for keras3_path, layer in _keras3_layers(model, ""):
+        path = (origin or {}).get(id(layer), keras3_path)
         if path in seen_paths:
             continue
         seen_paths.add(path)

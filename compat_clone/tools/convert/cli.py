@@ -147,9 +147,16 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         _publish(model_path, output)
     print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
-    if rebuilt.get("formulas"):
+    registered = rebuilt.get("formulas") or []
+    formulas = [name for name in registered if ">keras2_" in name]
+    layers = [name for name in registered if name not in formulas]
+    if formulas:
         print(f"note: {args.output} computes Keras 2 formulas Keras 3 changed with compat_clone's functions "
-              f"({', '.join(rebuilt['formulas'])}): load it with keras.models.load_model(path, "
+              f"({', '.join(formulas)}): load it with keras.models.load_model(path, "
+              "custom_objects=compat_clone.convert.custom_objects())")
+    if layers:
+        print(f"note: {args.output} computes TensorFlow functions of the source's graph with compat_clone's "
+              f"layers ({', '.join(layers)}): load it with keras.models.load_model(path, "
               "custom_objects=compat_clone.convert.custom_objects())")
     if rebuilt.get("lambdas"):
         print(f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
