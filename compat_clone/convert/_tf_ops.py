@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 from compat_clone.convert._functions import PACKAGE
 from compat_clone.errors import UnconvertibleLayerError
 
-__all__ = ["OPS", "LAYER_NAME", "check_call", "op_layer_class"]
+__all__ = ["OPS", "LAYER_NAME", "check_call", "describe_use", "op_layer_class"]
 
 #: the registered name of the Keras 3 layer (``compat_clone>TensorFlowOp``)
 LAYER_NAME = "TensorFlowOp"

@@ -211,7 +211,8 @@ def _rebuild(args: argparse.Namespace) -> Dict[str, Any]:
     changes: List[str] = []
     model = rebuild(description, custom_objects=objects or None, changes=changes)
     lambdas = [layer.name for layer in _all_layers(model) if type(layer).__name__ == "Lambda"]
-    # Keras 2 formulas the model computes with compat_clone's registered functions.
+    # compat_clone objects the file names (Keras 2 formulas, the TensorFlowOp layer):
+    # Keras 3 loads it only with compat_clone.convert.custom_objects().
     formulas = sorted(set(re.findall(r'"(compat_clone>[A-Za-z0-9_]+)"', model.to_json())))
     step = "in memory"
     try:
