@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import platform
 import time
 import traceback
@@ -174,6 +175,12 @@ def collect(self_check: bool = True) -> Dict[str, Any]:
     return report
 
 
+_NOTHING_INSTALLED = (
+    "install the Keras you use, e.g. `pip install keras` (Keras 3, plus a backend: `tensorflow-cpu`, `jax` or "
+    "`torch`), `pip install tensorflow-cpu tf_keras` (Keras 2), or `pip install 'compat-clone[tensorflow]'`."
+)
+
+
 def _table(rows: List[List[str]], header: List[str]) -> str:
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
@@ -184,6 +191,10 @@ def _table(rows: List[List[str]], header: List[str]) -> str:
 
 def _print(report: Dict[str, Any]) -> None:
     print(f"compat_clone {report['compat_clone']} on Python {report['python']} ({report['platform']})")
+    if not report["families"]:
+        # No Keras at all: one line saying what to install, and nothing to check.
+        print(f"No Keras is installed in this Python ({sys.executable}): {_NOTHING_INSTALLED}")
+        return
     print("\nInstalled:")
     for name, version in sorted(report["installed"].items()):
         print(f"  {name:<11} {version}")
@@ -222,7 +233,7 @@ def _print(report: Dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the doctor's own process (the command line's)
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
     report = collect(self_check=not args.no_self_check)
     if args.json:

@@ -23,12 +23,17 @@ import sys
 import types
 from typing import Any, List, Mapping, Optional, Tuple, Union
 
-from compat_clone.convert._functions import custom_objects
-from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
-from compat_clone.convert._io import load, save
-from compat_clone.convert._proof import OutputDiff, Proof, verify
-from compat_clone.convert._rebuild import rebuild
+import importlib
+from typing import TYPE_CHECKING
+
 from compat_clone.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
+    from compat_clone.convert._functions import custom_objects
+    from compat_clone.convert._io import load, save
+    from compat_clone.convert._proof import OutputDiff, Proof, verify
+    from compat_clone.convert._rebuild import rebuild
 
 __all__ = [
     "FORMAT",
@@ -47,6 +52,28 @@ __all__ = [
 ]
 
 _TARGETS = ("keras3",)
+
+# Public name -> the module that defines it, imported on first use: the
+# conversion's modules need NumPy (and a framework to do anything), so
+# `import compat_clone.convert` works in an environment that has neither.
+_LAZY = {
+    "FORMAT": "_describe", "Description": "_describe", "ProbeSet": "_describe", "WeightRecord": "_describe",
+    "describe": "_describe", "custom_objects": "_functions", "load": "_io", "save": "_io",
+    "OutputDiff": "_proof", "Proof": "_proof", "verify": "_proof", "rebuild": "_rebuild",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def convert(
@@ -115,6 +142,10 @@ def convert(
             "Expected `custom_objects` to be a dict of names to Keras 3 classes or functions. "
             f"Received: custom_objects={type(custom_objects).__name__}."
         )
+    from compat_clone.convert._describe import describe
+    from compat_clone.convert._proof import verify
+    from compat_clone.convert._rebuild import rebuild
+
     description = describe(model, probe_inputs=probe_inputs)
     changes: List[str] = []
     converted = rebuild(description, custom_objects=custom_objects, changes=changes)
@@ -129,6 +160,9 @@ class _CallablePackage(types.ModuleType):
         self, model: Any, to: str = "keras3", **kwargs: Any
     ) -> Union[Any, Tuple[Any, Proof]]:
         return convert(model, to, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # the module-level lazy names, for this module type too
+        return __getattr__(name)
 
 
 # `compat_clone.convert` names this package once it is imported (Python binds

@@ -1,8 +1,8 @@
 """Where each half of a conversion runs: a matrix environment, or a virtualenv of your own.
 
-`--from` / `--to` name either an environment of the matrix table (built
-under ``.matrix/<name>/`` with uv, as `compat-clone matrix` builds it, or
-reused when it is there) or a path: a virtualenv folder or a Python
+`--from` / `--to` name either an environment of the matrix table (built with
+uv as `compat-clone matrix` builds it, in the per-user cache or ``--envs-dir``,
+or reused when it is there) or a path: a virtualenv folder or a Python
 interpreter, used as it is.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from compat_clone.errors import InvalidArgumentError
 
-__all__ = ["Interpreter", "resolve", "default_matrix_dir"]
+__all__ = ["Interpreter", "resolve", "default_matrix_dir", "user_cache_dir"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +41,32 @@ class Interpreter:
 
 
 def default_matrix_dir() -> Path:
-    """``$COMPAT_CLONE_MATRIX_DIR`` (set by `compat-clone matrix`), else ``.matrix`` here."""
-    return Path(os.environ.get("COMPAT_CLONE_MATRIX_DIR") or ".matrix").resolve()
+    """Where the conversion's table environments live, when ``--envs-dir`` does not say.
+
+    1. ``$COMPAT_CLONE_ENVS_DIR``: the user's choice;
+    2. ``$COMPAT_CLONE_MATRIX_DIR``: set by `compat-clone matrix` for the
+       commands it runs (``make test`` converts with its ``.matrix/``);
+    3. the per-user cache (`user_cache_dir`), shared by every project and run
+       of this user: never a ``.matrix/`` in whatever folder the command runs in.
+    """
+    explicit = os.environ.get("COMPAT_CLONE_ENVS_DIR") or os.environ.get("COMPAT_CLONE_MATRIX_DIR")
+    return Path(explicit).expanduser().resolve() if explicit else user_cache_dir() / "envs"
+
+
+def user_cache_dir() -> Path:
+    """compat_clone's per-user cache folder, where the platform keeps caches.
+
+    ``$XDG_CACHE_HOME/compat-clone`` (default ``~/.cache/compat-clone``) on Linux
+    and other Unix; ``~/Library/Caches/compat-clone`` on macOS;
+    ``%LOCALAPPDATA%\\compat-clone\\Cache`` on Windows.
+    """
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "compat-clone" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "compat-clone"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "compat-clone"
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -104,8 +129,8 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
         if not build:
             raise InvalidArgumentError(
                 f"{role} {env.name!r}: the environment is not built in {str(matrix_dir)!r}. Expected "
-                f"{str(python)!r}. Build it with `compat-clone matrix --env {env.name} -- python -V`, point "
-                "--matrix-dir at the folder that holds it, or drop --no-build."
+                f"{str(python)!r}. Drop --no-build to build it there, or point --envs-dir at the folder "
+                "that holds it."
             )
         out = build_env(env, env_dir, say=say)
         if out.build == "FAILED":

@@ -7,11 +7,15 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -19,12 +23,16 @@ from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, parse_pytest_summary
 from compat_clone.tools.matrix.table import Env, _toml_loads
 
-__all__ = ["env_stamp", "env_environ", "build_env"]
+__all__ = ["env_stamp", "env_environ", "build_env", "machine_pip_args"]
 
 # Bump when the way an environment is built changes: every stamp goes stale.
 _BUILD_SCHEMA = 1
 _STAMP_FILE = ".compat-clone-stamp"
 _LOG_FILE = "last.log"
+# In an environment folder: the sha256 of the compat_clone wheel installed there.
+_WHEEL_MARKER = ".compat-clone-wheel"
+# How often `build_env` (a conversion waiting on an environment) says how long the build has run.
+_BUILD_TICK_S = 15.0
 _RESULTS_DIR = "_results"
 # Variables that shape which Keras an environment loads: never inherited from
 # the caller's shell, only set from the table.
@@ -35,11 +43,28 @@ _SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
 
 
 def _self_source() -> Tuple[str, Path]:
-    """How to install the running compat_clone: ("editable", repo) or ("copy", package dir)."""
+    """How to install the running compat_clone into an environment.
+
+    ``("wheel", file)`` when ``$COMPAT_CLONE_WHEEL`` names a built wheel (``make
+    test`` builds one and tests what users install); ``("editable", repo)`` when
+    it runs from a source checkout; else ``("copy", package dir)`` (a pip install:
+    the package is copied in, with its metadata).
+    """
+    wheel = os.environ.get("COMPAT_CLONE_WHEEL")
+    if wheel:
+        path = Path(wheel).expanduser().resolve()
+        if not path.is_file() or path.suffix != ".whl":
+            raise ValueError(
+                f"COMPAT_CLONE_WHEEL={wheel!r} is not a wheel file. Expected the path of a built "
+                "compat_clone wheel (`uv build` writes one into dist/), or unset the variable."
+            )
+        return "wheel", path
     pkg = Path(__file__).resolve().parents[2]  # compat_clone/tools/matrix -> compat_clone
-    repo = pkg.parent
-    pyproject = repo / "pyproject.toml"
-    if pyproject.is_file():
+    # src/ layout (a checkout: <repo>/src/compat_clone); a flat tree as a fallback.
+    for repo in (pkg.parent.parent, pkg.parent) if pkg.parent.name == "src" else (pkg.parent,):
+        pyproject = repo / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
         try:
             name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
         except ValueError:
@@ -47,6 +72,27 @@ def _self_source() -> Tuple[str, Path]:
         if name == "compat-clone":
             return "editable", repo
     return "copy", pkg
+
+
+def machine_pip_args() -> List[str]:
+    """This machine's own installer arguments: ``$COMPAT_CLONE_PIP_ARGS``, split as a shell would.
+
+    A table holds no path of one machine; a local wheel folder, a mirror or a
+    cache go here instead (``COMPAT_CLONE_PIP_ARGS="--find-links /opt/wheels"``).
+    They are added to every ``uv pip install`` of every environment, after the
+    table's own ``pip_args``, and are part of each environment's stamp.
+    """
+    return shlex.split(os.environ.get("COMPAT_CLONE_PIP_ARGS", ""))
+
+
+def _wheel_requirements(wheel: Path) -> List[str]:
+    """The ``Requires-Dist`` lines of a wheel's METADATA: what installing it pulls in."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        if not names:
+            raise ValueError(f"{str(wheel)!r} holds no .dist-info/METADATA: not a wheel built from compat_clone.")
+        text = archive.read(names[0]).decode("utf-8", errors="replace")
+    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:"))
 
 
 def _editable_metadata(src: Tuple[str, Path]) -> Any:
@@ -61,6 +107,22 @@ def _editable_metadata(src: Tuple[str, Path]) -> Any:
     return {key: project.get(key) for key in ("dependencies", "scripts", "entry-points")}
 
 
+def _source_identity(src: Tuple[str, Path]) -> Any:
+    """What of the install source decides an environment's contents (its stamp).
+
+    A wheel: its declared requirements (the wheel itself is reinstalled when its
+    bytes change, see `_post_install`). A copy: the version, not the path, so that
+    every project on a machine shares one cached environment.
+    """
+    if src[0] == "wheel":
+        return ["wheel", _wheel_requirements(src[1])]
+    if src[0] == "copy":
+        from compat_clone import __version__
+
+        return ["copy", __version__]
+    return [src[0], str(src[1])]
+
+
 def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
     """Hash of everything that decides an environment's contents.
 
@@ -72,8 +134,8 @@ def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
         "python": env.python,
         "packages": _expand_requirements(env.packages),
         "no_deps": _expand_requirements(env.no_deps),
-        "pip_args": list(env.pip_args),
-        "self": [src[0], str(src[1])] if env.install_compat_clone else None,
+        "pip_args": list(env.pip_args) + machine_pip_args(),
+        "self": _source_identity(src) if env.install_compat_clone else None,
         "self_metadata": _editable_metadata(src) if env.install_compat_clone else None,
     }
     blob = json.dumps(payload, sort_keys=True).encode("utf-8")
@@ -113,17 +175,27 @@ def _site_packages(python: Path) -> str:
     return out.stdout.strip()
 
 
-def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]) -> None:
+def _post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str], procs: _Procs,
+                  log: IO[str]) -> None:
     """Steps re-applied on every run (cheap, idempotent): the copied compat_clone
-    (when not editable) and the environment's fix-up `.pth`."""
+    (when not editable), the wheel when its bytes changed, and the environment's fix-up `.pth`.
+
+    Nothing is rewritten when it is already there: another process may be
+    running in the environment (a conversion worker, a sibling's test)."""
     site = None
     if env.install_compat_clone and source[0] == "copy":
         site = _site_packages(python)
-        target = Path(site) / "compat_clone"
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(source[1], target, ignore=shutil.ignore_patterns("__pycache__"))
-        _write_dist_info(Path(site))
-        log.write(f"compat-clone matrix: copied {source[1]} -> {target}\n")
+        _copy_package(source[1], Path(site), log)
+    if env.install_compat_clone and source[0] == "wheel":
+        marker = python.parent.parent / _WHEEL_MARKER
+        digest = _file_digest(source[1])
+        if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != digest:
+            cmd = uv + ["pip", "install", "--python", str(python), "--no-deps", "--reinstall-package", "compat-clone",
+                        str(source[1])]
+            if procs.call(cmd, log=log) != 0:
+                raise RuntimeError(f"installing {source[1].name} into {env.name!r} failed")
+            marker.write_text(digest + "\n", encoding="utf-8")
+            log.write(f"compat-clone matrix: installed {source[1]} (sha256 {digest[:12]})\n")
     if env.fixup:
         if not env.install_compat_clone:
             raise RuntimeError(
@@ -134,6 +206,36 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]
 
         path = envfix.install_into(site or _site_packages(python), env.fixup)
         log.write(f"compat-clone matrix: fix-up {env.fixup!r} installed: {path}\n")
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _tree_digest(pkg: Path) -> str:
+    """A digest of a package folder's files (``__pycache__`` left out)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(pkg)).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _copy_package(pkg: Path, site: Path, log: IO[str]) -> None:
+    """Copies the running compat_clone into `site`, unless the same files are there already."""
+    target = site / "compat_clone"
+    marker = site / "compat_clone.source-digest"
+    digest = _tree_digest(pkg)
+    if target.is_dir() and marker.is_file() and marker.read_text(encoding="utf-8").strip() == digest:
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(pkg, target, ignore=shutil.ignore_patterns("__pycache__"))
+    _write_dist_info(site)
+    marker.write_text(digest + "\n", encoding="utf-8")
+    log.write(f"compat-clone matrix: copied {pkg} -> {target}\n")
 
 
 def _write_dist_info(site: Path) -> None:
@@ -167,6 +269,53 @@ def _expand_requirements(items: Sequence[str]) -> List[str]:
     return out
 
 
+_INTERPRETERS: Dict[str, str] = {}
+
+
+def _runs_as(exe: str, version: str) -> Optional[str]:
+    """The real interpreter behind `exe` when it starts and is Python `version` (X.Y), else None:
+    a pyenv shim of a version that is not selected is on PATH but exits 127."""
+    try:
+        out = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.split("\n")
+    return lines[1].strip() or exe if out.returncode == 0 and lines[0].strip() == version else None
+
+
+def interpreter_for(python: str) -> str:
+    """What uv is given for a table's ``python``.
+
+    A path is used as it is. A version ``X.Y`` becomes an interpreter that
+    runs: ``pythonX.Y`` on ``PATH``, else pyenv's (``pyenv prefix X.Y``, or
+    ``$PYENV_ROOT/versions/X.Y.*``); uv's own search of ``PATH`` gives up on the
+    first pyenv shim that fails, and then tries a download. With none found,
+    the version is passed on for uv to find (or fetch, where it can).
+    """
+    if os.sep in python or not re.fullmatch(r"\d+\.\d+", python):
+        return python
+    if python in _INTERPRETERS:
+        return _INTERPRETERS[python]
+    candidates: List[str] = []
+    on_path = shutil.which(f"python{python}")
+    if on_path:
+        candidates.append(on_path)
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        try:
+            prefix = subprocess.run([pyenv, "prefix", python], capture_output=True, text=True, timeout=60)
+            if prefix.returncode == 0 and prefix.stdout.strip():
+                candidates.append(str(Path(prefix.stdout.strip().splitlines()[0]) / "bin" / f"python{python}"))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates += [str(p / "bin" / f"python{python}") for p in sorted(root.glob(f"{python}.*"), reverse=True)]
+    found = next((real for real in map(lambda c: _runs_as(c, python), candidates) if real), python)
+    _INTERPRETERS[python] = found
+    return found
+
+
 def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], procs: _Procs,
            log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
@@ -177,16 +326,19 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
         if rc != 0:
             raise RuntimeError(f"`{' '.join(cmd[:4])} ...` exited with {rc}")
 
-    step(uv + ["venv", "--allow-existing", "-p", env.python, str(env_dir)])
+    step(uv + ["venv", "--allow-existing", "-p", interpreter_for(env.python), str(env_dir)])
     packages = _expand_requirements(env.packages)
+    pip_args = list(env.pip_args) + machine_pip_args()
     if env.install_compat_clone:
         if source[0] == "editable":
             packages += ["-e", str(source[1])]
+        elif source[0] == "wheel":
+            packages += _wheel_requirements(source[1])  # the wheel itself: `_post_install`
         else:
             packages += ["packaging>=21", 'tomli; python_version < "3.11"']
-    step(uv + ["pip", "install", "--python", str(python)] + list(env.pip_args) + packages)
+    step(uv + ["pip", "install", "--python", str(python)] + pip_args + packages)
     if env.no_deps:
-        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + list(env.pip_args)
+        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + pip_args
              + _expand_requirements(env.no_deps))
     (env_dir / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
 
@@ -279,14 +431,43 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
     tell = say if say is not None else _stderr
     with _env_lock(env_dir.parent, env, tell):
         out = _Outcome(env=env.name)
-        uv = _find_uv(Path.cwd())
-        _ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=_Procs(), rebuild=rebuild, say=tell)
+        # uv, when it must be bootstrapped, goes next to the environments' folder
+        # (the per-user cache for `compat-clone convert`), never into the caller's folder.
+        uv = _find_uv(env_dir.parent.parent)
+        _ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=_Procs(), rebuild=rebuild, say=tell,
+                      tick_s=_BUILD_TICK_S)
         return out
 
 
+@contextlib.contextmanager
+def _ticking(say: Any, name: str, log: Path, every: Optional[float]) -> Iterator[None]:
+    """While the block runs, says every `every` seconds how long the build has taken, and its log."""
+    if every is None:
+        yield
+        return
+    start = time.monotonic()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(name, f"still building ({_fmt_s(time.monotonic() - start)} so far; log: {log})")
+
+    ticker = threading.Thread(target=tick, name=f"compat-clone-build-{name}", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+
+
 def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], source: Tuple[str, Path],
-                  procs: _Procs, rebuild: bool, say: Any) -> bool:
-    """Builds or reuses `env` (lock held), writing the log header; False on a build failure."""
+                  procs: _Procs, rebuild: bool, say: Any, tick_s: Optional[float] = None) -> bool:
+    """Builds or reuses `env` (lock held), writing the log header; False on a build failure.
+
+    With `tick_s`, a build says every `tick_s` seconds how long it has run, and
+    ``built in N s`` when done (`compat-clone convert`, whose user waits on it).
+    """
     stamp = env_stamp(env, source)
     stamp_path = env_dir / _STAMP_FILE
     python = env_dir / "bin" / "python"
@@ -303,10 +484,13 @@ def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], sour
             if fresh:
                 out.build = "reused"
             else:
-                say(env.name, "building")
-                _build(env, env_dir, uv, source, procs, log, stamp)
+                say(env.name, f"building in {env_dir} (log: {out.log})")
+                with _ticking(say, env.name, out.log, tick_s):
+                    _build(env, env_dir, uv, source, procs, log, stamp)
                 out.build = "built"
-            _post_install(env, python, source, log)
+                if tick_s is not None:
+                    say(env.name, f"built in {time.monotonic() - start:.0f} s")
+            _post_install(env, python, source, uv, procs, log)
         except (RuntimeError, OSError, subprocess.CalledProcessError, ValueError) as e:
             out.build, out.status = "FAILED", "BUILD FAILED"
             out.build_s = time.monotonic() - start

@@ -35,9 +35,10 @@ _DESCRIPTION = (
 )
 
 _EPILOG = """\
---from / --to take an environment of the matrix table (`compat-clone matrix --list`), built under
---matrix-dir with uv as `compat-clone matrix` builds it (reused when it is there), or a path: a
-virtualenv folder or a python interpreter, used as it is.
+--from / --to take an environment of the matrix table (`compat-clone matrix --list`), built with uv
+as `compat-clone matrix` builds it, in the per-user cache (~/.cache/compat-clone/envs on Linux;
+$COMPAT_CLONE_ENVS_DIR or --envs-dir to choose) and reused by every later run and project; or a
+path: a virtualenv folder or a python interpreter, used as it is.
 
 --custom-objects module:name is resolved in each environment: `module` is imported there (from the
 current folder or the environment's packages) and its attribute `name` registered under that name;
@@ -82,8 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "stored Python code only so (Keras refuses it by default); only for files you trust")
     add("--rtol", type=float, default=1e-5, help="relative tolerance of the proof (default: 1e-5)")
     add("--atol", type=float, default=1e-6, help="absolute tolerance of the proof (default: 1e-6)")
-    add("--matrix-dir", metavar="DIR",
-        help="where matrix environments live (default: $COMPAT_CLONE_MATRIX_DIR, else ./.matrix)")
+    add("--envs-dir", "--matrix-dir", dest="matrix_dir", metavar="DIR",
+        help="where the table's environments are built and reused (default: $COMPAT_CLONE_ENVS_DIR, else "
+             "$COMPAT_CLONE_MATRIX_DIR inside `compat-clone matrix`, else the per-user cache, "
+             "~/.cache/compat-clone/envs on Linux)")
     add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
     add("--no-build", action="store_true", help="refuse instead of building a missing environment")
     add("--force", action="store_true", help="replace NEW.keras if it exists")

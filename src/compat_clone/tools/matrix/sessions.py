@@ -9,9 +9,11 @@ In a ``noxfile.py``::
 
 then ``nox -l`` lists one session per environment and ``nox -s keras-3.15-jax
 -- -x`` runs one (arguments after ``--`` are appended to the command).
-Each session installs the environment's ``packages`` (with its ``pip_args``),
+Each session installs the environment's ``packages`` (with its ``pip_args`` and
+``$COMPAT_CLONE_PIP_ARGS``),
 then its ``no_deps`` with ``--no-deps``, compat_clone itself (editable from a
-source checkout, else the running version from the index) and its fix-up; it
+source checkout, the wheel ``$COMPAT_CLONE_WHEEL`` names, else the running
+version from the index) and its fix-up; it
 runs the command with the table's variables, ``COMPAT_CLONE_ENV``,
 ``COMPAT_CLONE_EXPECT_*`` and ``COMPAT_CLONE_RESULTS`` (``.nox/_results``),
 without the caller's ``KERAS_BACKEND`` / ``TF_USE_LEGACY_KERAS`` /
@@ -25,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from compat_clone.tools.matrix.runner import _expand_requirements, _self_source
+from compat_clone.tools.matrix.runner import _expand_requirements, _self_source, machine_pip_args
 from compat_clone.tools.matrix.table import Env, load_table, select_envs
 
 __all__ = ["nox_sessions"]
@@ -38,6 +40,8 @@ def _self_requirement() -> List[str]:
     kind, where = _self_source()
     if kind == "editable":
         return ["-e", str(where)]
+    if kind == "wheel":
+        return [str(where)]
     from compat_clone import __version__
 
     return [f"compat-clone=={__version__}"]
@@ -45,11 +49,12 @@ def _self_requirement() -> List[str]:
 
 def _session_for(env: Env, command: Sequence[str], results: Path) -> Callable[[Any], None]:
     def run_environment(session: Any) -> None:
-        session.install(*env.pip_args, *_expand_requirements(env.packages))
+        pip_args = [*env.pip_args, *machine_pip_args()]
+        session.install(*pip_args, *_expand_requirements(env.packages))
         if env.no_deps:
-            session.install("--no-deps", *env.pip_args, *_expand_requirements(env.no_deps))
+            session.install("--no-deps", *pip_args, *_expand_requirements(env.no_deps))
         if env.install_compat_clone:
-            session.install(*env.pip_args, *_self_requirement())
+            session.install(*pip_args, *_self_requirement())
         if env.fixup:
             session.run("python", "-c", "import sysconfig; from compat_clone.tools import envfix; "
                         f"envfix.install_into(sysconfig.get_paths()['purelib'], {env.fixup!r})", silent=True)
