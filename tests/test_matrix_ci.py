@@ -24,6 +24,7 @@ import pytest
 import yaml  # in every matrix environment (the table's defaults) and in .venv
 
 from compat_clone.tools import matrix as _matrix
+from compat_clone.tools.matrix import runner as _runner
 from compat_clone.tools.matrix import report as _report
 from compat_clone.tools.matrix import sessions
 
@@ -78,7 +79,14 @@ def _standin(root: Path, env: Any) -> None:
     env_dir = root / env.name
     (env_dir / "bin").mkdir(parents=True)
     (env_dir / "bin" / "python").symlink_to(sys.executable)
-    (env_dir / ".compat-clone-stamp").write_text(_matrix.env_stamp(env) + "\n")
+    # The stamp as the child process computes it: with `_clean_environ()`'s variables
+    # (no COMPAT_CLONE_PIP_ARGS / COMPAT_CLONE_WHEEL of an enclosing `make test`).
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("COMPAT_CLONE_")}
+    try:
+        stamp = _matrix.env_stamp(env)
+    finally:
+        os.environ.update(saved)
+    (env_dir / ".compat-clone-stamp").write_text(stamp + "\n")
 
 
 def _emit(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -269,6 +277,7 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
         return register
 
     monkeypatch.setitem(sys.modules, "nox", types.SimpleNamespace(session=session))
+    monkeypatch.setenv("COMPAT_CLONE_PIP_ARGS", "--no-cache")  # this machine's own, after the table's
     (project / "fix.toml").write_text(
         '[[env]]\nname = "k2"\npackages = ["tensorflow-cpu==2.15.1"]\nno_deps = ["keras==2.2.4"]\n'
         'pip_args = ["--find-links", "/w"]\nfixup = "keras2_on_tf2"\nenv = { HYPOTHESIS_PROFILE = "dev" }\n'
@@ -281,9 +290,12 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("KERAS_BACKEND", "torch")  # the caller's shell must not leak in
     fake = _FakeSession(["-x"])
     func(fake)
-    assert fake.calls[0] == ("install", "--find-links", "/w", "tensorflow-cpu==2.15.1")
-    assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "keras==2.2.4")
-    assert fake.calls[2][:4] == ("install", "--find-links", "/w", "-e")  # compat_clone, from this checkout
+    assert fake.calls[0] == ("install", "--find-links", "/w", "--no-cache", "tensorflow-cpu==2.15.1")
+    assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "--no-cache", "keras==2.2.4")
+    # compat_clone: the wheel `make test` built, else this checkout
+    kind, where = _runner._self_source()
+    assert fake.calls[2] == ("install", "--find-links", "/w", "--no-cache",
+                             *(("-e", str(where)) if kind == "editable" else (str(where),)))
     assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
     assert fake.calls[-1] == ("run", "pytest", "-q", "-x")
     assert fake.env["COMPAT_CLONE_ENV"] == "k2" and fake.env["COMPAT_CLONE_EXPECT_VERSION"] == "2.2.4"
