@@ -15,6 +15,7 @@ from typing import Any, Callable, List
 
 import numpy as np
 import pytest
+from tests._py import zip_strict
 
 pytestmark = pytest.mark.keras2
 
@@ -58,13 +59,13 @@ def _predict_all(model: Any, x: Any) -> List[np.ndarray]:
 def _assert_same_predictions(a: Any, b: Any, x: Any) -> None:
     expected, got = _predict_all(a, x), _predict_all(b, x)
     assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
-    for p, q in zip(expected, got, strict=True):
+    for p, q in zip_strict(expected, got):
         np.testing.assert_array_equal(p, q)
 
 
 def _assert_same_weights(expected: List[np.ndarray], got: List[np.ndarray]) -> None:
     assert len(got) == len(expected), f"{len(got)} weights, expected {len(expected)}"
-    for a, b in zip(expected, got, strict=True):
+    for a, b in zip_strict(expected, got):
         np.testing.assert_array_equal(a, b)
 
 
@@ -547,7 +548,7 @@ def _trains(model: Any, x: Any, y: np.ndarray) -> None:
     assert np.isfinite(loss), loss
     after = model.get_weights()
     assert len(after) == len(before)
-    assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True)), "training changed nothing"
+    assert any(not np.array_equal(a, b) for a, b in zip_strict(before, after)), "training changed nothing"
 
 
 def test_keras225_clone_functional_model_scenarios() -> None:
