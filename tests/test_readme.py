@@ -285,3 +285,26 @@ def test_the_file_map_names_every_module() -> None:
     assert actual, "no package files found"
     assert not actual - named, f"docs/architecture.md's file map leaves out: {sorted(actual - named)}"
     assert not named - actual, f"docs/architecture.md's file map names files that do not exist: {sorted(named - actual)}"
+
+
+_MANUALS = [
+    ("compat_clone.tools.matrix.cli", "matrix.md"),
+    ("compat_clone.tools.convert.cli", "convert.md"),
+    ("compat_clone.tools.migrate.cli", "migrate.md"),
+]
+
+
+@pytest.mark.parametrize("module, manual", _MANUALS, ids=[m for _, m in _MANUALS])
+def test_each_manual_documents_its_command_options(module: str, manual: str) -> None:
+    import argparse
+    import importlib
+
+    parser = argparse.ArgumentParser()
+    importlib.import_module(module).add_arguments(parser)
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+    text = (DOCS / manual).read_text(encoding="utf-8")
+    undocumented = sorted(o for o in options if not re.search(re.escape(o) + r"(?![\w-])", text))
+    assert not undocumented, f"docs/{manual} never mentions {undocumented}"
+    # the first column of its option tables names only real options
+    tabled = set(re.findall(r"^\| `(--[\w-]+)", text, flags=re.M))
+    assert not tabled - options, f"docs/{manual} documents options the command does not have: {sorted(tabled - options)}"
