@@ -155,8 +155,14 @@ def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
         pytest.skip(f"for {block.requirement}; this environment serves {served}")
     # A fresh interpreter in an empty folder: the block imports the compat_clone
     # this environment has (installed or on PYTHONPATH), as a user's script would.
+    # A relative PYTHONPATH entry (`PYTHONPATH=. pytest`) still means the checkout.
+    environ = dict(os.environ)
+    if environ.get("PYTHONPATH"):
+        environ["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) if p else p for p in environ["PYTHONPATH"].split(os.pathsep)
+        )
     proc = subprocess.run(
-        [sys.executable, "-c", block.code], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        [sys.executable, "-c", block.code], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, (
         f"README.md line {block.line}: the block failed (exit {proc.returncode}):\n"
