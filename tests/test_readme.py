@@ -6,17 +6,20 @@ needs one family is marked on the line before it:
 
     <!-- readme-test: tf_keras>=2.16 -->
 
-a family (``keras2``, ``tf_keras``, ``keras3``) and an optional version
-specifier over the family's version. An unmarked block runs everywhere. In a
-matrix environment the family is the table's claim (``COMPAT_CLONE_EXPECT_*``);
-in the default ``.venv`` it is every family installed there. A marked block
+a family (``keras2``, ``tf_keras``, ``keras3``), an optional version
+specifier over the family's version, and an optional ``backend=NAME``
+(``<!-- readme-test: keras3 backend=jax -->``). An unmarked block runs
+everywhere. In a matrix environment the family is the table's claim
+(``COMPAT_CLONE_EXPECT_*``); in the default ``.venv`` it is every family
+installed there (Keras 3 on ``$KERAS_BACKEND``). A marked block
 must apply to at least one environment of `make test` (the enabled
 environments of the built-in table), so that every block runs somewhere.
 
 Also checked here: the README's length, its generated compatibility table
 (the markers ``compat_clone/tools/matrix/report.py`` rewrites), relative links
-in README.md and docs/, and that docs/architecture.md's file map names every
-file of the package, no more and no less.
+in README.md and docs/, that docs/architecture.md's file map names every
+file of the package, no more and no less, and that each command's manual in
+docs/ mentions every option of that command.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ MAX_LINES = 250
 
 FAMILIES = ("keras2", "tf_keras", "keras3")
 _MARKER = re.compile(r"^<!--\s*readme-test:\s*(?P<spec>.*?)\s*-->$")
-_REQUIREMENT = re.compile(r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~].*)?)$")
+_REQUIREMENT = re.compile(
+    r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~][^ ]*)?)(?:\s+backend=(?P<backend>[a-z]+))?$"
+)
 _FENCE = re.compile(r"^```(?P<lang>\S*)\s*$")
 _LANGUAGES = {"python", "bash", "console", "text"}
 
@@ -84,34 +89,43 @@ def _blocks(path: Path) -> List[Block]:
     return blocks
 
 
-def _parse_requirement(spec: str) -> Tuple[str, str]:
-    """``"tf_keras>=2.16"`` -> ``("tf_keras", ">=2.16")``; refuses anything else by name."""
+class Served(NamedTuple):
+    """One family an environment serves: ``("tf_keras", "2.16", "tensorflow")``."""
+
+    family: str
+    version: str
+    backend: str
+
+
+def _parse_requirement(spec: str) -> Tuple[str, str, Optional[str]]:
+    """``"keras3>=3.6 backend=jax"`` -> ``("keras3", ">=3.6", "jax")``; refuses anything else by name."""
     found = _REQUIREMENT.match(spec)
     if not found or found.group("family") not in FAMILIES:
         raise AssertionError(
-            f"readme-test marker {spec!r}: expected a family ({', '.join(FAMILIES)}) and an optional "
-            "version specifier, e.g. `tf_keras>=2.16`"
+            f"readme-test marker {spec!r}: expected a family ({', '.join(FAMILIES)}), an optional "
+            "version specifier and an optional `backend=NAME`, e.g. `tf_keras>=2.16` or `keras3 backend=jax`"
         )
-    return found.group("family"), found.group("versions").strip()
+    return found.group("family"), found.group("versions").strip(), found.group("backend")
 
 
-def _satisfies(requirement: Optional[str], family: str, version: str) -> bool:
+def _satisfies(requirement: Optional[str], served: Served) -> bool:
     if requirement is None:
         return True
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    wanted, versions = _parse_requirement(requirement)
-    if wanted != family:
+    family, versions, backend = _parse_requirement(requirement)
+    if family != served.family or (backend is not None and backend != served.backend):
         return False
-    return not versions or SpecifierSet(versions).contains(Version(version), prereleases=True)
+    return not versions or SpecifierSet(versions).contains(Version(served.version), prereleases=True)
 
 
-def _served_here() -> List[Tuple[str, str]]:
-    """(family, version) this environment serves: the matrix claim, else every installed family."""
+def _served_here() -> List[Served]:
+    """What this environment serves: the matrix claim, else every family installed here."""
     family = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if family:
-        return [(family, os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0")]
+        return [Served(family, os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
+                       os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow")]
     from importlib import metadata  # the default .venv (Python >= 3.8)
 
     from compat_clone._dispatch import family_for
@@ -123,20 +137,22 @@ def _served_here() -> List[Tuple[str, str]]:
                 version = metadata.version(dist)
             except metadata.PackageNotFoundError:
                 continue
-            served.append((family_for(package, version), version))
+            served_family = family_for(package, version)
+            backend = os.environ.get("KERAS_BACKEND", "tensorflow") if served_family == "keras3" else "tensorflow"
+            served.append(Served(served_family, version, backend))
             break
     return served
 
 
-def _make_test_envs() -> List[Tuple[str, str, str]]:
-    """(name, family, version) of every environment `make test` runs: the enabled ones."""
+def _make_test_envs() -> List[Tuple[str, Served]]:
+    """Every environment `make test` runs (the enabled ones), with its claim."""
     from compat_clone.tools.matrix.table import load_table
 
     envs = []
     for env in load_table(TABLE):
         if env.enabled:
             claim = dict(env.expect)
-            envs.append((env.name, claim["family"], claim["version"]))
+            envs.append((env.name, Served(claim["family"], claim["version"], claim.get("backend", "tensorflow"))))
     return envs
 
 
@@ -151,7 +167,7 @@ def test_the_readme_has_python_blocks_to_run() -> None:
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[f"README.md:{b.line}" for b in PYTHON_BLOCKS])
 def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
     served = _served_here()
-    if not any(_satisfies(block.requirement, family, version) for family, version in served):
+    if not any(_satisfies(block.requirement, one) for one in served):
         pytest.skip(f"for {block.requirement}; this environment serves {served}")
     # A fresh interpreter in an empty folder: the block imports the compat_clone
     # this environment has (installed or on PYTHONPATH), as a user's script would.
@@ -174,15 +190,13 @@ def test_every_marked_block_runs_in_make_test() -> None:
     envs = _make_test_envs()
     assert envs, f"no enabled environment in {TABLE}"
     for block in PYTHON_BLOCKS:
-        runs_in = [name for name, family, version in envs if _satisfies(block.requirement, family, version)]
+        runs_in = [name for name, served in envs if _satisfies(block.requirement, served)]
         assert runs_in, (
             f"README.md line {block.line}: marked {block.requirement!r}, which no environment of `make test` "
-            f"serves ({', '.join(f'{n}: {f} {v}' for n, f, v in envs)}): it would never run"
+            f"serves ({', '.join(f'{n}: {s}' for n, s in envs)}): it would never run"
         )
-    for name, family, version in envs:
-        assert any(_satisfies(b.requirement, family, version) for b in PYTHON_BLOCKS), (
-            f"no README block runs in {name} ({family} {version})"
-        )
+    for name, served in envs:
+        assert any(_satisfies(b.requirement, served) for b in PYTHON_BLOCKS), f"no README block runs in {name} ({served})"
 
 
 def test_markers_and_languages_are_known() -> None:
@@ -197,14 +211,18 @@ def test_markers_and_languages_are_known() -> None:
 
 
 def test_marker_grammar() -> None:
-    assert _satisfies("tf_keras>=2.16", "tf_keras", "2.16")
-    assert _satisfies("tf_keras>=2.16", "tf_keras", "2.21.0")
-    assert not _satisfies("tf_keras>=2.16", "tf_keras", "2.15")
-    assert not _satisfies("tf_keras>=2.16", "keras3", "3.15")
-    assert _satisfies("keras2", "keras2", "2.2.4")
-    assert _satisfies(None, "keras2", "2.2.4")
-    with pytest.raises(AssertionError, match="expected a family"):
-        _parse_requirement("tensorflow>=2")
+    assert _satisfies("tf_keras>=2.16", Served("tf_keras", "2.16", "tensorflow"))
+    assert _satisfies("tf_keras>=2.16", Served("tf_keras", "2.21.0", "tensorflow"))
+    assert not _satisfies("tf_keras>=2.16", Served("tf_keras", "2.15", "tensorflow"))
+    assert not _satisfies("tf_keras>=2.16", Served("keras3", "3.15", "tensorflow"))
+    assert _satisfies("keras3 backend=jax", Served("keras3", "3.15", "jax"))
+    assert _satisfies("keras3>=3.6 backend=jax", Served("keras3", "3.15", "jax"))
+    assert not _satisfies("keras3>=3.6 backend=jax", Served("keras3", "3.15", "torch"))
+    assert _satisfies("keras2", Served("keras2", "2.2.4", "tensorflow"))
+    assert _satisfies(None, Served("keras2", "2.2.4", "tensorflow"))
+    for bad in ("tensorflow>=2", "keras3 jax", "keras3 backend="):
+        with pytest.raises(AssertionError, match="expected a family"):
+            _parse_requirement(bad)
 
 
 def test_the_readme_is_short() -> None:
