@@ -1,7 +1,7 @@
 """The cloning core: what every Keras family shares, and the contract each one fills in.
 
 Read `Family` first: it is the whole contract. A family module (`keras2`,
-`tf_keras`, `keras3`) is one small subclass that says how *its* Keras spells
+`tf_keras`, `keras3`) is one subclass that says how *its* Keras spells
 things: which classes are layers and models, how a functional graph's nodes
 are read, how an `Input` is made, which native `clone_model` call can be
 trusted. Everything else is written once, here and in `_cloner.py`:
