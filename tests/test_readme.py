@@ -36,7 +36,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-TABLE = ROOT / "compat_clone" / "tools" / "matrix" / "matrix.toml"
+TABLE = ROOT / "src" / "compat_clone" / "tools" / "matrix" / "matrix.toml"
 MAX_LINES = 250
 
 FAMILIES = ("keras2", "tf_keras", "keras3")
@@ -300,9 +300,9 @@ def _file_map() -> List[str]:
 
 def test_the_file_map_names_every_module() -> None:
     named = set(_file_map())
-    package = ROOT / "compat_clone"
+    package = ROOT / "src" / "compat_clone"  # the src/ layout
     actual = {
-        p.relative_to(ROOT).as_posix()
+        p.relative_to(ROOT / "src").as_posix()
         for p in package.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
