@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for report in result.reports:
             print(report, file=sys.stderr)
-        reports += len(result.reports)
+        reports += sum(not report.note for report in result.reports)
         if result.changed:
             would_change.append(path)
             _emit(result, args)
