@@ -194,11 +194,13 @@ ASSIGN_UPDATE_WHY = (
     "order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
     "variable, trainable or not, blended; the others copied exactly."
 )
+# Checked by tests/test_migrate_idioms.py::test_deepcopy_of_a_model_as_the_report_says.
+DEEPCOPY_VERSIONS_FAILING = ">=3.0,<3.3"
 DEEPCOPY_WHY = (
-    "`copy.deepcopy({arg})`: if `{arg}` is a Keras model, a deep copy fails or shares state in "
-    "several releases (TensorFlow graph tensors and sessions cannot be copied in Keras 2; "
-    "variables, optimizer and tracking state are copied as Python objects, not rebuilt); not "
-    "rewritten (this tool cannot tell a model from other objects). Use "
+    "`copy.deepcopy({arg})`: if `{arg}` is a Keras model, whether a deep copy works depends on "
+    "the release (Keras 3.0 to 3.2 raise `ValueError: You cannot add new elements of state` on "
+    "a built model; others copy through Python's object protocol, not through the model's "
+    "config); not rewritten (this tool cannot tell a model from other objects). Use "
     "`compat_clone.clone_model({arg}, copy_weights=True)`."
 )
 CUSTOM_OBJECTS_WHY = (
