@@ -26,7 +26,9 @@ class DDPGAgent:
         self.target_actor = clone_model(self.actor)
         self.critic = critic_network(n_states, n_actions)
         self.target_critic = compat_clone.clone_model(self.critic, copy_weights=True)
-        updates = get_soft_target_model_updates(self.target_actor, self.actor, tau)
+
+    def compile(self):
+        updates = get_soft_target_model_updates(self.target_actor, self.actor, self.tau)
         self.update_target_actor_fn = K.function([], [], updates=updates)
 
     def update_target_actor(self):
