@@ -23,6 +23,7 @@ import copy
 import importlib
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -226,6 +227,36 @@ def test_check_passes_with_notes_only(tmp_path: Path, capsys: Any) -> None:
     assert _migrate.run(parser.parse_args(["--write", str(path)])) == _migrate.EXIT_OK
     assert _migrate.run(parser.parse_args(["--check", str(path)])) == _migrate.EXIT_OK
     assert capsys.readouterr().err.count("note:") == 1  # the --write run's, not the last --check's
+
+
+@needs_libcst
+def test_fixture_diff_reports_and_exit_status(tmp_path: Path, capsys: Any) -> None:
+    from test_migrate import _apply_unified_diff, _cli
+
+    root = tmp_path / "rl_agents"
+    shutil.copytree(FIXTURE / "before", root)
+    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    err = capsys.readouterr().err
+    assert "3 file(s) would be migrated, 3 use(s) need a fix by hand." in err  # notes not counted
+    assert err.count(": note: ") == 2
+    assert _cli([str(root)]) == _migrate.EXIT_OK  # the diff, on stdout
+    out = capsys.readouterr().out
+    for name in ("util.py", "dqn.py", "ddpg_keras2.py"):
+        path = root / name
+        hunks = out.split(f"--- a/{path}\n")[1].split("--- a/")[0]
+        new = _apply_unified_diff(path.read_text(), hunks)
+        assert new == (FIXTURE / "after" / name).read_text(), name
+        compile(new, name, "exec")
+    assert "-        self.target_model.set_weights(self.model.get_weights())\n" in out
+    assert "+        compat_clone.copy_weights(self.model, self.target_model)\n" in out
+    assert _cli(["--write", str(root)]) == _migrate.EXIT_OK
+    capsys.readouterr()
+    # migrated: only the uses to fix by hand are left, and they still fail --check
+    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "0 file(s) would be migrated, 3 use(s) need a fix by hand." in captured.err
+    assert ": note: " not in captured.err
 
 
 # ---------------------------------------------------------------------------
