@@ -2,7 +2,10 @@
 
 `Analyzer` follows every name to its import (libcst's scope and qualified
 name metadata) and records its decisions in an `Analysis`; `transform`
-carries them out. Imported only after libcst is known to be installed.
+carries them out. The idioms old code uses instead of `clone_model` (target
+updates, hand-rolled clones) are read by `idioms`' matchers and decided here,
+where the imports and scopes are known. Imported only after libcst is known
+to be installed.
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ class Analysis:
     @property
     def rewrites_anything(self) -> bool:
         """Whether the module changes (every fold goes with a rewritten call or import)."""
-        return bool(self.attr_calls or self.from_rewrites or self.build_calls or self.uses_compat_clone)
+        return bool(self.from_rewrites) or self.uses_compat_clone
 
 
 class Analyzer(cst.CSTVisitor):

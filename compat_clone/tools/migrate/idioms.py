@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -26,6 +26,26 @@ def bare(node: cst.CSTNode) -> str:
     if isinstance(node, cst.BaseExpression) and (node.lpar or node.rpar):
         node = node.with_changes(lpar=[], rpar=[])
     return re.sub(r"\s+", "", code(node))
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: Set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `a.tau` names `a`, not `tau`
+        return False
+
+
+def names_in(node: cst.CSTNode) -> Set[str]:
+    """Every plain name `node` reads (`self.tau * k` -> {"self", "k"})."""
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.found
 
 
 def _number(node: cst.CSTNode) -> Optional[float]:
@@ -195,7 +215,9 @@ def _comprehension_blend(node: cst.CSTNode, target: str) -> Optional[Tuple[str, 
         return None
     (source,) = [m for m in models if m != target]
     tau = _pair_blend(node.elt, by_model[source], by_model[target])
-    return None if tau is None else (source, tau)
+    if tau is None or names_in(tau) & set(names):
+        return None
+    return source, tau
 
 
 def _two_names(node: cst.CSTNode) -> Optional[Tuple[str, str]]:
@@ -223,6 +245,16 @@ def find_soft_update(body: Sequence[cst.BaseStatement], last: int) -> Optional[S
     if found is None:
         return None
     target, arg = found
+    found_update = _soft_update_at(body, last, target, arg)
+    if found_update is None or names_in(found_update.tau) & set(found_update.temporaries):
+        return None  # `tau` names something the idiom binds: it would be gone
+    return found_update
+
+
+def _soft_update_at(
+    body: Sequence[cst.BaseStatement], last: int, target: str, arg: cst.BaseExpression
+) -> Optional[SoftUpdate]:
+    """`find_soft_update`'s forms, tried in turn."""
     direct = _comprehension_blend(arg, target)
     if direct is not None:
         return SoftUpdate(direct[0], target, direct[1], last, last, ())
