@@ -39,7 +39,7 @@ from compat_clone.tools.migrate.rules import (
 from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
 
 if TYPE_CHECKING:
-    from compat_clone.tools.migrate.analysis import Analyzer
+    from compat_clone.tools.migrate.analysis import Analysis, Analyzer
 
 
 class IdiomAnalysis:
@@ -52,6 +52,11 @@ class IdiomAnalysis:
     def __init__(self, analyzer: "Analyzer") -> None:
         self.analyzer = analyzer
 
+    @property
+    def analysis(self) -> Analysis:
+        """The `Analysis` the walk fills."""
+        return self.analyzer.analysis
+
     def tuple_pair(self, node: cst.Tuple) -> None:
         """Reports `(target_weight, tau * source_weight + (1 - tau) * target_weight)`: a graph op."""
         if len(node.elements) == 2 and self.blends_with(node.elements[1].value, node.elements[0].value):
@@ -60,7 +65,7 @@ class IdiomAnalysis:
     def note(self, node: cst.CSTNode, why: str) -> None:
         """Records a note (a rewrite's difference) at the position of `node`."""
         pos = self.analyzer.get_metadata(PositionProvider, node).start
-        self.analyzer.analysis.notes.append((pos.line, pos.column + 1, why))
+        self.analysis.notes.append((pos.line, pos.column + 1, why))
 
     def call(self, node: cst.Call) -> bool:
         """Handles a call that is an idiom (a hand-rolled clone, a graph-op update, a deep copy).
@@ -137,10 +142,10 @@ class IdiomAnalysis:
                     node, CUSTOM_OBJECTS_WHY.format(function=code(func), argument=argument, model=code(model))
                 )
                 return True
-        self.analyzer.analysis.idiom_clones[node] = model
-        self.analyzer.analysis.rewritten_refs.update(chain_nodes(owner))
+        self.analysis.idiom_clones[node] = model
+        self.analysis.rewritten_refs.update(chain_nodes(owner))
         if removed is not None:
-            self.analyzer.analysis.idiom_removed.add(removed)
+            self.analysis.idiom_removed.add(removed)
         return True
 
     def _scope_line(self, call: cst.Call, custom: cst.BaseExpression, root: str) -> bool:
@@ -152,7 +157,7 @@ class IdiomAnalysis:
         """
         line = self.analyzer.parent(call)
         small = self.analyzer.parent(line) if isinstance(line, (cst.Assign, cst.Return)) else None
-        if small is None or single(small) is not line or small in self.analyzer.analysis.scoped_lines:
+        if small is None or single(small) is not line or small in self.analysis.scoped_lines:
             return False
         module_scope = self.analyzer.scope(call)
         while module_scope is not None and module_scope.parent is not module_scope:
@@ -162,12 +167,12 @@ class IdiomAnalysis:
             return False
         if not bindings:
             new_import = f"from {root}.utils import custom_object_scope"
-            if self.analyzer.analysis.scope_imports and self.analyzer.analysis.scope_imports != [new_import]:
+            if self.analysis.scope_imports and self.analysis.scope_imports != [new_import]:
                 return False  # two Keras packages in one file: left to the user
-            self.analyzer.analysis.scope_imports = [new_import]
+            self.analysis.scope_imports = [new_import]
         # `model_from_config(..., custom_objects=None)` works; `custom_object_scope(None)` does not
         value = code(custom) if isinstance(custom, cst.Dict) else f"{code(custom)} or {{}}"
-        self.analyzer.analysis.scoped_lines[small] = f"custom_object_scope({value})"
+        self.analysis.scoped_lines[small] = f"custom_object_scope({value})"
         return True
 
     def _serialized_just_before(
@@ -218,7 +223,7 @@ class IdiomAnalysis:
 
     def target_updates(self, body: Sequence[cst.BaseStatement]) -> None:
         """Rewrites the hard and soft target updates of one block (`idioms.find_soft_update`)."""
-        folds = self.analyzer.analysis.folds
+        folds = self.analysis.folds
         for i, line in enumerate(body):
             small = single(line)
             found = None if small is None else set_weights_call(small)
@@ -234,7 +239,7 @@ class IdiomAnalysis:
             if soft is None or _is_a_layer(soft.source, soft.target):
                 continue
             statements = list(body[soft.first : soft.last + 1])
-            taken = self.analyzer.analysis.idiom_removed | set(self.analyzer.analysis.idiom_lines) | folds.removed_lines
+            taken = self.analysis.idiom_removed | set(self.analysis.idiom_lines) | folds.removed_lines
             if any(s in taken for s in statements):
                 continue
             if soft.temporaries and not self._only_used_in(soft.temporaries, statements):
@@ -251,8 +256,8 @@ class IdiomAnalysis:
             tau_text = code(tau) if "\n" in text else text
         call = f"compat_clone.copy_weights({source}, {target}"
         call += f", tau={tau_text})" if tau is not None else ")"
-        self.analyzer.analysis.idiom_lines[statements[-1]] = cst.Expr(cst.parse_expression(call))
-        self.analyzer.analysis.idiom_removed.update(statements[:-1])
+        self.analysis.idiom_lines[statements[-1]] = cst.Expr(cst.parse_expression(call))
+        self.analysis.idiom_removed.update(statements[:-1])
         if not self._built_alike(source, target):
             why = HARD_UPDATE_NOTE if tau is None else SOFT_UPDATE_NOTE
             self.note(statements[0], why.format(source=source, target=target, tau=tau_text))
@@ -263,12 +268,12 @@ class IdiomAnalysis:
         for value in self.analyzer.assigned_values.get(target, []):
             if not isinstance(value, cst.Call):
                 continue
-            model = self.analyzer.analysis.idiom_clones.get(value)
+            model = self.analysis.idiom_clones.get(value)
             if model is None and value.args and value.args[0].keyword is None:
                 model = value.args[0].value
             func = last_name(value.func) or ""
             if model is not None and dotted(model) == source and (
-                "clone" in func.lower() or value in self.analyzer.analysis.idiom_clones
+                "clone" in func.lower() or value in self.analysis.idiom_clones
             ):
                 return True
             if any(bare(v) == bare(value) for v in source_values):
