@@ -15,6 +15,18 @@ rewrites:
   ``c.set_weights(m.get_weights())`` becomes
   ``c = clone_model(m, copy_weights=True)``.
 
+* the idioms old code uses instead (`idioms.py`; docs/migrate.md, "Idioms
+  old codebases use"): ``T.set_weights(S.get_weights())`` anywhere becomes
+  ``compat_clone.copy_weights(S, T)``; soft target updates on host lists
+  (a comprehension or a loop over ``zip(S.get_weights(), T.get_weights())``)
+  become ``compat_clone.copy_weights(S, T, tau=tau)``; hand-rolled clones
+  (``model_from_config({'class_name': ..., 'config': m.get_config()})``,
+  ``Model.from_config(m.get_config())``, ``model_from_json(m.to_json())``)
+  become ``compat_clone.clone_model(m)``. Soft updates built as graph ops
+  and ``copy.deepcopy(model)`` are reported. A rewrite that may behave
+  differently in a case the file cannot settle is printed as a note
+  (``path:line:col: note: ...``), which ``--check`` does not count.
+
 Every argument and comment is kept. Uses it cannot rewrite safely are reported
 as ``path:line:col: why`` and left alone: ``multi_gpu_model``,
 ``clone_and_build_model``, ``clone_model`` used as a value
@@ -31,8 +43,8 @@ The package has two halves. `cli`, `source`, `report` and `rules` import no
 libcst, so `compat-clone --help` and the other subcommands work without it.
 `source.load_codemod` is the one place libcst is imported: it checks for
 libcst (or raises `ImportError` saying how to install it), then imports
-`codemod`, which with `analysis`, `folds`, `imports`, `transform`, `edits` and
-`syntax` subclasses and uses libcst at module level.
+`codemod`, which with `analysis`, `idiom_analysis`, `folds`, `idioms`, `imports`, `transform`,
+`edits` and `syntax` subclasses and uses libcst at module level.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 `Analyzer` follows every name to its import (libcst's scope and qualified
 name metadata) and records its decisions in an `Analysis`; `transform`
-carries them out. Imported only after libcst is known to be installed.
+carries them out. The idioms old code uses instead of `clone_model` (target
+updates, hand-rolled clones) are read by `idioms`' matchers and decided here,
+where the imports and scopes are known. Imported only after libcst is known
+to be installed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from libcst.metadata import (
 from compat_clone.tools.migrate import imports
 from compat_clone.tools.migrate.build_calls import BuildCall, plan
 from compat_clone.tools.migrate.folds import Folds, find_folds
+from compat_clone.tools.migrate.idiom_analysis import IdiomAnalysis
 from compat_clone.tools.migrate.rules import (
     CLONE_AND_BUILD_TARGETS,
     CLONE_MODEL_HOMES,
@@ -58,6 +62,14 @@ class Analysis:
         build_calls: `clone_and_build_model` calls rewritten, and how (`build_calls.plan`).
         reports: (line, column, why) of each use left alone, sorted.
         has_compat_clone_import: the module already has `import compat_clone`.
+        idiom_clones: hand-rolled clones (`model_from_json(m.to_json())`...) -> their model.
+        idiom_lines: target-update lines -> the `compat_clone.copy_weights(...)` statement
+            that replaces them.
+        idiom_removed: the statements that go with an idiom (their comments are kept).
+        notes: (line, column, why) of rewrites whose difference the user should know.
+        scoped_lines: lines of hand-rolled clones given `custom_objects` -> the
+            `custom_object_scope(...)` expression the rewritten line is wrapped in.
+        scope_imports: the `from <keras>.utils import custom_object_scope` lines to add.
     """
 
     attr_calls: Set[cst.Call] = dataclasses.field(default_factory=set)
@@ -70,11 +82,24 @@ class Analysis:
     build_calls: Dict[cst.Call, BuildCall] = dataclasses.field(default_factory=dict)
     reports: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     has_compat_clone_import: bool = False
+    idiom_clones: Dict[cst.Call, cst.BaseExpression] = dataclasses.field(default_factory=dict)
+    idiom_lines: Dict[cst.SimpleStatementLine, cst.BaseSmallStatement] = dataclasses.field(
+        default_factory=dict
+    )
+    idiom_removed: Set[cst.CSTNode] = dataclasses.field(default_factory=set)
+    notes: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
+    scoped_lines: Dict[cst.SimpleStatementLine, str] = dataclasses.field(default_factory=dict)
+    scope_imports: List[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def uses_compat_clone(self) -> bool:
+        """Whether the rewritten module calls `compat_clone.<something>`."""
+        return bool(self.attr_calls or self.build_calls or self.idiom_clones or self.idiom_lines)
 
     @property
     def rewrites_anything(self) -> bool:
         """Whether the module changes (every fold goes with a rewritten call or import)."""
-        return bool(self.attr_calls or self.from_rewrites or self.build_calls)
+        return bool(self.from_rewrites) or self.uses_compat_clone
 
 
 class Analyzer(cst.CSTVisitor):
@@ -102,6 +127,8 @@ class Analyzer(cst.CSTVisitor):
         self.exported: Set[str] = set()
         self.unbound_clone_calls: List[cst.Call] = []
         self.split_lines: Set[cst.CSTNode] = set()  # lines of a from-import split in two
+        self.assigned_values: Dict[str, List[cst.BaseExpression]] = {}  # `a.b = value`, by `a.b`
+        self.idioms = IdiomAnalysis(self)
 
     # -- metadata
     def report(self, node: cst.CSTNode, why: str) -> None:
@@ -188,7 +215,18 @@ class Analyzer(cst.CSTVisitor):
         if len(clone_idx) == len(node.names) or self._may_split(node, module):
             self.analysis.from_rewrites[node] = clone_idx
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            name = dotted(target.target)
+            if name is not None:
+                self.assigned_values.setdefault(name, []).append(node.value)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self.idioms.tuple_pair(node)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self.idioms.call(node):  # a hand-rolled clone, a graph-op update, a deep copy
+            return
         func = node.func
         name = last_name(func)
         if name is not None and self.is_clone_target(func):  # also `cm(m)` after `... as cm`
@@ -250,7 +288,10 @@ class Analyzer(cst.CSTVisitor):
         foldable = analysis.attr_calls | {
             call for call in analysis.name_calls if self._through_rewritten_import(call)
         }
-        analysis.folds = find_folds(self.bodies, foldable)
+        foldable |= set(analysis.idiom_clones)
+        analysis.folds = find_folds(self.bodies, foldable, analysis.idiom_clones)
+        for body in self.bodies:
+            self.idioms.target_updates(body)
         if self.star_imports:
             star, line = self.star_imports[0]
             for node in self.unbound_clone_calls:
@@ -261,6 +302,7 @@ class Analyzer(cst.CSTVisitor):
                     "`compat_clone.clone_model(...)`.",
                 )
         analysis.reports.sort()
+        analysis.notes.sort()
 
     # -- helpers
     def _add_scope(self, node: cst.CSTNode) -> None:

@@ -20,8 +20,12 @@ _DESCRIPTION = (
     "Rewrite old Keras `clone_model` code to use compat_clone: calls and imports of "
     "clone_model from keras.models, tf.keras.models, tensorflow.keras.models and "
     "tf_keras.models, and a following `c.set_weights(m.get_weights())` folded into "
-    "`copy_weights=True`. Prints a unified diff unless --write or --check. Uses that "
-    "cannot be rewritten safely are reported as PATH:LINE:COL on stderr. "
+    "`copy_weights=True`; and the idioms old code uses instead (docs/migrate.md): "
+    "`T.set_weights(S.get_weights())` and soft target updates on host lists become "
+    "`compat_clone.copy_weights`, hand-rolled clones (`model_from_config`, `from_config`, "
+    "`model_from_json`) `compat_clone.clone_model`. Prints a unified diff unless --write or "
+    "--check. Uses that cannot be rewritten safely are reported as PATH:LINE:COL on stderr "
+    "(a rewrite that may behave differently, as PATH:LINE:COL: note:, not counted by --check). "
     "Exit status: 0 done; 1 with --check when a file would change or a use needs a fix "
     "by hand; 2 usage error or a file that could not be read or parsed."
 )
@@ -123,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for report in result.reports:
             print(report, file=sys.stderr)
-        reports += len(result.reports)
+        reports += sum(not report.note for report in result.reports)
         if result.changed:
             would_change.append(path)
             _emit(result, args)

@@ -38,7 +38,7 @@ def migrate(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[
             imports are kept even when unused.
 
     Returns:
-        The reports of the uses left alone, and the new source (the
+        The reports of the uses left alone (then the notes on rewrites), and the new source (the
         module's own bytes when nothing is rewritten).
 
     Example:
@@ -54,6 +54,7 @@ def migrate(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[
     wrapper.visit(analyzer)
     analysis = analyzer.analysis
     reports = [Report(path, line, column, why) for line, column, why in analysis.reports]
+    reports += [Report(path, line, column, why, note=True) for line, column, why in analysis.notes]
     if not analysis.rewrites_anything:
         return reports, module.bytes
     return reports, wrapper.module.visit(Transformer(analysis)).bytes

@@ -204,8 +204,10 @@ def compat_clone_import_line(
     )
 
 
-def insert_import(body: List[cst.BaseStatement]) -> List[cst.BaseStatement]:
-    """`body` with `import compat_clone` after the module's leading imports.
+def insert_import(
+    body: List[cst.BaseStatement], extra: Sequence[cst.BaseStatement] = (), compat_clone: bool = True
+) -> List[cst.BaseStatement]:
+    """`body` with `import compat_clone` (then `extra`) after the module's leading imports.
 
     The leading block is the docstring, the imports, and `try:` blocks of
     imports, up to the first other statement. Importing compat_clone imports
@@ -213,6 +215,8 @@ def insert_import(body: List[cst.BaseStatement]) -> List[cst.BaseStatement]:
 
     Args:
         body: a module's statements.
+        extra: more import lines to add after it.
+        compat_clone: whether to add `import compat_clone` (else only `extra`).
 
     Returns:
         The new statements.
@@ -223,15 +227,18 @@ def insert_import(body: List[cst.BaseStatement]) -> List[cst.BaseStatement]:
             at = k + 1
         else:
             break
-    line = cst.SimpleStatementLine(body=[import_compat_clone()])
+    lines: List[Any] = [cst.SimpleStatementLine(body=[import_compat_clone()])] if compat_clone else []
+    lines += list(extra)
+    if not lines:
+        return body
     if at == 0 and body:
         # the first statement's leading comments (e.g. `# In[1]:`) go above the import,
         # then a blank line (two before a def or class)
         first: Any = body[0]
-        line = line.with_changes(leading_lines=first.leading_lines)
+        lines[0] = lines[0].with_changes(leading_lines=first.leading_lines)
         blank = 2 if isinstance(first, (cst.FunctionDef, cst.ClassDef)) else 1
         body = [first.with_changes(leading_lines=[cst.EmptyLine()] * blank), *body[1:]]
-    return [*body[:at], line, *body[at:]]
+    return [*body[:at], *lines, *body[at:]]
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:

@@ -8,7 +8,7 @@ Imported only after libcst is known to be installed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -37,26 +37,33 @@ class Folds:
     removed_small: Set[cst.BaseSmallStatement] = dataclasses.field(default_factory=set)
 
 
-def find_folds(bodies: Sequence[Sequence[cst.BaseStatement]], foldable: Set[cst.Call]) -> Folds:
+def find_folds(
+    bodies: Sequence[Sequence[cst.BaseStatement]],
+    foldable: Set[cst.Call],
+    sources: Optional[Mapping[cst.Call, cst.BaseExpression]] = None,
+) -> Folds:
     """The folds in each block of statements.
 
     Args:
         bodies: the statements of every block (module, function, class...).
         foldable: the clone calls that are rewritten to `compat_clone`'s,
             which takes `copy_weights`.
+        sources: the model each hand-rolled clone clones, where its
+            arguments do not say it (`model_from_json(m.to_json())`).
 
     Returns:
         The `Folds` found: on one line separated by `;`, or on two
         consecutive lines of one statement each.
     """
     folds = Folds()
+    sources = sources or {}
     for body in bodies:
         for i, line in enumerate(body):
             if not isinstance(line, cst.SimpleStatementLine):
                 continue
             # `c = clone(m); c.set_weights(m.get_weights())` on one line
             for small, after in zip(line.body, line.body[1:]):
-                call = _folded_call(small, after, foldable)
+                call = _folded_call(small, after, foldable, sources)
                 if call is not None:
                     folds.calls.add(call)
                     folds.removed_small.add(after)
@@ -68,7 +75,7 @@ def find_folds(bodies: Sequence[Sequence[cst.BaseStatement]], foldable: Set[cst.
                 continue
             if len(nxt.body) != 1:
                 continue
-            call = _folded_call(line.body[0], nxt.body[0], foldable)
+            call = _folded_call(line.body[0], nxt.body[0], foldable, sources)
             if call is not None:
                 folds.calls.add(call)
                 folds.line_pairs[line] = nxt
@@ -79,17 +86,20 @@ def find_folds(bodies: Sequence[Sequence[cst.BaseStatement]], foldable: Set[cst.
 
 
 def _folded_call(
-    assign: cst.BaseSmallStatement, after: cst.BaseSmallStatement, foldable: Set[cst.Call]
+    assign: cst.BaseSmallStatement,
+    after: cst.BaseSmallStatement,
+    foldable: Set[cst.Call],
+    sources: Mapping[cst.Call, cst.BaseExpression],
 ) -> Optional[cst.Call]:
     """The clone call of `assign` if `after` copies the weights it would take."""
-    found = _clone_assignment(assign, foldable)
+    found = _clone_assignment(assign, foldable, sources)
     if found is None or not _is_set_weights(after, *found[1:]):
         return None
     return found[0]
 
 
 def _clone_assignment(
-    assign: cst.BaseSmallStatement, foldable: Set[cst.Call]
+    assign: cst.BaseSmallStatement, foldable: Set[cst.Call], sources: Mapping[cst.Call, cst.BaseExpression]
 ) -> Optional[Tuple[cst.Call, str, str]]:
     """(call, target, source) if `assign` is `target = <foldable call>(source, ...)`."""
     target: Any
@@ -104,7 +114,7 @@ def _clone_assignment(
     call = assign.value
     if not isinstance(call, cst.Call) or call not in foldable:
         return None
-    source = _source_model(call.args)
+    source = sources[call] if call in sources else _source_model(call.args)
     t, s = dotted(target), dotted(source)
     if t is None or s is None:
         return None

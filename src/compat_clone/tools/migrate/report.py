@@ -13,22 +13,26 @@ __all__ = ["Report", "MigrateResult"]
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """A use of `clone_model` (or a relative) that was not rewritten.
+    """A use of `clone_model` (or a relative) that was not rewritten, or a note on one that was.
 
     Attributes:
         path: the file, as given or as found under a given folder.
         line: 1-based line.
         column: 1-based column.
         why: what the use is, why it was left alone, and what to do.
+        note: the use was rewritten; `why` says how the rewrite can behave
+            differently (printed as `PATH:LINE:COL: note: ...`; not a fix by hand).
     """
 
     path: str
     line: int
     column: int
     why: str
+    note: bool = False
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: {self.why}"
+        kind = "note: " if self.note else ""
+        return f"{self.path}:{self.line}:{self.column}: {kind}{self.why}"
 
 
 @dataclasses.dataclass

@@ -35,12 +35,15 @@ class Transformer(cst.CSTTransformer):
         super().__init__()
         self.analysis = analysis
         self.split_off: Dict[cst.CSTNode, cst.SimpleStatementLine] = {}  # import -> line after it
-        self.needs_import = bool(analysis.attr_calls or analysis.build_calls) and not analysis.has_compat_clone_import
+        self.needs_import = analysis.uses_compat_clone and not analysis.has_compat_clone_import
         self.emptied: Set[cst.CSTNode] = set()  # original lines whose statements all went
         self.comment_placed: Set[cst.Comment] = set()  # fold comments put on the new argument
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         updated = updated_node
+        model = self.analysis.idiom_clones.get(original_node)
+        if model is not None:  # `model_from_json(m.to_json())` -> `compat_clone.clone_model(m)`
+            updated = cst.Call(func=compat_clone_attr(), args=[cst.Arg(value=model)])
         if original_node in self.analysis.attr_calls:
             updated = updated.with_changes(func=compat_clone_attr())
         build = self.analysis.build_calls.get(original_node)
@@ -70,6 +73,12 @@ class Transformer(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> Any:
+        replacement = self.analysis.idiom_lines.get(original_node)
+        if replacement is not None:  # a target update -> `compat_clone.copy_weights(...)`
+            return updated_node.with_changes(body=[replacement])
+        scope = self.analysis.scoped_lines.get(original_node)
+        if scope is not None:  # a hand-rolled clone given custom_objects
+            return self._in_scope(original_node, updated_node, scope)
         removals = self.analysis.alias_removals
         body = [
             u
@@ -98,11 +107,25 @@ class Transformer(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         new_body, carry = self._new_body(original_node, updated_node, is_module=True)
-        if self.needs_import:
-            new_body = insert_import(new_body)
+        extra = [cst.parse_statement(line) for line in self.analysis.scope_imports]
+        if self.needs_import or extra:
+            new_body = insert_import(new_body, extra, compat_clone=self.needs_import)
         return updated_node.with_changes(body=new_body, footer=[*carry, *updated_node.footer])
 
     # -- helpers
+    def _in_scope(
+        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine, scope: str
+    ) -> cst.With:
+        """`with <scope>:` holding `updated` (its comments folded in as for any clone line)."""
+        removed = self.analysis.folds.line_pairs.get(original)
+        if removed is not None:
+            updated = self._take_comments(removed, updated)
+        return cst.With(
+            items=[cst.WithItem(item=cst.parse_expression(scope))],
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
+            leading_lines=updated.leading_lines,
+        )
+
     def _drop_aliases(self, original: Any, updated: Any) -> Any:
         """`updated` without the aliases that served only rewritten calls, if some stay."""
         drop = self.analysis.alias_removals.get(original)
@@ -152,6 +175,11 @@ class Transformer(cst.CSTTransformer):
         for o, u in zip(original.body, updated.body):
             if o in self.analysis.folds.removed_lines:
                 continue  # its comments went onto the clone line
+            if o in self.analysis.idiom_removed:  # part of an idiom: its comments go on
+                carry.extend(u.leading_lines)
+                if isinstance(u, cst.SimpleStatementLine) and u.trailing_whitespace.comment:
+                    carry.append(cst.EmptyLine(comment=u.trailing_whitespace.comment))
+                continue
             if o in self.emptied:
                 if removed_import_at is None and o in self.analysis.removed_import_lines:
                     removed_import_at = len(new_body)
