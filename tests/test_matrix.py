@@ -252,11 +252,11 @@ def _standin_env(root: Path, env: Any) -> Path:
     return env_dir
 
 
-def _run(env: Any, root: Path, command: List[str], uv: List[str]) -> Any:
+def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
     return runner._run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
         source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
-        say=lambda name, text: None,
+        say=lambda name, text: None, **kwargs,
     )
 
 
@@ -349,11 +349,15 @@ def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None
         "(d / (os.environ['COMPAT_CLONE_ENV'] + '.jsonl')).write_text('{\"feature\": \"new\"}\\n'); "
         "print('1 passed in 0.1s')"
     )
-    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"])
-    assert old.read_text() == '{"feature": "new"}\n'
+    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"], table="mine.toml")
+    (new,) = [json.loads(line) for line in old.read_text().splitlines()]
+    # each record is tagged with the table that defined the environment and when it was produced
+    assert new["feature"] == "new" and new["table"] == "mine.toml"
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", new["produced"]), new
     assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl", "a.outcome.json"]  # staging removed
     outcome = json.loads((old.parent / "a.outcome.json").read_text())
     assert outcome["env"] == "a" and outcome["status"] == "ok" and outcome["counts"]["passed"] == 1
+    assert outcome["table"] == "mine.toml" and outcome["finished"] >= new["produced"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
@@ -408,12 +412,19 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
+    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
+                          loaded="keras 3.15.1 on jax via keras")
     bad = summary._Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
-    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-$", text, re.M), text
-    assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED", text, re.M), text
+    # the proof of what each environment's tests ran on closes its row
+    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-\s+keras 3.15.1 on jax via keras$", text, re.M), text
+    assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED\s+0s\s+-\s+-$", text, re.M), text
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
+    liar = summary._Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
+    text = _matrix.format_summary([ok, liar], 5.0)
+    assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)
+    assert text.splitlines()[-1] == ("matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; "
+                                     "the reason is in their last.log)")
 
 
 def test_default_jobs_is_at_least_one() -> None:

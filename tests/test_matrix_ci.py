@@ -147,7 +147,8 @@ def test_emit_workflow_is_a_valid_workflow_using_the_matrix(project: Path, capsy
     jobs = _check_workflow(yaml.safe_load(text))
     assert set(jobs) == {"plan", "test", "report"}
     plan_run = jobs["plan"]["steps"][-1]["run"]
-    assert "compat-clone matrix --emit github --table matrix.toml --env=a,b -- pytest -q" in plan_run
+    # a project's suite: one result line per test (--compat-results) for the report job
+    assert "compat-clone matrix --emit github --table matrix.toml --env=a,b -- pytest --compat-results -q" in plan_run
     assert "$GITHUB_OUTPUT" in plan_run and jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
     test = jobs["test"]
     assert test["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"

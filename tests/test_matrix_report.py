@@ -77,8 +77,8 @@ def test_readme_collapses_the_zoo_into_one_row_per_env(tmp_path: Path) -> None:
     assert "zoo_bert" not in short and "| `sequential` | ✅ ✅ |" in short
     assert "| `zoo` (cases passing every aspect, native / compat_clone) | 1 / 1 of 2 |" in short
     # COMPATIBILITY.md keeps every row
-    # README: `make test`'s environments only, and where the others are
-    assert "keras-3.5-tf" not in short and "has all 2 with results (`make test-wide`)" in short
+    # README: the default run's environments only, and where the others are
+    assert "keras-3.5-tf" not in short and "[COMPATIBILITY.md](COMPATIBILITY.md) has all 2 with results" in short
     full = report.read_text()
     assert "| feature | `keras-3.5-tf` | `keras-3.15-jax` |" in full
     assert "| `zoo_bert.class` |   | ❌ ✅ |" in full and "| `zoo_gru.outputs` |   | ✅ ❌ |" in full
