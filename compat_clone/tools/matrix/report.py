@@ -225,7 +225,8 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
     if not envs:
         return "_No results yet: run `compat-clone matrix --report FILE.md -- COMMAND`._\n"
     features = sorted({f for e in envs for f in results[e] if _group_of(f) not in summarize})
-    header = "| feature | " + " | ".join(f"`{e}`" for e in envs) + " |"
+    kinds = {"test" if set(cell) == {"test"} else "feature" for e in envs for cell in results[e].values() if cell}
+    header = f"| {'test' if kinds == {'test'} else 'feature'} | " + " | ".join(f"`{e}`" for e in envs) + " |"
     rule = "|---|" + "|".join(":-:" for _ in envs) + "|"
     rows = [header, rule]
     for f in features:
@@ -247,7 +248,6 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
         if any(_group_of(f) == group for e in envs for f in results[e]):
             rows.append(f"| `{group}` (cases passing every aspect, native / compat_clone) | "
                         + " | ".join(_summary_cell(results[e], group) for e in envs) + " |")
-    kinds = {"test" if set(cell) == {"test"} else "feature" for e in envs for cell in results[e].values() if cell}
     legend = "\n"
     if "feature" in kinds:
         legend += ("A feature's cell: native `clone_model` first, then `compat_clone.clone_model`. "
@@ -420,7 +420,7 @@ def parse_report(text: str) -> _Previous:
         if line.startswith("## "):
             section, header = line[3:].strip(), []
             continue
-        if line.startswith("| feature | ") and not section:
+        if line.startswith(("| feature | ", "| test | ")) and not section:
             header = [c.strip("`") for c in _row_cells(line)[1:]]
             for env in header:
                 results.setdefault(env, {})
