@@ -144,6 +144,10 @@ def test_defaults_merge_into_every_env() -> None:
         ({"tags": "wide"}, "Received: tags='wide'"),
         ({"expect": {"family": "keras2", "version": "3.15"}}, "a keras2 model cannot have version '3.15'"),
         ({"expect": {"family": "keras3", "version": "2.15"}}, "(that version is tf_keras)"),
+        ({"expect": {"family": "keras3", "module": "tf"}}, "one of keras, tf_keras, tensorflow.keras, tf.keras"),
+        ({"expect": {"module": "keras"}}, "names a module but no family"),
+        ({"expect": {"family": "keras3", "module": "tf_keras"}}, "`tf_keras` never serves a keras3 model"),
+        ({"expect": {"family": "keras2", "module": "tensorflow.keras"}}, "never serves a keras2 model"),
     ],
 )
 def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message: str) -> None:
@@ -161,6 +165,16 @@ def test_schema_is_one_table_of_keys() -> None:
         _matrix.parse_table({"defaults": {"no_deps": []}, "env": [{"name": "a", "packages": []}]}, "my.toml")
     with pytest.raises(_matrix.TableError, match="Expected `packages` in \\[defaults\\] of t.toml to be a list"):
         _matrix.parse_table({"defaults": {"packages": "x"}, "env": [{"name": "a", "packages": []}]}, "t.toml")
+
+
+def test_the_module_a_project_imports_is_claimed_once_for_every_env() -> None:
+    data = {"defaults": {"expect": {"module": "tensorflow.keras"}},
+            "env": [{"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
+                    {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}}]}
+    a, b = _matrix.parse_table(data)
+    assert a.expect_vars() == {"COMPAT_CLONE_EXPECT_FAMILY": "tf_keras", "COMPAT_CLONE_EXPECT_VERSION": "2.21",
+                               "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras"}
+    assert dict(b.expect)["module"] == "keras"  # an environment's own key wins
 
 
 def test_tags_merge_and_select() -> None:
@@ -427,6 +441,24 @@ def test_summary_table_names_failing_envs() -> None:
                                      "the reason is in their last.log)")
 
 
+def test_progress_redraws_one_live_line_on_a_terminal() -> None:
+    import io
+
+    from compat_clone.tools.matrix.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(stream, live=True, interval=60)
+    progress.begin("a")
+    time.sleep(1.3)
+    progress.say("b", "building")
+    progress.end("a")
+    progress.close()
+    text = stream.getvalue()
+    assert "running 1: a 1s" in text  # drawn in place (no newline) ...
+    assert "\r\x1b[K[" in text and "] b: building\n" in text  # ... and cleared before a plain line
+    assert not text.endswith("running 1: a 1s")  # nothing left on screen after close
+
+
 def test_default_jobs_is_at_least_one() -> None:
     assert 1 <= _matrix.default_jobs() <= (os.cpu_count() or 1)
 
@@ -474,16 +506,18 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     assert "matrix: all 1 environments passed" in first.stdout
     assert "4 passed" in log.read_text()
     # compat_clone's pytest plugin checked the claim and named the environment
-    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax)" \
-        in log.read_text(), log.read_text()
+    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax " \
+        "via keras)" in log.read_text(), log.read_text()
+    assert "compat-clone matrix: keras3-jax loaded keras 3.15.1 on jax via keras" in log.read_text()
 
-    # The same environment under a false claim (TensorFlow): the plugin stops it before any test.
+    # The same environment under a false claim (TensorFlow): the plugin stops it before any test;
+    # its status is MISLABELED, the run's exit status 3.
     liar = subprocess.run(cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"], cwd=project, env=environ,
                           capture_output=True, text=True, timeout=1200)
-    assert liar.returncode == 1, liar.stdout + liar.stderr
-    assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+FAILED", liar.stdout, re.M), liar.stdout
+    assert liar.returncode == 3, liar.stdout + liar.stderr
+    assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+MISLABELED", liar.stdout, re.M), liar.stdout
     assert "environment 'keras3-jax' is not what it claims" in log.read_text()
-    assert "runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
+    assert "`keras` runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
 
     # Same pins: the environment is reused. A command that collects nothing fails.
     second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,

@@ -336,7 +336,7 @@ def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Opti
         for name in envs_in:
             env = by_name.get(name)
             pins = " ".join(f"`{p}`" for p in (tuple(env.packages) + tuple(env.no_deps))
-                            if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>="))) if env else ""
+                            if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>=", "actionlint"))) if env else ""
             out.append(f"| `{name}` | {versions.get(name, '')} | {_show_date(dates.get(name, ''))} | {pins} |")
         out.append("")
     stale = [e for e in (expected or ()) if e in kept]
