@@ -211,3 +211,29 @@ def test_report_of_a_users_suite_speaks_of_that_suite(tmp_path: Path) -> None:
         assert word not in text, word
     assert "Results of the test suite in each environment of the matrix table [`ci/matrix.toml`]" in text
     assert "A test's cell: ✅ passed · ❌ failed · `·` skipped" in text
+
+
+def test_make_tests_report_keeps_the_wide_only_columns_of_the_committed_file(tmp_path: Path) -> None:
+    """`make test` runs 13 environments; COMPATIBILITY.md holds all 32 (`make test-wide`): the 19 others stay."""
+    committed = Path(__file__).resolve().parents[1] / "COMPATIBILITY.md"
+    before = _report.parse_report(committed.read_text(encoding="utf-8"))
+    table = _matrix.load_table()
+    assert set(before.results) <= {e.name for e in table} and len(before.results) > 13
+    assert set(before.dates) == set(before.results)  # every column dated
+    report = tmp_path / "COMPATIBILITY.md"
+    report.write_text(committed.read_text(encoding="utf-8"), encoding="utf-8")
+    results = tmp_path / "_results"
+    results.mkdir()
+    (results / "keras-3.15-jax.jsonl").write_text(
+        _records("keras-3.15-jax", [("sequential_basic", "pass", "pass", "")]).replace(
+            '"keras": "keras 3.15.1"}', '"keras": "keras 3.15.1", "produced": "2099-01-01T00:00:00Z"}'))
+    default = [e.name for e in table if e.enabled]
+    _report.write(results, table, report, expected=default)
+    after = _report.parse_report(report.read_text(encoding="utf-8"))
+    assert set(after.results) == set(before.results)  # no column dropped
+    assert after.results["keras-3.15-jax"] == {"sequential_basic": {"native": ("pass", ""), "compat_clone": ("pass", "")}}
+    assert after.dates["keras-3.15-jax"] == "2099-01-01T00:00"
+    for env in set(before.results) - {"keras-3.15-jax"}:
+        assert after.results[env] == before.results[env] and after.dates[env] == before.dates[env], env
+    text = report.read_text(encoding="utf-8")
+    assert "No new results from this run for: `keras-2.2.4`" in text  # the 12 other default ones said so
