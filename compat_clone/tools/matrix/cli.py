@@ -60,8 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
     add("--report", metavar="FILE.md",
-        help="afterwards write the feature table (COMPATIBILITY.md) from the environments' results; with no "
-             "COMMAND, only write it")
+        help="afterwards write the results table (COMPATIBILITY.md) from the environments' results, keeping the "
+             "existing file's columns (of the same table) that have no newer results; with no COMMAND, only write "
+             "it. A pytest COMMAND gets --compat-results (one result line per test) outside compat_clone's own "
+             "checkout")
     add("--readme", metavar="FILE.md",
         help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file")
     add("--tail", type=int, default=40, metavar="N",
