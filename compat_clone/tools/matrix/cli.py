@@ -229,8 +229,11 @@ def _common_options(args: argparse.Namespace) -> List[str]:
 
 
 def _own_checkout() -> bool:
-    """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself)."""
-    return _self_source() == ("editable", Path.cwd().resolve())
+    """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself):
+    the project's ``pyproject.toml`` names compat-clone, however the running compat_clone is installed."""
+    from compat_clone.tools.matrix.ci import _names_compat_clone
+
+    return _names_compat_clone(Path.cwd())
 
 
 def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:
