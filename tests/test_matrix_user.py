@@ -55,7 +55,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _matrix(project: Path, *args: str, timeout: int = 1800) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--jobs", "1", *args], cwd=project,
+    return subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--jobs", "2", *args], cwd=project,
                           env=_environ(), capture_output=True, text=True, timeout=timeout)
 
 
