@@ -10,18 +10,25 @@ pass ``--table FILE.toml``). For each selected environment the runner
    when it runs from a source checkout) and the environment's fix-up, if any;
 3. runs ``COMMAND`` with the environment's ``bin`` first on ``PATH``,
    ``VIRTUAL_ENV`` set, the table's variables, and ``COMPAT_CLONE_ENV``,
-   ``COMPAT_CLONE_EXPECT_{FAMILY,VERSION,BACKEND}``, ``COMPAT_CLONE_RESULTS``,
-   ``COMPAT_CLONE_MATRIX_DIR`` (the ``.matrix`` folder) and
+   ``COMPAT_CLONE_EXPECT_{FAMILY,VERSION,BACKEND,MODULE}`` (the claim),
+   ``COMPAT_CLONE_RESULTS``, ``COMPAT_CLONE_TABLE`` (the table's name,
+   `table_id`), ``COMPAT_CLONE_CLAIM_FILE`` (where the pytest plugin leaves
+   its claim check), ``COMPAT_CLONE_MATRIX_DIR`` (the ``.matrix`` folder) and
    ``COMPAT_CLONE_MATRIX_ENVS`` (the names of every environment of the run);
-   its output goes to ``.matrix/<name>/last.log``; the result files it writes
-   replace that environment's previous ones in ``.matrix/_results/``.
+   its output goes to ``.matrix/<name>/last.log``, closed by the Keras the
+   plugin found loaded; the result files it writes replace that environment's
+   previous ones in ``.matrix/_results/``, each record tagged with the table
+   and the time it was produced.
 
 Every selected environment is built (or reused) before the command runs in
 any, so a command may use a sibling environment's interpreter. Environments
 build and run in parallel, ``--jobs`` at a time (default: one per core,
-at most one per 4 GB of memory). One summary table closes the run; the exit
-status is 1 when any environment failed to build, failed its command, ran no
-test, or passed none.
+at most one per 4 GB of memory); while they run, a live line on a terminal (a
+plain line every 60 s elsewhere) names the running ones and their elapsed
+time. One summary table closes the run, with the Keras each environment's
+tests got; the exit status is 1 when any environment failed to build, failed
+its command, ran no test, or passed none, and 3 when one is not what its table
+entry claims (status ``MISLABELED``).
 
 Example:
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,8 +21,15 @@ from compat_clone.tools.matrix.runner import (
     _self_source,
     env_stamp,
 )
-from compat_clone.tools.matrix.summary import _fmt_s, _Outcome, _tail, format_summary
-from compat_clone.tools.matrix.table import Env, TableError, load_table, select_envs
+from compat_clone.tools.matrix.summary import (
+    EXIT_FAILED,
+    EXIT_MISLABELED,
+    EXIT_USAGE,
+    _Outcome,
+    _tail,
+    format_summary,
+)
+from compat_clone.tools.matrix.table import Env, TableError, load_table, select_envs, table_id
 
 __all__ = ["add_arguments", "run", "main"]
 
@@ -35,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Run COMMAND in every environment of a version matrix (built with uv under "
         ".matrix/<env>/, reused while its pins are unchanged), in parallel, and print "
-        "one summary table. Exits 1 if any environment fails."
+        "one summary table. Exits 1 if any environment fails, 3 if one is not what its table entry claims "
+        "(MISLABELED), 2 on a usage error."
     )
     parser.epilog = "Example: compat-clone matrix --env 'keras-3.15-*' -- python -m pytest -q tests"
     add = parser.add_argument
@@ -52,8 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
     add("--report", metavar="FILE.md",
-        help="afterwards write the feature table (COMPATIBILITY.md) from the environments' results; with no "
-             "COMMAND, only write it")
+        help="afterwards write the results table (COMPATIBILITY.md) from the environments' results, keeping the "
+             "existing file's columns (of the same table) that have no newer results; with no COMMAND, only write "
+             "it. A pytest COMMAND gets --compat-results (one result line per test) outside compat_clone's own "
+             "checkout")
     add("--readme", metavar="FILE.md",
         help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file")
     add("--tail", type=int, default=40, metavar="N",
@@ -61,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--emit", choices=("github", "workflow"),
         help="print, instead of running: `github`, the GitHub Actions strategy matrix (JSON) of the selected "
              "environments; `workflow`, a complete workflow file using it (COMMAND default: python -m pytest -q)")
+    add("--install-from", metavar="SOURCE",
+        help="with --emit workflow: where CI installs compat_clone from: a version (0.2.0), a path in the project "
+             "(a checkout or wheel of compat_clone), or a VCS URL (git+https://...@TAG) (default: the project's own "
+             "pin of compat-clone, a vendored checkout, else how the running compat_clone was installed)")
+    add("--progress", type=float, metavar="SECONDS",
+        help="while commands run, show the running environments and their elapsed time: a live line on a "
+             "terminal, else a plain line every SECONDS (default: 60); 0 turns it off")
     add("--merge", nargs="+", metavar="DIR",
         help="with --report: build the report from result folders collected from several runs or machines "
              "(refuses one environment's results twice; lists selected environments without results)")
@@ -85,7 +102,7 @@ def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
             print(f"{' ' * width}         # {e.note}")
 
 
-def _fail(message: str, status: int = 2) -> int:
+def _fail(message: str, status: int = EXIT_USAGE) -> int:
     print(f"compat-clone matrix: {message}", file=sys.stderr)
     return status
 
@@ -99,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         The exit status: 0 when every environment passed (or nothing ran),
         1 when one failed or the report could not be written, 2 for a usage
-        error (bad table, unknown environment, no command).
+        error (bad table, unknown environment, no command), 3 when an
+        environment is not what its table entry claims (MISLABELED).
 
     Example:
 
@@ -133,6 +151,11 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else default_jobs()
     if jobs < 1:
         return _fail(f"expected --jobs >= 1. Received: {jobs}.")
+    if args.report and not _own_checkout():
+        # A project's suite writes no feature records: one result line per test is what the report shows.
+        from compat_clone.tools.matrix.ci import with_results_option
+
+        command = with_results_option(command)
     ordered, wall = _run_all(args, selected, command, root, jobs)
     if ordered is None:
         return 130
@@ -142,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
             print(_tail(o.log, args.tail))
     print()
     print(format_summary(ordered, wall), flush=True)
-    rc = 0 if all(o.ok for o in ordered) else 1
+    rc = 0 if all(o.ok for o in ordered) else EXIT_FAILED
+    if any(o.status == "MISLABELED" for o in ordered):
+        rc = EXIT_MISLABELED
     if args.report:
         rc = max(rc, _write_report(args, table, [results], {o.env: o.status for o in ordered}, selected))
     return rc
@@ -156,15 +181,16 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
         (root / ".gitignore").write_text("*\n", encoding="utf-8")
     uv = _find_uv(Path.cwd())
     source = _self_source()
+    from compat_clone.tools.matrix.progress import Progress
+
     print(f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; "
           f"logs: {root}/<env>/{_LOG_FILE}", flush=True)
-    lock = threading.Lock()
     t0 = time.monotonic()
-
-    def say(name: str, text: str) -> None:
-        with lock:
-            print(f"[{_fmt_s(time.monotonic() - t0):>6}] {name}: {text}", flush=True)
-
+    interval = 60.0 if args.progress is None else max(0.0, args.progress)
+    live = sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb" and not os.environ.get("CI")
+    progress = Progress(sys.stdout, live=live, interval=interval)
+    say = progress.say
+    table = table_id(args.table)
     procs = _Procs()
     pool = ThreadPoolExecutor(max_workers=jobs)
     names = [e.name for e in selected]
@@ -181,16 +207,18 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
         futures = {
             e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
                                 source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say,
-                                prepared=prepared[e.name], siblings=names)
+                                prepared=prepared[e.name], siblings=names, table=table, progress=progress)
             for e in selected
         }
         outcomes = {name: fut.result() for name, fut in futures.items()}
     except KeyboardInterrupt:
+        progress.close()
         procs.kill_all()
         pool.shutdown(wait=False, cancel_futures=True)
         print("\ncompat-clone matrix: interrupted", file=sys.stderr)
         return None, time.monotonic() - t0
     pool.shutdown()
+    progress.close()
     return [outcomes[e.name] for e in selected], time.monotonic() - t0
 
 
@@ -200,15 +228,32 @@ def _common_options(args: argparse.Namespace) -> List[str]:
     return out + (["--timeout", f"{args.timeout:g}"] if args.timeout is not None else [])
 
 
+def _own_checkout() -> bool:
+    """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself):
+    the project's ``pyproject.toml`` names compat-clone, however the running compat_clone is installed."""
+    from compat_clone.tools.matrix.ci import _names_compat_clone
+
+    return _names_compat_clone(Path.cwd())
+
+
 def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:
     from compat_clone import __version__
     from compat_clone.tools.matrix import ci
 
+    project = Path.cwd()
     selection = [f"--env={e}" for e in args.env or ()] + [f"--tag={t}" for t in args.tag or ()]
-    editable = _self_source() == ("editable", Path.cwd().resolve())
+    command = list(command or ci.DEFAULT_COMMAND)
+    if args.emit == "workflow" and not _own_checkout():
+        command = ci.with_results_option(command)  # the report job shows one row per test
     try:
-        text = ci.emit(args.emit, selected, command or ci.DEFAULT_COMMAND, selection, _common_options(args),
-                       table=args.table, editable_checkout=editable, version=__version__)
+        if args.table:
+            args.table = ci.validate_table_path(args.table, project)
+        if args.install_from:
+            install, why = ci.install_requirement(args.install_from, project), f"--install-from {args.install_from}"
+        else:
+            install, why = ci.default_install_source(project, __version__)
+        text = ci.emit(args.emit, selected, command, selection, _common_options(args),
+                       table=args.table, install=install, install_why=why)
     except ValueError as e:
         return _fail(str(e))
     print(text, end="" if text.endswith("\n") else "\n")
@@ -222,12 +267,16 @@ def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Seque
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         return _fail(f"result folder(s) {', '.join(map(repr, missing))} do not exist. Pass the folders that hold "
-                     "the <env>.jsonl files (CI artifacts, .matrix/_results).", 1)
+                     "the <env>.jsonl files (CI artifacts, .matrix/_results).", EXIT_FAILED)
+    notes: List[str] = []
     try:
         written = _report.write(folders, table, Path(args.report), Path(args.readme) if args.readme else None,
-                                statuses=statuses, expected=[e.name for e in selected])
+                                statuses=statuses, expected=[e.name for e in selected], table=table_id(args.table),
+                                notes=notes)
     except _report.ReportError as e:
-        return _fail(str(e), 1)
+        return _fail(str(e), EXIT_FAILED)
+    for note in notes:
+        print(f"compat-clone matrix: {note}")
     for path in written:
         print(f"compat-clone matrix: wrote {path}")
     return 0

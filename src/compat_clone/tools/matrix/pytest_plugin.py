@@ -5,16 +5,21 @@ It is off, and does nothing, unless pytest runs in a matrix environment
 ``--compat-results``. When on, it
 
 1. checks at session start, in a separate interpreter (`claim`), that the
-   loaded Keras is the family / version / backend the environment claims
-   (``COMPAT_CLONE_EXPECT_*``), and stops the session with exit status 4 and
-   the reason when it is not: a mislabeled environment fails instead of
-   passing on the wrong Keras;
+   Keras the project imports is the family / version / backend the
+   environment claims (``COMPAT_CLONE_EXPECT_*``, ``_MODULE`` naming the
+   module the project imports it from), and stops the session with exit
+   status 4 and the reason when it is not: a mislabeled environment fails
+   instead of passing on the wrong Keras. The check's result also goes to
+   ``$COMPAT_CLONE_CLAIM_FILE`` when set (the matrix runner reads it: its
+   status ``MISLABELED``, the "loaded" column of its summary);
 2. names the environment, its claim and the Keras it loaded in the report
-   header;
+   header and, whatever the options (``-q`` hides the header), in a line
+   of the closing summary: the proof of what the tests ran on;
 3. with ``--compat-results``, writes one JSON line per test to
    ``$COMPAT_CLONE_RESULTS/<env>.tests.jsonl`` (default folder
-   ``.matrix/_results``), which ``compat-clone matrix --report`` /
-   ``--merge`` turn into a test x environment table.
+   ``.matrix/_results``; created at the first test, so a session stopped
+   before any test leaves the last results in place), which ``compat-clone
+   matrix --report`` / ``--merge`` turn into a test x environment table.
 
 Importing this module imports no framework: pytest loads it in every
 environment where compat_clone is installed. ``-p no:compat_clone`` turns it
@@ -71,6 +76,14 @@ def _run_check() -> Dict[str, Any]:
     return result
 
 
+def _write_claim_file(env: str, claim: Dict[str, str], result: Dict[str, Any]) -> None:
+    """The check's result for the matrix runner, at ``$COMPAT_CLONE_CLAIM_FILE`` (when set)."""
+    path = os.environ.get("COMPAT_CLONE_CLAIM_FILE")
+    if path:
+        record = {"env": env, "claim": claim, **result}
+        Path(path).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def _detail(report: pytest.TestReport) -> str:
     """One line on why a test failed or skipped: the exception's message, or the skip's reason."""
     longrepr: Any = report.longrepr
@@ -91,12 +104,11 @@ class _MatrixEnvironment:
         self.claim = claim_from_environ()
         self.loaded: Optional[str] = None
         self.results: Optional[Path] = None
+        self._started = False  # the results file is truncated by the first record
         self.worker = hasattr(config, "workerinput")
         if write_results and not self.worker:
             folder = Path(os.environ.get("COMPAT_CLONE_RESULTS") or Path(".matrix") / "_results")
-            folder.mkdir(parents=True, exist_ok=True)
             self.results = folder / f"{self.env}.tests.jsonl"
-            self.results.write_text("", encoding="utf-8")  # this run replaces the last one
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.worker or not self.claim:
@@ -106,6 +118,7 @@ class _MatrixEnvironment:
                         "`expect.family` in the matrix table.", returncode=_USAGE_ERROR)
         result = _run_check()
         self.loaded = str(result.get("loaded", "nothing"))
+        _write_claim_file(self.env, self.claim, result)
         if not result.get("ok"):
             claim = ", ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
             problems = "; ".join(str(p) for p in result.get("problems", ()))
@@ -121,6 +134,12 @@ class _MatrixEnvironment:
         where = f"; results -> {self.results}" if self.results else ""
         return [f"compat-clone matrix env: {self.env} ({claim}{loaded}){where}"]
 
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.worker or not self.loaded:
+            return
+        claim = " ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
+        terminalreporter.write_line(f"compat-clone matrix env: {self.env} ({claim}); loaded {self.loaded}")
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.results is None:
             return
@@ -131,5 +150,9 @@ class _MatrixEnvironment:
         detail = "" if report.passed else _detail(report)
         record = {"env": self.env, "feature": report.nodeid, "side": "test", "outcome": outcome,
                   "detail": detail, "keras": self.loaded or ""}
+        if not self._started:
+            self.results.parent.mkdir(parents=True, exist_ok=True)
+            self.results.write_text("", encoding="utf-8")  # this run replaces the last one
+            self._started = True
         with open(self.results, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")

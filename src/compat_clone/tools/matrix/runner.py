@@ -17,7 +17,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, parse_pytest_summary
@@ -33,6 +33,7 @@ _LOG_FILE = "last.log"
 _WHEEL_MARKER = ".compat-clone-wheel"
 # How often `build_env` (a conversion waiting on an environment) says how long the build has run.
 _BUILD_TICK_S = 15.0
+_CLAIM_FILE = "last-claim.json"  # the pytest plugin's claim check of the last run
 _RESULTS_DIR = "_results"
 # Variables that shape which Keras an environment loads: never inherited from
 # the caller's shell, only set from the table.
@@ -359,9 +360,12 @@ def env_environ(env: Env, env_dir: Path) -> Dict[str, str]:
 
 
 def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
-                   siblings: Sequence[str] = ()) -> Dict[str, str]:
+                   siblings: Sequence[str] = (), table: str = "") -> Dict[str, str]:
     environ = env_environ(env, env_dir)
     environ["COMPAT_CLONE_ENV"] = env.name
+    environ["COMPAT_CLONE_CLAIM_FILE"] = str(env_dir / _CLAIM_FILE)
+    if table:
+        environ["COMPAT_CLONE_TABLE"] = table
     # Where the other environments of this run live, and which they are: every
     # one was built before any command ran, so a test may use a sibling's
     # interpreter (compat-clone convert reads Keras 2 files there).
@@ -503,7 +507,8 @@ def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], sour
 
 def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
              source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-             say: Any, prepared: Optional[_Outcome] = None, siblings: Sequence[str] = ()) -> _Outcome:
+             say: Any, prepared: Optional[_Outcome] = None, siblings: Sequence[str] = (),
+             table: str = "", progress: Any = None) -> _Outcome:
     """Builds (or reuses) one environment and runs the command in it.
 
     Another `compat-clone matrix` run using the same environment folder (a
@@ -512,7 +517,9 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
     With `prepared` (the outcome of `_prepare_one`), the environment built in
     the first phase is used as it is; a failed build is reported, not retried.
     `siblings` names the environments of the run, exported to the command as
-    ``COMPAT_CLONE_MATRIX_ENVS``.
+    ``COMPAT_CLONE_MATRIX_ENVS``. `table` (`table_id`) tags the results and
+    the outcome the run writes. `progress`, when given, is told when the
+    command starts and ends (``progress.begin(name, log)`` / ``end(name)``).
     """
     with _env_lock(root, env, say):
         if prepared is not None and prepared.build == "FAILED":
@@ -520,27 +527,63 @@ def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv:
         else:
             out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
                                   procs=procs, timeout=timeout, rebuild=rebuild, say=say, prepared=prepared,
-                                  siblings=siblings)
-        _write_outcome(results, out)
+                                  siblings=siblings, table=table, progress=progress)
+        _write_outcome(results, out, table)
         return out
 
 
-def _publish_results(staging: Path, results: Path) -> None:
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _tag_records(path: Path, tags: Mapping[str, str]) -> None:
+    """Adds `tags` (``table``, ``produced``) to every JSON record of a ``.jsonl`` file that lacks them."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            line = json.dumps({**tags, **record})
+        lines.append(line)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def _publish_results(staging: Path, results: Path, table: str = "", keep: bool = True) -> None:
     """Moves the run's result files into `results`, replacing older ones.
 
-    A run that records nothing (a benchmark, a subset of tests that records
-    no feature) leaves the previous results of the environment in place.
+    Every record is tagged with the table and the time it was produced, so a
+    report never mixes them with another table's results for the same
+    environment name. A run that records nothing (a benchmark, a subset of
+    tests that records no feature) leaves the previous results of the
+    environment in place; so does a run whose results are void (`keep`
+    False: the environment is not what it claims).
     """
     if staging.is_dir():
-        for item in staging.iterdir():
-            if item.is_file():
-                os.replace(item, results / item.name)
+        if keep:
+            tags = {"table": table, "produced": _now()} if table else {"produced": _now()}
+            for item in staging.iterdir():
+                if item.is_file():
+                    if item.suffix == ".jsonl":
+                        _tag_records(item, tags)
+                    os.replace(item, results / item.name)
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _read_claim(path: Path) -> Optional[Dict[str, Any]]:
+    """The pytest plugin's claim check of this run, if it ran."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
                     source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-                    say: Any, prepared: Optional[_Outcome], siblings: Sequence[str]) -> _Outcome:
+                    say: Any, prepared: Optional[_Outcome], siblings: Sequence[str], table: str = "",
+                    progress: Any = None) -> _Outcome:
     env_dir = root / env.name
     stamp_path = env_dir / _STAMP_FILE
     still_fresh = (prepared is not None and (env_dir / "bin" / "python").exists() and stamp_path.is_file()
@@ -557,7 +600,12 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         # The command writes its result files into a staging folder of its own.
         staging = results / f".run-{os.getpid()}-{env.name}"
         shutil.rmtree(staging, ignore_errors=True)
-        environ = _child_environ(env, env_dir, staging, uv, siblings)
+        environ = _child_environ(env, env_dir, staging, uv, siblings, table)
+        claim_file = env_dir / _CLAIM_FILE
+        try:
+            claim_file.unlink()  # a check that does not run this time must not look like it did
+        except FileNotFoundError:
+            pass
         exe = shutil.which(command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"
@@ -569,14 +617,31 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         log.write(f"# environment: {json.dumps(dict(env.env) | env.expect_vars(), sort_keys=True)}\n")
         start = time.monotonic()
         cpu: List[float] = []
-        rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)
+        if progress is not None:
+            progress.begin(env.name, out.log)
+        try:
+            rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)
+        finally:
+            if progress is not None:
+                progress.end(env.name)
         out.run_s = time.monotonic() - start
         out.cpu_s = cpu[0] if cpu else None
-        _publish_results(staging, results)
+        claim = _read_claim(claim_file)
+        mislabeled = claim is not None and not claim.get("ok")
+        if claim is not None:
+            out.loaded = str(claim.get("loaded") or "nothing")
+            # The proof, whatever the command's own output options (pytest -q hides its header).
+            log.write(f"\ncompat-clone matrix: {env.name} loaded {out.loaded}\n")
+            if mislabeled:
+                log.write(f"compat-clone matrix: {env.name} is MISLABELED: "
+                          f"{'; '.join(str(p) for p in claim.get('problems', ()))}\n")
+        _publish_results(staging, results, table, keep=not mislabeled)
     out.returncode = rc
     out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
-    out.status = _status(rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
-    say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}")
+    out.status = "MISLABELED" if mislabeled else _status(
+        rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
+    loaded = f"; loaded {out.loaded}" if out.loaded else ""
+    say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}{loaded}")
     return out
 
 
@@ -595,11 +660,17 @@ def _status(rc: int, counts: Optional[Dict[str, int]], *, timed_out: bool) -> st
     return "ok"
 
 
-def _write_outcome(results: Path, out: _Outcome) -> None:
-    """``<results>/<env>.outcome.json``: how the environment's last run ended, for reports merged elsewhere."""
+def _write_outcome(results: Path, out: _Outcome, table: str = "") -> None:
+    """``<results>/<env>.outcome.json``: how the environment's last run ended, for reports merged elsewhere.
+
+    It names the table that defined the environment (`table_id`) and the time
+    the run ended: a report of another table ignores it.
+    """
     results.mkdir(parents=True, exist_ok=True)
     record = {"env": out.env, "status": out.status, "build": out.build, "counts": out.counts,
-              "seconds": round(out.build_s + out.run_s, 1)}
+              "seconds": round(out.build_s + out.run_s, 1), "loaded": out.loaded, "finished": _now()}
+    if table:
+        record["table"] = table
     tmp = results / f".{out.env}.outcome.json.tmp"
     tmp.write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, results / f"{out.env}.outcome.json")

@@ -7,7 +7,12 @@ import re
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-__all__ = ["parse_pytest_summary", "format_summary"]
+__all__ = ["parse_pytest_summary", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED"]
+
+# `compat-clone matrix` exit statuses (0: every environment passed)
+EXIT_FAILED = 1      # an environment failed to build, failed its command, ran no test or passed none
+EXIT_USAGE = 2       # bad options or table: nothing ran
+EXIT_MISLABELED = 3  # an environment is not what its table entry claims (status MISLABELED)
 
 # --------------------------------------------------------------------------- summary
 
@@ -48,13 +53,14 @@ def parse_pytest_summary(text: str) -> Optional[Dict[str, int]]:
 class _Outcome:
     env: str
     build: str = ""           # "reused" | "built" | "FAILED"
-    status: str = "not run"   # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT"
+    status: str = "not run"   # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT" | "MISLABELED"
     returncode: Optional[int] = None
     counts: Optional[Dict[str, int]] = None
     build_s: float = 0.0
     run_s: float = 0.0
     cpu_s: Optional[float] = None  # CPU seconds of the command (all its processes)
     log: Optional[Path] = None
+    loaded: str = ""          # the Keras the project's tests got (the pytest plugin's claim check)
 
     @property
     def ok(self) -> bool:
@@ -75,7 +81,7 @@ def _counts_text(counts: Optional[Dict[str, int]]) -> str:
 
 def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     """The closing table: env, build, passed / failed / skipped, status, time."""
-    headers = ["env", "build", "passed", "failed", "skipped", "status", "time", "cpu"]
+    headers = ["env", "build", "passed", "failed", "skipped", "status", "time", "cpu", "loaded"]
     rows = []
     for o in outcomes:
         c = o.counts
@@ -88,6 +94,7 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
             o.status,
             _fmt_s(o.build_s + o.run_s),
             _fmt_s(o.cpu_s) if o.cpu_s is not None else "-",
+            o.loaded or "-",
         ])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     numeric = {2, 3, 4, 6, 7}
@@ -97,12 +104,16 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
 
     lines = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
     bad = [o.env for o in outcomes if not o.ok]
+    mislabeled = [o.env for o in outcomes if o.status == "MISLABELED"]
     totals = [sum((o.counts or {}).get(k, 0) for o in outcomes) for k in ("passed", "failed", "errors", "skipped")]
     verdict = f"{len(bad)} of {len(outcomes)} environments FAILED: {', '.join(bad)}" if bad else f"all {len(outcomes)} environments passed"
     lines.append(
         f"matrix: {verdict} ({totals[0]} passed, {totals[1] + totals[2]} failed, "
         f"{totals[3]} skipped in {_fmt_s(wall_s)})"
     )
+    if mislabeled:
+        lines.append(f"matrix: {len(mislabeled)} environment(s) MISLABELED, not what the table claims: "
+                     f"{', '.join(mislabeled)} (exit status {EXIT_MISLABELED}; the reason is in their last.log)")
     return "\n".join(lines)
 
 

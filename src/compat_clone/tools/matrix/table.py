@@ -21,7 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs"]
+__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs", "table_id", "BUILTIN_TABLE"]
+
+BUILTIN_TABLE = "built-in"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _RUNNING_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
@@ -43,7 +45,8 @@ class Env:
         pip_args: extra arguments for every ``uv pip install``.
         env: environment variables set when the command runs.
         fixup: name of a `compat_clone.tools.envfix` fix-up, or None.
-        expect: the claim (``family``, ``version``, ``backend``).
+        expect: the claim (``family``, ``version``, ``backend``, and ``module``:
+            the module the project imports Keras from).
         enabled: False leaves it out of a run that names no environment.
         install_compat_clone: install the running `compat_clone` into it.
         tags: labels that `--tag` selects by (``wide``, ...).
@@ -113,14 +116,14 @@ _FIELDS: Dict[str, _Field] = {
     "pip_args": _Field("list", [], in_defaults=True, merge="prepend"),
     "env": _Field("map", {}, in_defaults=True, merge="update"),
     "fixup": _Field("str", None),
-    "expect": _Field("map", {}),
+    "expect": _Field("map", {}, in_defaults=True, merge="update"),
     "enabled": _Field("bool", True),
     "install_compat_clone": _Field("bool", True, in_defaults=True),
     "tags": _Field("list", [], in_defaults=True, merge="prepend"),
     "note": _Field("str", ""),
 }
 _DEFAULT_KEYS = {key for key, field in _FIELDS.items() if field.in_defaults}
-_EXPECT_KEYS = {"family", "version", "backend"}
+_EXPECT_KEYS = {"family", "version", "backend", "module"}
 
 
 def _validate_keys(table: Mapping[str, Any], allowed: Set[str], where: str) -> None:
@@ -157,11 +160,25 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
     second copy: ``keras2`` claims need a 2.0-2.3 version, ``keras3`` a 3.x.
     """
     from compat_clone._dispatch import KERAS2, KERAS3, TF_KERAS, family_for
+    from compat_clone.tools.matrix.claim import MODULE_FAMILIES
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
+    module = expect.get("module")
+    if module is not None and module not in MODULE_FAMILIES:
+        raise TableError(
+            f"Expected `expect.module` of {where} to be the module the project imports Keras from, one of "
+            f"{', '.join(MODULE_FAMILIES)}. Received: module={module!r}."
+        )
     family = expect.get("family")
     if family is None:
+        if module is not None:
+            raise TableError(f"The claim of {where} names a module but no family: add `expect.family`.")
         return
+    if module is not None and family not in MODULE_FAMILIES[module]:
+        raise TableError(
+            f"The claim of {where} does not hold together: `{module}` never serves a {family} model "
+            f"(it serves {', '.join(MODULE_FAMILIES[module])}). Fix `expect.module` or `expect.family`."
+        )
     families = (KERAS3, TF_KERAS, KERAS2)
     if family not in families:
         raise TableError(
@@ -295,6 +312,28 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise TableError(f"The matrix table {source!r} is not valid TOML: {e}.") from None
     return parse_table(data, source)
+
+
+def table_id(path: "Optional[os.PathLike[str] | str]" = None) -> str:
+    """The name results and reports carry for a table: ``built-in``, or its path (``/``-separated,
+    relative to the current folder when inside it).
+
+    Results of one environment name from two tables never mix: every result
+    record and outcome a run writes carries this name, and a report reads
+    only those of its own table.
+
+    Example:
+
+    >>> table_id(), table_id("ci/./matrix.toml")
+    ('built-in', 'ci/matrix.toml')
+    """
+    if path is None:
+        return BUILTIN_TABLE
+    resolved = Path(os.path.abspath(os.fspath(path)))
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
 
 
 def _split(items: Optional[Sequence[str]]) -> List[str]:
