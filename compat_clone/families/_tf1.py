@@ -256,10 +256,12 @@ def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Tuple[Any, Any], Any]:
       `v -= lr * src_row` then `v /= 1 + l2 * lr` while the row is in cache.
       With `lr = -tau / (1 - tau)` and `l2 = -1` that is `((1 - tau) * v +
       tau * src_row)`: the target read once and written once, the source
-      read once, as fast as any in-place blend can be (BENCHMARKS.md). The
-      kernel is CPU-only: a target placed elsewhere, or with no device where
-      TensorFlow sees an accelerator, keeps the two passes (a CPU-only
-      kernel reading a variable would move it to the CPU).
+      read once, the least memory traffic of a blend in place (BENCHMARKS.md
+      measures it against that floor). The sum `v + tau / (1 - tau) * src`
+      stays finite for `tau <= 0.5` unless the values exceed half the
+      dtype's largest. The kernel is CPU-only: a target placed elsewhere, or
+      with no device where TensorFlow sees an accelerator, keeps the two
+      passes (a CPU-only kernel reading a variable would move it to the CPU).
 
     Where a target is also a source, or this TensorFlow has no such kernel,
     the expression is used instead.
