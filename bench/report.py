@@ -196,6 +196,8 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
 
 
 def import_section(rows: Sequence[Row]) -> List[str]:
+    if not _of(rows, "import"):
+        return []
     out = ["## Import", ""]
     for r in _of(rows, "import"):
         ours = [m for m in r["added"] if m.startswith("compat_clone")]
