@@ -48,7 +48,7 @@ SOFT_FLOOR = (
     "source and writes a new buffer (two streams, and the first-touch faults of the new pages, which is why the floor can lie below 1×). TensorFlow has no kernel "
     "that blends two variables in one pass, and an expression (`dst + tau * (src - dst)`, then `assign`) makes "
     "temporaries of the model's size and copies them again, as does concatenating the variables per dtype into one "
-    "blend (measured while choosing the kernel, 2026-11-27 on this machine under load: 4.2× and 6.0× one raw copy). *One in-place pass* is the least traffic any "
+    "blend (measured while choosing the kernel, 2026-11-27 on this machine under load: 4.2× and 6.0× the CPU time of one raw copy). *One in-place pass* is the least traffic any "
     "blend in place can make: `ApplyGradientDescent` (`dst -= tau * src`, one fused kernel) on the same variables, "
     "not a blend itself. compat_clone now blends each float32/float64 target in one pass for `tau <= 0.5`: "
     "`SparseApplyProximalGradientDescent` over every row, which subtracts `lr * src_row` from a target row and "
