@@ -115,7 +115,8 @@ def assign_locked(pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
     does not grow. With `tau < 1`, a soft update: one grouped op sets every
     floating-point target to `tau * src + (1 - tau) * dst` (others are copied
     exactly), `tau` fed through a placeholder, so every value of `tau`
-    reuses the op too.
+    reuses the op too (two ops are built at once, see `_blend_op`: one for
+    `tau <= 0.5`, one for any `tau`).
     """
     K = _k().backend
     graphs: Set[Any] = {getattr(v, "graph", None) for pair in pairs for v in pair}
@@ -125,7 +126,8 @@ def assign_locked(pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         _host_copy(K, pairs, tau)
         return
     graph = graphs.pop()
-    op, tau_input = _cached_assign_op(graph, pairs, blend=tau != 1.0)
+    (small_tau_op, any_tau_op), tau_input = _cached_assign_op(graph, pairs, blend=tau != 1.0)
+    op = small_tau_op if tau <= _ONE_PASS_MAX_TAU else any_tau_op
     # An exact copy writes every target whole, so it initializes them: Keras
     # is told not to run their initializers first (a clone with weights would
     # otherwise fill every variable twice, and hold the initializers' constant
@@ -182,8 +184,10 @@ def _undo_partial_copy(graph: Any, session: Any, variables: List[Any], exc: Base
         exc.add_note(f"compat_clone: could not re-initialize the targets the failed copy wrote: {undo!r}")
 
 
-def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False) -> Tuple[Any, Any]:
-    """(grouped op, its `tau` placeholder or None), built once per graph and variable list."""
+def _cached_assign_op(
+    graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False
+) -> Tuple[Tuple[Any, Any], Any]:
+    """((op for `tau <= 0.5`, op for any `tau`), the `tau` placeholder or None), once per graph and variable list."""
     # The cache lives on the graph itself (tf.Graph has __slots__: a graph
     # collection holds it), so it dies with the graph.
     key = (blend, tuple((id(s), id(d)) for s, d in pairs))
@@ -194,8 +198,12 @@ def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = Fa
     entry = per_graph.get(key)
     if entry is None or not all(a is s and b is d for a, b, (s, d) in zip(entry[0], entry[1], pairs)):
         with graph.as_default():
-            op, tau_input = _blend_op(pairs) if blend else (_copy_op(pairs), None)
-        entry = ([s for s, _ in pairs], [d for _, d in pairs], op, tau_input)
+            if blend:
+                ops, tau_input = _blend_op(pairs)
+            else:
+                copy = _copy_op(pairs)
+                ops, tau_input = (copy, copy), None
+        entry = ([s for s, _ in pairs], [d for _, d in pairs], ops, tau_input)
         per_graph[key] = entry
     return entry[2], entry[3]
 
@@ -223,42 +231,141 @@ def _snapshot(tf: Any, variable: Any) -> Any:
     return snapshot(input=variable) if snapshot is not None else tf.identity(variable) + 0
 
 
-def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Any, Any]:
-    """`dst = (1 - tau) * dst + tau * src` for floating-point targets, `dst = src` for others; one op.
+# The one-pass blend is used up to this `tau`: its kernel adds `tau / (1 - tau) * src`
+# to the target before it scales the sum down, which could overflow for `tau` near 1.
+_ONE_PASS_MAX_TAU = 0.5
+# Rows of one target per one-pass kernel: its loop is single-threaded, and pieces of
+# a large target run side by side on the session's inter-op threads.
+_PIECE_BYTES = 16 * 2**20
 
-    Each floating-point target is updated in place by two fused kernels, one
-    after the other (`ApplyGradientDescent`: `var -= alpha * delta`): `dst -=
-    tau * dst`, then `dst -= -tau * src`. No temporary tensor is made (an
-    expression such as `dst - tau * (dst - src)` allocates two, of the
-    variable's size, every step). Where a target is also a source, or this
-    TensorFlow has no such kernel, that expression is used instead.
+
+def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Tuple[Any, Any], Any]:
+    """`dst = (1 - tau) * dst + tau * src` for floating-point targets, `dst = src` for others.
+
+    Returns `((op for tau <= 0.5, op for any tau), tau placeholder)`: both
+    are built at once, so no later value of `tau` grows the graph. Each op
+    updates every target in place, with no temporary of the target's size
+    (an expression such as `dst - tau * (dst - src)` allocates two, and
+    assigning it copies a third time):
+
+    * any `tau`: two fused kernels one after the other
+      (`ApplyGradientDescent`, `var -= alpha * delta`): `dst -= tau * dst`,
+      then `dst -= -tau * src`. Two passes over the target's memory.
+    * `tau <= 0.5`, float32 / float64 targets held on the CPU: one pass,
+      `SparseApplyProximalGradientDescent` over every row: for each row,
+      `v -= lr * src_row` then `v /= 1 + l2 * lr` while the row is in cache.
+      With `lr = -tau / (1 - tau)` and `l2 = -1` that is `((1 - tau) * v +
+      tau * src_row)`: the target read once and written once, the source
+      read once, the least memory traffic of a blend in place (BENCHMARKS.md
+      measures it against that floor). The sum `v + tau / (1 - tau) * src`
+      stays finite for `tau <= 0.5` unless the values exceed half the
+      dtype's largest. The kernel is CPU-only: a target placed elsewhere, or
+      with no device where TensorFlow sees an accelerator, keeps the two
+      passes (a CPU-only kernel reading a variable would move it to the CPU).
+
+    Where a target is also a source, or this TensorFlow has no such kernel,
+    the expression is used instead.
     """
     tf = tf_module()
     tau_input = tf.placeholder(tf.float64, shape=(), name="compat_clone_tau")
     sources = {id(src) for src, _ in pairs}
-    in_place = getattr(getattr(tf, "raw_ops", None), "ApplyGradientDescent", None) is not None and not any(
+    raw_ops = getattr(tf, "raw_ops", None)
+    in_place = getattr(raw_ops, "ApplyGradientDescent", None) is not None and not any(
         id(dst) in sources for _, dst in pairs
     )
     if _aliased(pairs):
-        return _blend_read_first(tf, pairs, tau_input), tau_input
-    alphas: Dict[Any, Any] = {}
-    updates = []
+        op = _blend_read_first(tf, pairs, tau_input)
+        return (op, op), tau_input
+    one_pass_ok = in_place and getattr(raw_ops, "SparseApplyProximalGradientDescent", None) is not None
+    one_pass_ok = one_pass_ok and _host_only(tf, [v for pair in pairs for v in pair])
+    coefficients: Dict[Any, Dict[str, Any]] = {}
+    small: List[Any] = []  # the updates for tau <= 0.5
+    general: List[Any] = []  # for any tau
     for src, dst in pairs:
         dtype = dst.dtype.base_dtype
         if not (dtype.is_floating or dtype.is_complex):
-            updates.append(tf.assign(dst, src))
+            copy = tf.assign(dst, src)
+            small.append(copy)
+            general.append(copy)
             continue
-        if dtype not in alphas:
-            alphas[dtype] = (tf.cast(tau_input, dtype), tf.cast(-tau_input, dtype))
-        alpha, minus_alpha = alphas[dtype]
+        if dtype not in coefficients:
+            coefficients[dtype] = {"alpha": tf.cast(tau_input, dtype), "minus_alpha": tf.cast(-tau_input, dtype)}
+        c = coefficients[dtype]
         with tf.device(dst.device) if dst.device else contextlib.nullcontext():  # where the target lives
             if in_place:
-                scaled = _apply_descent(tf, dst, alpha, dst)
+                scaled = _apply_descent(tf, dst, c["alpha"], dst)
                 with tf.control_dependencies([scaled]):
-                    updates.append(_apply_descent(tf, dst, minus_alpha, src))
+                    general.append(_apply_descent(tf, dst, c["minus_alpha"], src))
             else:
-                updates.append(tf.assign_sub(dst, alpha * (dst - src)))
-    return tf.group(*updates, name="compat_clone_soft_update"), tau_input
+                general.append(tf.assign_sub(dst, c["alpha"] * (dst - src)))
+            if one_pass_ok and dtype in (tf.float32, tf.float64) and _has_rows(dst):
+                if "lr" not in c:
+                    c["lr"] = tf.cast(-tau_input / (1.0 - tau_input), dtype)
+                    c["l1"], c["l2"] = tf.constant(0, dtype), tf.constant(-1, dtype)
+                small += _blend_one_pass(tf, src, dst, c["lr"], c["l1"], c["l2"])
+            else:
+                small.append(general[-1])
+    any_tau = tf.group(*general, name="compat_clone_soft_update")
+    if not one_pass_ok:
+        return (any_tau, any_tau), tau_input
+    return (tf.group(*small, name="compat_clone_soft_update_one_pass"), any_tau), tau_input
+
+
+def _blend_one_pass(tf: Any, src: Any, dst: Any, lr: Any, l1: Any, l2: Any) -> List[Any]:
+    """`dst = (1 - tau) * dst + tau * src` row by row, in pieces of at most `_PIECE_BYTES` (see `_blend_op`)."""
+    shape = [int(d) for d in dst.shape]
+    rows, row_bytes = shape[0], dst.dtype.base_dtype.size
+    for d in shape[1:]:
+        row_bytes *= d
+    pieces = max(1, min(rows, -(-rows * row_bytes // _PIECE_BYTES)))
+    bounds = [rows * i // pieces for i in range(pieces + 1)]
+    index_dtype = tf.int32 if rows < 2**31 else tf.int64
+    updates = []
+    for start, stop in zip(bounds, bounds[1:]):
+        if pieces == 1:
+            grad = src
+        else:  # a slice along the first axis: a view of the source's buffer, not a copy
+            grad = tf.strided_slice(src, [start] + [0] * (len(shape) - 1), [stop] + shape[1:])
+        rows_ = tf.range(start, stop, dtype=index_dtype)
+        if dst.dtype._is_ref_dtype:  # TF 1.x variables, and compat.v1 without resource variables
+            updates.append(tf.raw_ops.SparseApplyProximalGradientDescent(
+                var=dst, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_))
+        else:
+            updates.append(tf.raw_ops.ResourceSparseApplyProximalGradientDescent(
+                var=dst.handle, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_))
+    return updates
+
+
+def _has_rows(variable: Any) -> bool:
+    """Whether the variable has a first axis and a fully known shape (what the one-pass kernel walks)."""
+    shape = variable.get_shape()
+    return bool(shape.ndims) and shape.is_fully_defined()
+
+
+def _host_only(tf: Any, variables: List[Any]) -> bool:
+    """Whether every variable is held on the CPU, so that a CPU-only kernel beside it moves nothing.
+
+    A variable placed on no device goes where TensorFlow's placer puts it:
+    the CPU only when TensorFlow sees no other device. A TensorFlow that
+    cannot list its devices (before 1.14) answers False.
+    """
+    config = getattr(tf, "config", None)
+    lister = getattr(config, "list_physical_devices", None) or getattr(
+        getattr(config, "experimental", None), "list_physical_devices", None
+    )
+    if lister is None:
+        return False
+    try:
+        host_only = all(d.device_type == "CPU" for d in lister())
+    except Exception:  # no device list here: the portable kernels
+        return False
+    for variable in variables:
+        kind = tf.DeviceSpec.from_string(variable.device or "").device_type
+        if kind is not None and kind.upper() != "CPU":
+            return False
+        if kind is None and not host_only:
+            return False
+    return True
 
 
 def _blend_read_first(tf: Any, pairs: List[Tuple[Any, Any]], tau_input: Any) -> Any:
