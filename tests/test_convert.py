@@ -147,8 +147,9 @@ def test_describe_user_probe_inputs(K2: Any) -> None:
     case = ZOO["multi_io"](K2)
     mine = [np.ones((2, 5), "float32"), np.zeros((2, 3), "float32")]
     description = describe(case.model, probe_inputs=mine)
-    assert [p.origin for p in description.probes] == ["random", "user"]
-    np.testing.assert_allclose(description.probes[1].outputs[1], _predict(case.model, mine)[1], rtol=1e-6)
+    # the user's inputs replace the random probes (inputs whose valid values only the user knows)
+    assert [p.origin for p in description.probes] == ["user"]
+    np.testing.assert_allclose(description.probes[0].outputs[1], _predict(case.model, mine)[1], rtol=1e-6)
     with pytest.raises(InvalidArgumentError, match="one array per model input"):
         describe(case.model, probe_inputs=mine[:1])
 
