@@ -440,13 +440,13 @@ class _Builder:
         wanted = config["output_layers"]
         if isinstance(wanted, dict):
             # Model(i, {"score": ..., "probs": ...}) (tf.keras 2.4+ writes the dict): kept a dict.
-            result: Any = {key: outputs[(r[0], r[1])][r[2]] for key, r in wanted.items()}
+            graph_out: Any = {key: outputs[(r[0], r[1])][r[2]] for key, r in wanted.items()}
         else:
             outs = [outputs[(r[0], r[1])][r[2]] for r in _refs(wanted)]
-            result = outs if _is_list(wanted) else outs[0]
+            graph_out = outs if _is_list(wanted) else outs[0]
         return keras.Model(
             inputs=inputs if _is_list(config["input_layers"]) else inputs[0],
-            outputs=result,
+            outputs=graph_out,
             name=model_name,
         )
 
