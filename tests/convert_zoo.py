@@ -135,6 +135,11 @@ def sequential(K: Any) -> Case:
     return Case(randomize(model))
 
 
+def affine(t: Any) -> Any:
+    """pure_lambda's function, for a Keras 3 of another Python (its bytecode does not load there)."""
+    return t * 2.0 + 1.0
+
+
 def pure_lambda(K: Any) -> Case:
     L = K.layers
     x = L.Input((3,))

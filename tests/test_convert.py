@@ -155,6 +155,34 @@ def test_describe_user_probe_inputs(K2: Any) -> None:
 
 
 @needs_keras2
+def test_random_probes_follow_each_inputs_role(K2: Any) -> None:
+    """Ids for an Embedding whatever the input's dtype, padding for mask_zero, Masking's value, categories."""
+    L = K2.layers
+    ids = L.Input((40,), name="ids")  # float32 feeding an Embedding: a common Keras 2 pattern
+    padded = L.Input((7,), dtype="int32", name="padded")
+    seq = L.Input((6, 2), name="seq")
+    inputs, heads = [ids, padded, seq], []
+    heads.append(L.GlobalAveragePooling1D()(L.Embedding(50, 4)(ids)))
+    heads.append(L.GlobalAveragePooling1D()(L.Embedding(9, 4, mask_zero=True)(padded)))
+    heads.append(L.LSTM(3)(L.Masking(mask_value=-1.0)(seq)))
+    if hasattr(L, "CategoryEncoding"):  # tf.keras 2.6+
+        cats = L.Input((3,), name="cats")
+        inputs.append(cats)
+        heads.append(L.CategoryEncoding(num_tokens=5, output_mode="count")(cats))
+    model = K2.models.Model(inputs, L.Concatenate()(heads))
+    probe = describe(model).probes[0]
+    got = dict(zip([t.name.split(":")[0] for t in model.inputs], probe.inputs))
+    assert got["ids"].dtype == np.float32 and np.all(got["ids"] == np.round(got["ids"]))
+    assert got["ids"].min() >= 0 and got["ids"].max() < 50
+    assert np.all(got["padded"][::2, -2:] == 0) and np.all(got["padded"][:, :-2] >= 1)
+    assert got["padded"].max() < 9
+    assert np.all(got["seq"][::2, -2:, :] == -1.0) and np.any(got["seq"][1::2] != -1.0)
+    if "cats" in got:
+        assert got["cats"].min() >= 0 and got["cats"].max() < 5
+    assert np.all(np.isfinite(probe.outputs[0]))
+
+
+@needs_keras2
 def test_describe_notes_framework_lambda(K2: Any) -> None:
     L = K2.layers
     # A module global, as in user code (a closure over a module is refused
