@@ -86,6 +86,8 @@ def K2() -> Any:
 
 def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     out = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+    if isinstance(out, dict):  # dict_outputs: the flattened outputs' order, sorted keys
+        return [np.asarray(out[k]) for k in sorted(out)]
     return [np.asarray(o) for o in (out if isinstance(out, list) else [out])]
 
 
