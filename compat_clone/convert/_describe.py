@@ -353,7 +353,9 @@ def _input_role(model: Any, input_name: str) -> _Role:
     role = _Role()
     for layer in readers:
         kind = type(layer).__name__
-        config = layer.get_config() if hasattr(layer, "get_config") else {}
+        if kind not in _INDEX_LAYERS and kind not in ("IntegerLookup", "StringLookup", "Masking"):
+            continue  # (a custom layer's get_config may raise: asked of these only)
+        config = layer.get_config()
         if kind in _INDEX_LAYERS and isinstance(config.get(_INDEX_LAYERS[kind]), int):
             high = int(config[_INDEX_LAYERS[kind]])
             padded = bool(config.get("mask_zero"))
