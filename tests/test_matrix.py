@@ -47,7 +47,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
 
 
 _CI_ENVS = [
-    "keras-2.2.4", "keras-2.2.5", "keras-2.3.1", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
+    "keras-2.2.4", "keras-2.2.5", "keras-2.3.1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
     "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
     "keras-3.15-torch",
 ]
@@ -75,7 +75,8 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     tf_keras = sorted(_pins(e)["tf_keras"] for e in wide if "tf_keras" in _pins(e) and dict(e.expect)["family"] == "tf_keras")
     assert [v.rsplit(".", 1)[0] for v in tf_keras] == [f"2.{m}" for m in range(16, 22)]
     tf_dot_keras = sorted(_pins(e)["tensorflow"] for e in wide if e.name.startswith("tf.keras-"))
-    assert [v.rsplit(".", 1)[0] for v in tf_dot_keras] == ["2.12", "2.13", "2.14", "2.15"]
+    # 2.4: TensorFlow 2.4's own SavedModels (Keras metadata inside saved_model.pb), a conversion source
+    assert sorted(v.rsplit(".", 1)[0] for v in tf_dot_keras) == ["2.12", "2.13", "2.14", "2.15", "2.4"]
     assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {"2.2.4", "2.2.5", "2.3.1"}
     for env in wide:
         pins = _pins(env)

@@ -91,8 +91,8 @@ def convert(
     The Keras 3 model has the same graph (masks, shared layers and nested
     models kept) and the same weights, on whichever Keras 3 backend is
     active. The conversion is always proven: both models run on probe
-    inputs (random ones of the right shapes and dtypes, plus
-    `probe_inputs`) and their outputs must agree within `rtol`/`atol`,
+    inputs (random ones of the right shapes, dtypes and roles, or
+    `probe_inputs` instead) and their outputs must agree within `rtol`/`atol`,
     else nothing is returned. Needs `keras` 3 importable next to the
     model's Keras (e.g. `tf_keras` 2.16+); otherwise use `describe` and
     `save` in the source's environment and `load`, `rebuild` and `verify`
@@ -105,8 +105,8 @@ def convert(
         custom_objects: Keras 3 replacements by name: a custom layer's class
             name -> its Keras 3 class; a `Lambda` layer's name -> a Keras 3
             function; a function a `Lambda` names -> its Keras 3 version.
-        probe_inputs: inputs of your own to prove the conversion on, in
-            addition to random ones (an array, or a list in input order).
+        probe_inputs: inputs of your own to prove the conversion on,
+            instead of random ones (an array, or a list in input order).
         rtol: relative tolerance of the proof.
         atol: absolute tolerance of the proof.
         return_proof: also return the `Proof` (largest differences per

@@ -125,9 +125,11 @@ def describe(
     Args:
         model: a Functional or Sequential model of a Keras 2 family.
         probe_inputs: optional inputs of your own (an array, or a list of
-            arrays in the model's input order); the source's outputs on them
-            are recorded next to those on the random probes.
-        samples: how many random probe samples to draw (at least 1).
+            arrays in the model's input order): the source's outputs on them
+            are recorded INSTEAD of random probes (for inputs whose valid
+            values random probes cannot know, e.g. ids a lookup maps).
+        samples: how many random probe samples to draw (at least 1; unused
+            with `probe_inputs`).
         seed: seed of the random probes.
 
     Returns:
@@ -165,9 +167,10 @@ def describe(
     weights: List[WeightRecord] = []
     notes: List[Dict[str, Any]] = []
     _walk(model, "", weights, notes, set())
-    probes = [ProbeSet("random", _random_inputs(model, samples, seed), [])]
-    if probe_inputs is not None:
-        probes.append(ProbeSet("user", _user_inputs(model, probe_inputs), []))
+    if probe_inputs is not None:  # the user's inputs replace the random ones
+        probes = [ProbeSet("user", _user_inputs(model, probe_inputs), [])]
+    else:
+        probes = [ProbeSet("random", _random_inputs(model, samples, seed), [])]
     for probe in probes:
         probe.outputs = _predict(model, probe.inputs)
         masks = _output_masks(model, probe.inputs, info.family)
@@ -316,23 +319,55 @@ def _input_specs(model: Any) -> List[Tuple[Tuple[Optional[int], ...], str, str]]
     return specs
 
 
-def _embedding_limit(model: Any, input_name: str) -> Optional[int]:
-    """The smallest `input_dim` of the Embeddings an input feeds, if any."""
-    limits: List[int] = []
-    for layer in _all_layers(model):
-        if type(layer).__name__ != "Embedding":
-            continue
-        for node in getattr(layer, "_inbound_nodes", []):
-            for source in _node_input_layers(node):
-                if getattr(source, "name", None) == input_name:
-                    limits.append(int(layer.input_dim))
-    if limits:
-        return min(limits)
-    # A Sequential starting with an Embedding (its input layer is implicit).
-    first = [lay for lay in model.layers if type(lay).__name__ != "InputLayer"][:1]
-    if first and type(first[0]).__name__ == "Embedding" and len(model.inputs) == 1:
-        return int(first[0].input_dim)
-    return None
+# Layers whose input is an index (or a category): probes drawn in [low, high),
+# with `high` read from the layer's config. Keras 2 models often feed an
+# Embedding from a float `Input((40,))`: its probes must still be valid ids.
+_INDEX_LAYERS = {"Embedding": "input_dim", "CategoryEncoding": "num_tokens"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Role:
+    """What an input's values mean to the layers it feeds (None fields: unconstrained)."""
+
+    high: Optional[int] = None      # ids in [low, high)
+    low: int = 0
+    padded: bool = False            # trailing zeros in every other sample (mask_zero, Masking)
+    choices: Optional[Tuple[Any, ...]] = None  # a lookup's vocabulary
+    mask_value: Optional[float] = None         # Masking's value, set at padded steps
+
+
+def _input_role(model: Any, input_name: str) -> _Role:
+    """The role of model input `input_name`, from the layers that read it directly.
+
+    Embedding / CategoryEncoding: ids below ``input_dim`` / ``num_tokens``
+    (the smallest over the readers; from 1 with padding for ``mask_zero``);
+    IntegerLookup / StringLookup with a vocabulary: drawn from it; Masking:
+    padded steps carry its ``mask_value``.
+    """
+    readers = [layer for layer in _all_layers(model) if any(
+        getattr(source, "name", None) == input_name
+        for node in getattr(layer, "_inbound_nodes", []) for source in _node_input_layers(node))]
+    if not readers and len(model.inputs) == 1:
+        # A Sequential's first layer reads its (implicit) input.
+        readers = [lay for lay in model.layers if type(lay).__name__ != "InputLayer"][:1]
+    role = _Role()
+    for layer in readers:
+        kind = type(layer).__name__
+        if kind not in _INDEX_LAYERS and kind not in ("IntegerLookup", "StringLookup", "Masking"):
+            continue  # (a custom layer's get_config may raise: asked of these only)
+        config = layer.get_config()
+        if kind in _INDEX_LAYERS and isinstance(config.get(_INDEX_LAYERS[kind]), int):
+            high = int(config[_INDEX_LAYERS[kind]])
+            padded = bool(config.get("mask_zero"))
+            role = dataclasses.replace(role, high=high if role.high is None else min(role.high, high),
+                                       low=1 if padded else role.low, padded=padded or role.padded)
+        elif kind in ("IntegerLookup", "StringLookup"):
+            vocabulary = config.get("vocabulary")
+            if isinstance(vocabulary, (list, tuple)) and vocabulary:
+                role = dataclasses.replace(role, choices=tuple(vocabulary))
+        elif kind == "Masking":
+            role = dataclasses.replace(role, padded=True, mask_value=float(config.get("mask_value", 0.0)))
+    return role
 
 
 def _node_input_layers(node: Any) -> List[Any]:
@@ -358,17 +393,23 @@ def _random_inputs(model: Any, samples: int, seed: int) -> List[np.ndarray]:
     arrays = []
     for dims, dtype, name in _input_specs(model):
         shape = (samples,) + tuple(_OPEN_DIM if d is None else d for d in dims[1:])
-        if dtype.startswith(("int", "uint")):
-            high = _embedding_limit(model, name) or _INT_HIGH
-            values = rng.integers(1, max(high, 2), size=shape)
-            if len(shape) > 1 and shape[1] > 2:
-                # Trailing padding in every other sample: masks get exercised.
-                values[::2, -2:] = 0
-            arrays.append(values.astype(dtype))
+        role = _input_role(model, name)
+        padded = role.padded or dtype.startswith(("int", "uint"))
+        if role.choices is not None:
+            values: np.ndarray = np.asarray(role.choices)[rng.integers(0, len(role.choices), size=shape)]
+            padded = False
+        elif role.high is not None or dtype.startswith(("int", "uint")):
+            high = role.high if role.high is not None else _INT_HIGH
+            low = min(role.low if role.high is not None else 1, max(high - 1, 0))
+            values = rng.integers(low, max(high, low + 1), size=shape)
         elif dtype == "bool":
-            arrays.append(rng.integers(0, 2, size=shape).astype(bool))
+            values, padded = rng.integers(0, 2, size=shape).astype(bool), False
         else:
-            arrays.append(rng.standard_normal(shape).astype(dtype))
+            values = rng.standard_normal(shape)
+        if padded and len(shape) > 1 and shape[1] > 2:
+            # Trailing padding in every other sample: masks get exercised.
+            values[::2, -2:] = 0 if role.mask_value is None else role.mask_value
+        arrays.append(values if role.choices is not None and dtype == "string" else values.astype(dtype))
     return arrays
 
 
@@ -398,8 +439,21 @@ def _user_inputs(model: Any, probe_inputs: Any) -> List[np.ndarray]:
 def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     x: Any = inputs if len(inputs) > 1 else inputs[0]
     out = model.predict(x, batch_size=len(inputs[0]), verbose=0)
-    outputs = out if isinstance(out, (list, tuple)) else [out]
-    return [np.asarray(o) for o in outputs]
+    return [np.asarray(o) for o in _output_list(model, out)]
+
+
+def _output_list(model: Any, out: Any) -> List[Any]:
+    """A model's answer as one value per output, in the order of ``model.outputs``.
+
+    A model built with a dict of outputs (``Model(i, {"score": ..., "probs": ...})``)
+    answers with a dict: its values are put in ``model.output_names``' order (the
+    flattened outputs', which the rebuilt model keeps), never stored as one object.
+    """
+    if isinstance(out, dict):
+        names = [str(n) for n in getattr(model, "output_names", None) or []]
+        keys = names if sorted(names) == sorted(str(k) for k in out) else sorted(out)
+        out = [out[k] for k in keys]
+    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 def _output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Optional[np.ndarray]]:
@@ -431,7 +485,7 @@ def _output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Opt
 
     out = model([tf.convert_to_tensor(x) for x in inputs] if len(inputs) > 1
                 else tf.convert_to_tensor(inputs[0]), training=False)
-    tensors = out if isinstance(out, (list, tuple)) else [out]
+    tensors = _output_list(model, out)
     masks: List[Optional[np.ndarray]] = []
     for tensor in tensors:
         mask = getattr(tensor, "_keras_mask", None)

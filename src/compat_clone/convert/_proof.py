@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.convert._describe import Description, ProbeSet, _output_list
 from compat_clone.errors import ConversionMismatchError, InvalidArgumentError
 
 __all__ = ["OutputDiff", "Proof", "verify"]
@@ -35,6 +35,12 @@ class OutputDiff:
             them differently); 0 for an output with no mask.
         masked_max_abs: the largest ``|converted - source|`` at those
             positions, for information.
+        nonfinite: how many compared positions the source answers NaN or
+            ±inf at; the converted model must answer the same there (NaN
+            for NaN, the same infinity), and the finite positions are
+            compared as usual.
+        nonfinite_differ: how many positions are NaN/inf in one model and
+            not the same in the other (any makes `ok` False).
     """
 
     index: int
@@ -44,14 +50,24 @@ class OutputDiff:
     ok: bool
     masked: int = 0
     masked_max_abs: float = 0.0
+    nonfinite: int = 0
+    nonfinite_differ: int = 0
 
     def __str__(self) -> str:
-        text = (f"output {self.name!r}: max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} "
-                f"{'ok' if self.ok else 'ABOVE TOLERANCE'}")
+        verdict = "ok" if self.ok else "ABOVE TOLERANCE"
+        if self.nonfinite_differ:
+            verdict = f"MISMATCH: NaN/inf at {self.nonfinite_differ} positions where the other model differs"
+        text = f"output {self.name!r}: max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} {verdict}"
+        if self.nonfinite:
+            text += (f" (the source produces NaN/inf at {self.nonfinite} positions, compared as equal; "
+                     "max |Δ| over the finite ones)")
         if self.masked:
             text += (f" ({self.masked} masked positions not compared, "
                      f"max |Δ| there {self.masked_max_abs:.1e})")
         return text
+
+
+_ORIGINS = {"random": "random", "user": "your inputs"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +82,9 @@ class Proof:
         changes: what the conversion changed or dropped on purpose, one line
             each (e.g. an argument Keras 3 no longer takes and that changes
             nothing here); empty when it changed nothing.
+        origins: where the probe inputs came from, ``"random"`` (drawn by
+            `describe` for each input's shape, dtype and role) and/or
+            ``"user"`` (given with ``probe_inputs`` / ``--inputs``).
     """
 
     outputs: Tuple[OutputDiff, ...]
@@ -73,6 +92,7 @@ class Proof:
     rtol: float
     atol: float
     changes: Tuple[str, ...] = ()
+    origins: Tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -94,10 +114,14 @@ class Proof:
         verdict = "OK" if self.ok else "MISMATCH in " + ", ".join(
             repr(o.name) for o in self.outputs if not o.ok
         )
+        where = " and ".join(_ORIGINS.get(o, o) for o in self.origins)
+        nonfinite = sum(o.nonfinite for o in self.outputs)
+        special = f"; the source produces NaN/inf at {nonfinite} positions" if nonfinite else ""
         return (
-            f"proof: {n} output{'s' if n != 1 else ''} on {self.samples} probe samples, "
+            f"proof: {n} output{'s' if n != 1 else ''} on {self.samples} probe samples"
+            f"{f' ({where})' if where else ''}, "
             f"max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} "
-            f"(rtol {self.rtol:.0e}, atol {self.atol:.0e}): {verdict}"
+            f"(rtol {self.rtol:.0e}, atol {self.atol:.0e}){special}: {verdict}"
         )
 
 
@@ -136,7 +160,7 @@ def verify(
 
     >>> proof = verify(description, keras3_model)   # doctest: +SKIP
     >>> print(proof)                                 # doctest: +SKIP
-    proof: 1 output on 4 probe samples, max |Δ| 5.9e-08, max rel 1.3e-07 (rtol 1e-05, atol 1e-06): OK
+    proof: 1 output on 4 probe samples (random), max |Δ| 5.9e-08, max rel 1.3e-07 (rtol 1e-05, atol 1e-06): OK
     """
     for label, value in (("rtol", rtol), ("atol", atol)):
         if not isinstance(value, (int, float)) or value < 0:
@@ -177,13 +201,14 @@ def verify(
     proof = Proof(
         outputs=tuple(
             OutputDiff(k, names[k] if k < len(names) else f"output_{k}", d.max_abs, d.max_rel, d.ok,
-                       d.masked, d.masked_max_abs)
+                       d.masked, d.masked_max_abs, d.nonfinite, d.nonfinite_differ)
             for k, d in enumerate(worst)
         ),
         samples=samples,
         rtol=float(rtol),
         atol=float(atol),
         changes=tuple(changes),
+        origins=tuple(dict.fromkeys(p.origin for p in probes)),
     )
     if not proof.ok:
         raise ConversionMismatchError(
@@ -199,10 +224,7 @@ def verify(
 def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     x: Any = inputs if len(inputs) > 1 else inputs[0]
     out = model.predict(x, batch_size=max(len(inputs[0]), 1), verbose=0)
-    if isinstance(out, dict):
-        out = [out[k] for k in getattr(model, "output_names", sorted(out))]
-    outputs = out if isinstance(out, (list, tuple)) else [out]
-    return [np.asarray(o) for o in outputs]
+    return [np.asarray(o) for o in _output_list(model, out)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,11 +234,14 @@ class _Diff:
     ok: bool
     masked: int = 0
     masked_max_abs: float = 0.0
+    nonfinite: int = 0
+    nonfinite_differ: int = 0
 
     def merge(self, other: "_Diff") -> "_Diff":
         return _Diff(max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel),
                      self.ok and other.ok, self.masked + other.masked,
-                     max(self.masked_max_abs, other.masked_max_abs))
+                     max(self.masked_max_abs, other.masked_max_abs),
+                     self.nonfinite + other.nonfinite, self.nonfinite_differ + other.nonfinite_differ)
 
 
 def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np.ndarray]:
@@ -257,13 +282,16 @@ def _compare(
         a, b = a[keep], b[keep]
     if a.size == 0:
         return hidden
-    delta = np.abs(a - b)
-    if not (np.all(np.isfinite(a) == np.isfinite(b)) and np.all(a[~np.isfinite(a)] == b[~np.isfinite(b)])):
-        return _Diff(float("inf"), float("inf"), False, hidden.masked, hidden.masked_max_abs)
-    finite = np.isfinite(delta)
-    delta = np.where(finite, delta, 0.0)
-    scale = np.abs(b)
-    big = finite & (scale > atol)
+    # NaN / inf: the same special value at the same position is equal (a
+    # source that overflows on some probe), anything else there differs.
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    same = ~fa & ~fb & ((np.isnan(a) & np.isnan(b)) | (a == b))
+    differ = int(np.count_nonzero((~fa | ~fb) & ~same))
+    both = fa & fb
+    delta = np.abs(a[both] - b[both])
+    scale = np.abs(b[both])
+    big = scale > atol
     max_rel = float(np.max(delta[big] / scale[big])) if np.any(big) else 0.0
-    ok = bool(np.all(delta <= atol + rtol * np.where(finite, scale, 0.0)))
-    return _Diff(float(np.max(delta)), max_rel, ok, hidden.masked, hidden.masked_max_abs)
+    ok = differ == 0 and bool(np.all(delta <= atol + rtol * scale))
+    return _Diff(float(np.max(delta)) if delta.size else 0.0, max_rel, ok, hidden.masked,
+                 hidden.masked_max_abs, int(np.count_nonzero(~fb)), differ)

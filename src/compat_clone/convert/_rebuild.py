@@ -437,10 +437,16 @@ class _Builder:
                     "describe the model again."
                 )
         inputs = [outputs[(r[0], r[1])][r[2]] for r in _refs(config["input_layers"])]
-        outs = [outputs[(r[0], r[1])][r[2]] for r in _refs(config["output_layers"])]
+        wanted = config["output_layers"]
+        if isinstance(wanted, dict):
+            # Model(i, {"score": ..., "probs": ...}) (tf.keras 2.4+ writes the dict): kept a dict.
+            graph_out: Any = {key: outputs[(r[0], r[1])][r[2]] for key, r in wanted.items()}
+        else:
+            outs = [outputs[(r[0], r[1])][r[2]] for r in _refs(wanted)]
+            graph_out = outs if _is_list(wanted) else outs[0]
         return keras.Model(
             inputs=inputs if _is_list(config["input_layers"]) else inputs[0],
-            outputs=outs if _is_list(config["output_layers"]) else outs[0],
+            outputs=graph_out,
             name=model_name,
         )
 

@@ -169,15 +169,29 @@ def _detect_h5(path: str) -> SavedModelInfo:
 
 
 def _detect_zip(path: str) -> SavedModelInfo:
+    damaged = ("damaged: {} (a .keras file cut short or changed after saving); "
+               "convert a good copy of it, e.g. the one it was copied from")
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
+            if "config.json" not in names:
+                return SavedModelInfo(path, "keras", None, None, problem=(
+                    f"a zip without config.json (holds {sorted(names)[:5]}): not a .keras model"))
+            # Every member's CRC, and both JSON documents, before any Keras reads it.
+            bad = z.testzip()
+            if bad is not None:
+                return SavedModelInfo(path, "keras", None, None,
+                                      problem=damaged.format(f"the CRC of its member {bad!r} does not match"))
+            for member in ("config.json", "metadata.json"):
+                if member in names:
+                    try:
+                        json.loads(z.read(member))
+                    except ValueError as e:
+                        return SavedModelInfo(path, "keras", None, None,
+                                              problem=damaged.format(f"its {member} is not JSON ({e})"))
             meta = json.loads(z.read("metadata.json")) if "metadata.json" in names else None
-    except (zipfile.BadZipFile, ValueError, OSError) as e:
-        return SavedModelInfo(path, "keras", None, None, problem=f"a damaged zip ({e})")
-    if "config.json" not in names:
-        return SavedModelInfo(path, "keras", None, None, problem=(
-            f"a zip without config.json (holds {sorted(names)[:5]}): not a .keras model"))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
+        return SavedModelInfo(path, "keras", None, None, problem=damaged.format(f"not a readable zip ({e})"))
     version = meta.get("keras_version") if isinstance(meta, dict) else None
     if not isinstance(version, str):
         return SavedModelInfo(path, "keras", None, None, problem=(
@@ -195,10 +209,12 @@ def _detect_savedmodel(path: str) -> SavedModelInfo:
         return SavedModelInfo(path, None, None, None, problem=why)
     try:
         with open(pb, "rb") as f:
-            tf_version = _savedmodel_tf_version(f.read())
+            data = f.read()
+        tf_version = _savedmodel_tf_version(data)
+        keras_inside = not os.path.isfile(os.path.join(path, "keras_metadata.pb")) and _keras_root(data)
     except (OSError, ValueError) as e:
         return SavedModelInfo(path, "savedmodel", None, None, problem=f"saved_model.pb cannot be read ({e})")
-    if not os.path.isfile(os.path.join(path, "keras_metadata.pb")):
+    if not keras_inside and not os.path.isfile(os.path.join(path, "keras_metadata.pb")):
         return SavedModelInfo(path, "savedmodel", None, tf_version, "tensorflow", problem=(
             "a TensorFlow SavedModel without keras_metadata.pb (tf.saved_model.save() or Keras 3's "
             "model.export()): it holds graphs, not a Keras model to rebuild; in Keras 3 wrap it "
@@ -207,8 +223,10 @@ def _detect_savedmodel(path: str) -> SavedModelInfo:
         return SavedModelInfo(path, "savedmodel", "tf_keras", None, "tensorflow", problem=(
             "a Keras SavedModel whose saved_model.pb records no TensorFlow version; name the "
             "environment to read it in with --from ENV"))
-    # Only tf.keras 2.x and tf_keras write keras_metadata.pb; its Keras version
-    # is the TensorFlow version's major.minor (tf.keras 2.6+ is versioned with TF).
+    # Only tf.keras 2.x and tf_keras write keras_metadata.pb (TF 2.5+); TF 2.0-2.4
+    # kept the same Keras metadata inside saved_model.pb, on its root object. Its
+    # Keras version is the TensorFlow version's major.minor (tf.keras 2.6+ is
+    # versioned with TF), and the matrix environment of that TensorFlow reads it.
     return SavedModelInfo(path, "savedmodel", "tf_keras", tf_version, "tensorflow")
 
 
@@ -280,6 +298,42 @@ def _savedmodel_tf_version(data: bytes) -> Optional[str]:
                 if n3 == 5 and isinstance(value, bytes):
                     return value.decode("utf-8", "replace") or None
     return None
+
+
+def _keras_root(data: bytes) -> bool:
+    """Whether a SavedModel's root object is a Keras model that records its config (TF 2.0-2.4).
+
+    ``meta_graphs[0].object_graph_def.nodes[0].user_object`` (fields 2, 7, 1, 4):
+    its ``identifier`` (1) is ``_tf_keras_network`` / ``_tf_keras_model`` /
+    ``_tf_keras_sequential`` and its ``metadata`` (3) the model's JSON. A model
+    that records no config (a subclassed one) has nothing to rebuild from.
+    """
+    for number, meta_graph in _fields(data):
+        if number != 2:
+            continue
+        for n2, object_graph in _fields(meta_graph):
+            if n2 != 7:
+                continue
+            for n3, node in _fields(object_graph):
+                if n3 != 1:
+                    continue
+                # the first node is the root
+                user = next((v for n, v in _fields(node) if n == 4 and isinstance(v, bytes)), None)
+                if user is None:
+                    return False
+                found = {n: v for n, v in _fields(user) if isinstance(v, bytes)}
+                identifier = found.get(1, b"").decode("utf-8", "replace")
+                if identifier not in ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential"):
+                    return False
+                try:
+                    metadata = json.loads(found.get(3, b"{}").decode("utf-8", "replace"))
+                except ValueError:
+                    return False
+                return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) \
+                    and "layers" in metadata["config"]
+            return False
+        return False
+    return False
 
 
 # --------------------------------------------------------------------------- environments

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -89,6 +90,9 @@ def keras_for(family: str) -> Any:
             return importlib.import_module("tf_keras")
         except ImportError:
             pass  # TF <= 2.15: tf.keras is the `keras` 2.x package
+        if importlib.util.find_spec("keras") is None:
+            # TF <= 2.5: tf.keras lives inside TensorFlow (no `keras` package).
+            return importlib.import_module("tensorflow").keras
     keras = importlib.import_module("keras")
     found = family_for("keras", keras.__version__)
     if found != family:
@@ -260,9 +264,11 @@ def _proof_json(proof: Any) -> Optional[Dict[str, Any]]:
         "line": str(proof),
         "ok": bool(proof.ok),
         "samples": int(proof.samples),
+        "origins": list(proof.origins),
         "changes": list(proof.changes),
         "outputs": [{"name": o.name, "max_abs": float(o.max_abs), "max_rel": float(o.max_rel), "ok": bool(o.ok),
-                     "masked": int(o.masked), "masked_max_abs": float(o.masked_max_abs), "text": str(o)}
+                     "masked": int(o.masked), "masked_max_abs": float(o.masked_max_abs),
+                     "nonfinite": int(o.nonfinite), "nonfinite_differ": int(o.nonfinite_differ), "text": str(o)}
                     for o in proof.outputs],
     }
 

@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--custom-objects", action="append", nargs="+", default=[], metavar="MODULE:NAME",
         help="custom layers / functions, resolved in each environment (see below)")
     add("--inputs", metavar="FILE.npz",
-        help="inputs of your own to prove the conversion on, besides random probes (np.savez: one array "
-             "per model input, in order, or named after the inputs)")
+        help="inputs of your own to prove the conversion on, INSTEAD of the random probes (np.savez: one "
+             "array per model input, in order, or named after the inputs); the proof line says which it used")
     add("--no-safe-mode", action="store_true",
         help="read OLD with safe_mode=False: a .keras file of tf.keras 2.13+ holding Lambda layers runs their "
              "stored Python code only so (Keras refuses it by default); only for files you trust")
@@ -148,7 +148,13 @@ def run(args: argparse.Namespace) -> int:
                   "Check the changes above, or loosen --rtol/--atol if the differences are rounding.",
                   file=sys.stderr)
             return EXIT_FAILED
-        _publish(model_path, output)
+        try:
+            _publish(model_path, output)
+        except OSError as e:  # the destination changed since it was checked (filled, made read-only)
+            print(f"compat-clone convert: the model converted and passed its proof, but writing {args.output!r} "
+                  f"failed ({e.strerror or e}); nothing written. Free space or choose another -o.",
+                  file=sys.stderr)
+            return EXIT_USAGE
     print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
     registered = rebuilt.get("formulas") or []
     formulas = [name for name in registered if ">keras2_" in name]
@@ -184,6 +190,8 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         )
     if not output.resolve().parent.is_dir():
         raise InvalidArgumentError(f"The folder of -o {args.output!r} does not exist. Create it first.")
+    if output.is_dir():
+        raise InvalidArgumentError(f"-o {args.output!r} is a folder. Expected the path of a .keras file.")
     for label, value in (("--rtol", args.rtol), ("--atol", args.atol)):
         if not value >= 0:
             raise InvalidArgumentError(f"Expected {label} to be a number >= 0. Received: {value!r}.")
@@ -202,6 +210,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         raise InvalidArgumentError(str(e)) from e
     info = detect(args.source, table)
     print(f"{args.source}: {info.describe()}")
+    _validate_destination(args.output, output, _size_of(args.source))
     if info.family == "keras3":
         raise InvalidArgumentError(
             f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
@@ -246,6 +255,40 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     if target.family is None and args.backend:
         target.environ["KERAS_BACKEND"] = args.backend
     return source, target, family, output, co
+
+
+def _size_of(path: str) -> int:
+    """Bytes of a file, or of every file under a folder (a SavedModel)."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path) if os.path.isfile(path) else 0
+    return sum(os.path.getsize(os.path.join(here, name)) for here, _, names in os.walk(path) for name in names)
+
+
+def _validate_destination(label: str, output: Path, needed: int) -> None:
+    """Refuses a destination that cannot take the file, before any conversion.
+
+    A file is created and removed next to `output` (a read-only folder or
+    file system refuses it, whoever runs the command, root included); the
+    free space there must hold `needed` bytes (the source's size: the
+    converted file holds the same weights, without optimizer state).
+    """
+    folder = output.resolve().parent
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".check", dir=folder)
+    except OSError as e:
+        raise InvalidArgumentError(
+            f"Cannot write -o {label!r}: creating a file in {str(folder)!r} fails ({e.strerror or e}). "
+            "Expected a folder you can write to; choose another -o, or fix the folder's permissions."
+        ) from e
+    os.close(handle)
+    os.unlink(probe)
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise InvalidArgumentError(
+            f"Cannot write -o {label!r}: the file system of {str(folder)!r} has {free:,} bytes free, and the "
+            f"converted model needs about {needed:,} (the size of the source). Free some space or choose "
+            "another -o."
+        )
 
 
 def _default_target(table: Sequence[Any], backend: str) -> str:
