@@ -164,6 +164,11 @@ def clone_model(
     return clone
 
 
+# Marks `compat_clone`'s own entry point: `compat_clone._native` never takes it
+# for a native `clone_model`, and `patch()` never wraps it.
+clone_model.__compat_clone__ = True  # type: ignore[attr-defined]
+
+
 def _copy(
     adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap], tau: float = 1.0
 ) -> None:
