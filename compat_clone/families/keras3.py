@@ -180,7 +180,6 @@ class Keras3(Family):
         )
 
     def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
-        keras = self.keras()
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
         first = model._layers[0] if model._layers else None
