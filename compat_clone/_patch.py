@@ -56,16 +56,16 @@ def _root(name: str) -> str:
     return name.partition(".")[0]
 
 
-def _is_keras2(root: str) -> bool:
-    """Whether `root` is standalone Keras 2.0-2.3 (its `keras.models` defines `clone_model`)."""
-    if root != "keras":
-        return False
-    version = getattr(sys.modules.get("keras"), "__version__", "")
-    parts = str(version).split(".")
-    try:
-        return int(parts[0]) == 2 and int(parts[1]) < 4
-    except (ValueError, IndexError):
-        return False
+def _defines_only_for_keras2(module_name: str) -> bool:
+    """Whether a module that defines `clone_model` is standalone Keras 2.0-2.3's `keras.models`.
+
+    Only there do the defining module and the public name coincide
+    (`keras/models.py`); Keras 2.6+ define it in `keras.models.cloning` or
+    `keras.src.models.cloning`, TensorFlow's in-tree Keras in
+    `tensorflow.python.keras.models`. Read from the name, not the version: the
+    package's `__version__` is not set yet while `keras/__init__.py` imports it.
+    """
+    return module_name == "keras.models"
 
 
 def _native_here(module: types.ModuleType) -> Optional[Callable[..., Any]]:
@@ -77,6 +77,11 @@ def _native_here(module: types.ModuleType) -> Optional[Callable[..., Any]]:
         fn = vars(module).get("clone_model")
     except TypeError:  # an object in sys.modules without a __dict__
         return None
+    if fn is not None and any(fn is router for router in _routers.values()):
+        # A Keras module that imported our router while the patch was on
+        # (`from keras.models import clone_model` in standalone Keras 2's
+        # `multi_gpu_utils`): recorded, so that `unpatch` gives it the native one.
+        return fn.__wrapped__  # type: ignore[no-any-return]
     if fn is None or not callable(fn) or _native.is_ours(fn):
         return None
     defined_in = getattr(fn, "__module__", None)
@@ -84,7 +89,7 @@ def _native_here(module: types.ModuleType) -> Optional[Callable[..., Any]]:
         return None  # not a Keras function: someone else's, left alone
     if getattr(fn, "__name__", None) != "clone_model":
         return None
-    if defined_in == module.__name__ and not _is_keras2(_root(defined_in)):
+    if defined_in == module.__name__ and not _defines_only_for_keras2(defined_in):
         return None  # the defining module: native code calls this global itself
     return fn  # type: ignore[no-any-return]
 

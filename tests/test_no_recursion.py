@@ -228,8 +228,11 @@ def test_public_name_rebound_by_hand_never_recurses(K: Any, kind: str, monkeypat
     rebinding routes callers without making compat_clone call itself.
     """
     inputs = K.Input((3,))
+    keras2 = compat_clone.family_of(K.Model(inputs, K.layers.Dense(1)(inputs))).family == "keras2"
     if kind == "sequential":
-        model = K.Sequential([K.Input((3,)), K.layers.Dense(2)])
+        model = K.Sequential([K.layers.Dense(2, input_shape=(3,))])
+    elif kind == "subclassed" and keras2:
+        pytest.skip("standalone Keras 2 keeps no graph for a subclassed model: refused by design (test_keras2)")
     elif kind == "subclassed":
         model = _subclassed(K)
     else:

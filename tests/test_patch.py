@@ -11,6 +11,7 @@ also shows `patch()` imports no framework).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -48,7 +49,7 @@ def _model(K: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
-def _nothing_left_patched() -> Any:
+def _nothing_left_patched(K: Any) -> Any:
     before = _keras_aliases()
     yield
     assert not _patch.routed_modules(), "a test left compat_clone.patch() active"
@@ -151,9 +152,10 @@ def test_routed_name_lets_the_users_exception_through(K: Any) -> None:
         raise error
 
     model = _model(K)
-    with pytest.raises(RuntimeError) as native:
-        K.models.clone_model(model, clone_function=refuse)
-    assert native.value is error
+    if "clone_function" in inspect.signature(K.models.clone_model).parameters:  # not Keras 2.0-2.2
+        with pytest.raises(RuntimeError) as native:
+            K.models.clone_model(model, clone_function=refuse)
+        assert native.value is error
     with compat_clone.patched():
         with pytest.raises(RuntimeError) as routed:
             K.models.clone_model(model, clone_function=refuse)
@@ -221,7 +223,7 @@ def test_a_keras_imported_after_patch_is_routed(K: Any) -> None:
         [sys.executable, "-c", textwrap.dedent(_FRESH), K.__name__],
         capture_output=True, text=True, env=env, timeout=600,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-6000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["frameworks_before_import"] == []  # patch() imported no framework
     assert K.models.__name__ in report["routed"]
