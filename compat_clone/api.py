@@ -108,8 +108,10 @@ def clone_model(
         InvalidArgumentError: an argument has an unusable value or an unknown
             keyword was passed.
         InputTensorsError: `input_tensors` does not fit the model.
-        CloneFunctionError: `clone_function` or `call_function` failed; the
-            message names the layer.
+        CloneFunctionError: `clone_function` or `call_function` returned
+            something unusable; the message names the layer. An exception
+            they raise themselves reaches the caller unchanged (the same
+            object, as with the native call), with a note naming the layer.
         UnsupportedModelError: a subclassed model cannot be rebuilt from its
             config.
         WeightsMismatchError: with `copy_weights=True`, when a variable
