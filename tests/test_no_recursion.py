@@ -242,7 +242,8 @@ def test_public_name_rebound_by_hand_never_recurses(K: Any, kind: str, monkeypat
         kwargs["clone_function"] = lambda layer: layer.__class__.from_config(layer.get_config())
     monkeypatch.setattr(K.models, "clone_model", compat_clone.clone_model)
     tf = sys.modules.get("tensorflow")
-    tf_models = getattr(getattr(tf, "keras", None), "models", None) if tf is not None else None
+    # `tf.keras` too where it is this family's (not beside standalone Keras 2, whose TF has its own)
+    tf_models = getattr(getattr(tf, "keras", None), "models", None) if tf is not None and not keras2 else None
     if tf_models is not None and getattr(tf_models, "clone_model", None) is not None:
         monkeypatch.setattr(tf_models, "clone_model", compat_clone.clone_model)
     old = sys.getrecursionlimit()
