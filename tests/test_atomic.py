@@ -83,7 +83,7 @@ FAILURES: Dict[str, Any] = {
     "clone_function raises mid-graph": (
         rich_model,
         lambda K, m: compat_clone.clone_model(m, clone_function=_fail_on("_shared", RuntimeError("x"))),
-        CloneFunctionError,
+        RuntimeError,  # the user's own exception, unchanged (`wrapped-user-exception`)
     ),
     "clone_function returns a non-layer": (
         rich_model,
@@ -97,7 +97,7 @@ FAILURES: Dict[str, Any] = {
         lambda K, m: compat_clone.clone_model(
             m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))
         ),
-        CloneFunctionError,
+        ValueError,
     ),
     "call_function raises on the last layer": (
         rich_model,
@@ -107,7 +107,7 @@ FAILURES: Dict[str, Any] = {
             if layer.name.endswith("_out")
             else layer(*a, **k),
         ),
-        CloneFunctionError,
+        RuntimeError,
     ),
     "unclonable custom layer after the others": (
         _model_with_unclonable_last_layer,
@@ -225,9 +225,10 @@ def test_copy_weights_then_assign_is_independent(K: Any) -> None:
 
 
 def test_errors_are_raised_before_touching_anything(K: Any) -> None:
-    # The package's error hierarchy is what every failure above raised.
-    for _, (_, _, expected) in FAILURES.items():
-        assert issubclass(expected, CompatCloneError)
+    # The package's error hierarchy is what every failure above raised, but
+    # for the user's own exceptions, which pass through unchanged.
+    for case, (_, _, expected) in FAILURES.items():
+        assert issubclass(expected, CompatCloneError) or expected in (RuntimeError, ValueError), case
 
 
 _UNSET = object()

@@ -667,3 +667,84 @@ def test_input_tensors_backend_placeholder(K: Any) -> None:
     native, compat = side_by_side(K, source, data((2, 3)), native_defect=_defect_natively(K, "placeholder"),
                                   input_tensors=placeholder)
     assert compat.inputs[0] is placeholder or compat.inputs[0].op is placeholder.op
+
+
+# -- a drop-in lets the caller's exceptions through (`wrapped-user-exception`) ----------------
+
+
+class _LibraryError(Exception):
+    """An exception class of a library calling clone_model (tfmot raises RuntimeError)."""
+
+
+@pytest.mark.parametrize("error_type", [RuntimeError, KeyError, TypeError, _LibraryError])
+@pytest.mark.parametrize("kind", ["functional", "sequential"])
+def test_user_exceptions_pass_through_unchanged(K: Any, kind: str, error_type: type) -> None:
+    """The exception a `clone_function` raises reaches the caller as that object, natively and through us."""
+    inputs = K.Input((3,))
+    if kind == "functional":
+        source = K.models.Model(inputs, K.layers.Dense(2, name="refused")(inputs))
+    else:
+        source = K.models.Sequential([K.layers.Dense(2, input_shape=(3,), name="refused")])
+    raised: List[BaseException] = []
+
+    def refuse(layer: Any) -> Any:
+        if layer.name != "refused":
+            return layer.__class__.from_config(layer.get_config())
+        raised.append(error_type("refused by the library"))
+        raise raised[-1]
+
+    if "clone_function" in inspect.signature(K.models.clone_model).parameters:
+        with pytest.raises(error_type) as native:
+            K.models.clone_model(source, clone_function=refuse)
+        assert native.value is raised[-1], "the native clone replaced the exception"
+    with pytest.raises(error_type) as ours:
+        compat_clone.clone_model(source, clone_function=refuse)
+    assert ours.value is raised[-1] and type(ours.value) is error_type
+    assert any("'refused'" in note for note in getattr(ours.value, "__notes__", []))
+
+
+def test_call_function_exceptions_pass_through_unchanged(K: Any) -> None:
+    inputs = K.Input((3,))
+    source = K.models.Model(inputs, K.layers.Dense(2, name="called")(inputs))
+    error = _LibraryError("refused in call_function")
+
+    def refuse(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    if "call_function" in inspect.signature(K.models.clone_model).parameters:  # Keras 3.3.3+
+        with pytest.raises(_LibraryError) as native:
+            K.models.clone_model(source, call_function=refuse)
+        assert native.value is error
+    with pytest.raises(_LibraryError) as ours:
+        compat_clone.clone_model(source, call_function=refuse)
+    assert ours.value is error
+
+
+# -- copy_weights reads every source value first, as set_weights(get_weights()) (`copy-shared-variable`)
+
+
+@pytest.mark.parametrize("tau", [1.0, 0.25])
+def test_copy_weights_with_shared_variables_matches_set_weights(K: Any, tau: float) -> None:
+    """Paired by order, `b` is the target of `a` and the source of `c`: as the native idiom, values read first."""
+    a, b, c = (K.layers.Dense(3, name=n) for n in ("a", "b", "c"))
+    x = K.Input((3,))
+    source = K.models.Model(x, b(a(x)))
+    y = K.Input((3,))
+    target = K.models.Model(y, c(b(y)))
+    rng = np.random.default_rng(3)
+    values = {layer.name: [rng.uniform(-1, 1, np.shape(w)).astype("float32") for w in layer.get_weights()]
+              for layer in (a, b, c)}
+
+    def reset() -> None:
+        for layer in (a, b, c):
+            layer.set_weights(values[layer.name])
+
+    reset()
+    src_values, tgt_values = source.get_weights(), target.get_weights()
+    # The native idiom: every source value read (get_weights), then written.
+    target.set_weights([tau * s + (1 - tau) * t for s, t in zip(src_values, tgt_values)])
+    native = [np.array(w) for w in target.get_weights()]
+    reset()
+    compat_clone.copy_weights(source, target, tau=tau)
+    for got, want in zip(target.get_weights(), native):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

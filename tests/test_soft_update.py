@@ -671,14 +671,13 @@ def test_soft_update_with_a_shared_layer(K: Any, tau: float) -> None:
 
 
 @pytest.mark.parametrize("tau", [0.3, 1.0])
-def test_soft_update_where_a_target_is_another_pairs_source(K: Any, tau: float, request: Any) -> None:
-    """Paired by order: `b` is the target of `a` and the source of `c`; every pair reads the values before the call."""
-    import compat_clone
-    from features import backend_name, family_name
+def test_soft_update_where_a_target_is_another_pairs_source(K: Any, tau: float) -> None:
+    """Paired by order: `b` is the target of `a` and the source of `c`; every pair reads the values before the call.
 
-    if family_name(K) != "keras2" and backend_name(K) != "jax":
-        # Known: TensorFlow 2 (tf.function, in program order) and torch write `b` before `c` reads it.
-        request.applymarker(pytest.mark.xfail(reason="TF2 / torch copy paths read a target already written", strict=True))
+    `copy-shared-variable`: on every backend, a source that is also a target
+    is read before any target is written (exact copy and soft update).
+    """
+    import compat_clone
 
     a, b, c = (K.layers.Dense(3, name=n) for n in ("a", "b", "c"))
     x = K.Input((3,))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat_clone.api import clone_model, copy_weights, family_of
+from compat_clone._patch import Patch, patch, patched
 from compat_clone._dispatch import FamilyInfo
 from compat_clone.errors import (
     CloneFunctionError,
@@ -50,6 +51,9 @@ __all__ = [
     "clone_model",
     "copy_weights",
     "family_of",
+    "patch",
+    "patched",
+    "Patch",
     "FamilyInfo",
     "CompatCloneError",
     "NotAModelError",

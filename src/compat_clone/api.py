@@ -108,8 +108,10 @@ def clone_model(
         InvalidArgumentError: an argument has an unusable value or an unknown
             keyword was passed.
         InputTensorsError: `input_tensors` does not fit the model.
-        CloneFunctionError: `clone_function` or `call_function` failed; the
-            message names the layer.
+        CloneFunctionError: `clone_function` or `call_function` returned
+            something unusable; the message names the layer. An exception
+            they raise themselves reaches the caller unchanged (the same
+            object, as with the native call), with a note naming the layer.
         UnsupportedModelError: a subclassed model cannot be rebuilt from its
             config.
         WeightsMismatchError: with `copy_weights=True`, when a variable
@@ -162,6 +164,11 @@ def clone_model(
     if copy_weights:
         _copy(adapter, model, clone, layer_map)
     return clone
+
+
+# Marks `compat_clone`'s own entry point: `compat_clone._native` never takes it
+# for a native `clone_model`, and `patch()` never wraps it.
+clone_model.__compat_clone__ = True  # type: ignore[attr-defined]
 
 
 def _copy(

@@ -28,6 +28,7 @@ __all__ = [
     "DescriptionFileError",
     "layer_rebuild_error",
     "subclassed_rebuild_error",
+    "add_note",
 ]
 
 
@@ -52,7 +53,11 @@ class InputTensorsError(CompatCloneError, ValueError):
 
 
 class CloneFunctionError(CompatCloneError, ValueError):
-    """A user `clone_function` / `call_function` failed or returned a non-layer."""
+    """A user `clone_function` / `call_function` returned something unusable.
+
+    An exception the callable *raises* is not turned into this one: it
+    reaches the caller unchanged, with a note naming the layer.
+    """
 
 
 class WeightsMismatchError(CompatCloneError, ValueError):
@@ -106,6 +111,28 @@ class DescriptionFileError(ConversionError):
 
 class CompileError(CompatCloneError, ValueError):
     """`compile=True`: the source was never compiled, or a compile setting cannot be carried."""
+
+
+def add_note(exc: BaseException, note: str) -> BaseException:
+    """Adds `note` to `exc` (PEP 678) and returns the same object, to re-raise.
+
+    An exception raised by the user's code or by a native Keras call passes
+    through `compat_clone` as that same object, its type unchanged, so the
+    caller's `except` clauses work as with the native `clone_model`. Python
+    3.11+ prints the note under the traceback; older Pythons keep it in
+    `exc.__notes__` (the attribute PEP 678 defines), where it does not print.
+    """
+    adder = getattr(exc, "add_note", None)
+    if adder is not None:
+        adder(note)
+        return exc
+    try:
+        notes = exc.__dict__.setdefault("__notes__", [])
+        if isinstance(notes, list):
+            notes.append(note)
+    except AttributeError:  # an exception type without a __dict__: left as it is
+        pass
+    return exc
 
 
 def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Tuple
 
-__all__ = ["KnownIssue", "KNOWN_ISSUES", "affects", "issues_for", "issue"]
+__all__ = ["KnownIssue", "KNOWN_ISSUES", "WrapperRule", "WRAPPER_RULES", "affects", "issues_for", "issue"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +167,62 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "with TypeError 'Could not locate function'",
         f"{_K3}.Keras3.compile_config_loads (our walk, no compile from config)",
         ("compiled_custom_loss",),
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class WrapperRule:
+    """What a drop-in wrapper of the native `clone_model` must keep, in every family.
+
+    Not an upstream bug: each row is a way a wrapper (compat_clone included,
+    before these rows) is worse than the native call it wraps, the code that
+    prevents it (citing the id) and the tests that show it side by side.
+
+    Attributes:
+        id: short stable name, cited by the code that keeps the rule.
+        symptom: what the user saw where the rule was broken.
+        handled_by: the module (and function) of compat_clone that keeps it.
+        tests: the tests that check it against the native call.
+    """
+
+    id: str
+    symptom: str
+    handled_by: str
+    tests: Tuple[str, ...]
+
+
+WRAPPER_RULES: Tuple[WrapperRule, ...] = (
+    WrapperRule(
+        "native-alias-rebound",
+        "`keras.models.clone_model = compat_clone.clone_model` (by hand or by "
+        "`compat_clone.patch()`) made every clone raise RecursionError (tf_keras 2.21, "
+        "Keras 3.15): the wrapper called the public name it had replaced",
+        "compat_clone._native.clone_model_of (the native function from its defining module); "
+        "compat_clone._patch never rebinds a defining module that compat_clone calls",
+        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses",
+         "tests/test_patch.py"),
+    ),
+    WrapperRule(
+        "wrapped-user-exception",
+        "an exception raised by the user's `clone_function` / `call_function` came back "
+        "as `CloneFunctionError` (a ValueError): a library's `except RuntimeError` (tfmot's "
+        "missing QuantizeConfig) no longer caught it; the native call lets it through",
+        "compat_clone.families._cloner.Cloner._user_clone / _user_call (the same "
+        "object re-raised, a note naming the layer added with compat_clone.errors.add_note)",
+        ("tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
+         "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively"),
+    ),
+    WrapperRule(
+        "copy-shared-variable",
+        "`copy_weights(source, target, tau=)` where a target variable is also a source "
+        "variable (models sharing a layer, pairs by order) read it after writing it on "
+        "TensorFlow 2 and torch: a wrong blend. The native `target.set_weights("
+        "source.get_weights())` reads every value first",
+        "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
+        "compat_clone.placement.torch (_target_storage): aliased sources read before any write",
+        ("tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
+         "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights"),
     ),
 )
 

@@ -14,6 +14,7 @@ from compat_clone.errors import (
     CompatCloneError,
     InputTensorsError,
     UnsupportedModelError,
+    add_note,
     layer_rebuild_error,
 )
 from compat_clone.families._layers import holds_layer_of, restore_trainable
@@ -124,10 +125,13 @@ class Cloner:
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise CloneFunctionError(
-                f"`clone_function` raised {type(exc).__name__} on layer "
-                f"{layer.name!r} ({type(layer).__name__}): {exc}"
-            ) from exc
+            # `wrapped-user-exception`: the same object, as the native call
+            # lets it through (a library's `except` must still catch it).
+            raise add_note(
+                exc,
+                f"compat_clone: raised by `clone_function` on layer {layer.name!r} "
+                f"({type(layer).__name__}).",
+            )
         if not isinstance(new, self.family.layer_class()):
             raise CloneFunctionError(
                 "`clone_function` must return a Keras layer of the model's Keras; for "
@@ -152,10 +156,11 @@ class Cloner:
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise CloneFunctionError(
-                f"`call_function` raised {type(exc).__name__} on layer "
-                f"{getattr(source_layer, 'name', source_layer)!r}: {exc}"
-            ) from exc
+            raise add_note(  # `wrapped-user-exception`: the same object, with a note
+                exc,
+                f"compat_clone: raised by `call_function` on layer "
+                f"{getattr(source_layer, 'name', source_layer)!r}.",
+            )
         flat = self.family.flatten(outputs)
         if not flat or not all(self.family.is_symbolic(x) for x in flat):
             raise CloneFunctionError(

@@ -65,6 +65,16 @@ class Family(abc.ABC):
     def keras(self) -> Any:
         """The family's Keras module (`keras`, `tf_keras`, `tf.keras`)."""
 
+    def native_clone_model(self) -> Any:
+        """The family's own `clone_model`, from its defining module (`native-alias-rebound`).
+
+        Never the public alias: `keras.models.clone_model` may hold
+        `compat_clone.clone_model` (`compat_clone.patch()`, or by hand).
+        """
+        from compat_clone import _native
+
+        return _native.clone_model_of(self.info.package)
+
     @abc.abstractmethod
     def layer_class(self) -> Any:
         """What a `clone_function` must return."""

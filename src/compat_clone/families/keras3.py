@@ -175,12 +175,11 @@ class Keras3(Family):
             # `keras3-sparse-inputs`: our inputs keep the flags; elsewhere the
             # native call makes its own (same layer order as native).
             input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
-        return self.keras().models.clone_model(
+        return self.native_clone_model()(
             model, input_tensors=input_tensors, clone_function=cloner.clone_layer
         )
 
     def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
-        keras = self.keras()
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
         first = model._layers[0] if model._layers else None
@@ -195,7 +194,7 @@ class Keras3(Family):
         if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
             # `keras3-sparse-inputs`: the native clone rebuilds the Input without its flags.
             input_tensors = self.make_input(_spec(spec, getattr(first, "name", None)))
-        return keras.models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     def _sequential_on(self, cloner: Cloner, model: Any, tensor: Any) -> Any:
         """A Sequential clone whose input is `tensor` (`keras3-sequential-input-tensors`).
@@ -221,7 +220,7 @@ class Keras3(Family):
         from compat_clone.errors import CompatCloneError, subclassed_rebuild_error
 
         try:  # the native serialize / deserialize path, explained on failure
-            return self.keras().models.clone_model(model)
+            return self.native_clone_model()(model)
         except CompatCloneError:
             raise
         except Exception as exc:

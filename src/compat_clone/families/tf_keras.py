@@ -143,7 +143,7 @@ class TfKeras(Family):
         # tensor) are re-inserted, as the native clone does, with its helper.
         created = [cloner.layer_map[id(layer)][1] for layer in model.layers if id(layer) in cloner.layer_map]
         ancillary = [layer for layer in created if layer not in new.layers]
-        cloning = sys.modules.get(self.keras().models.clone_model.__module__)
+        cloning = sys.modules.get(self.native_clone_model().__module__)
         insert = getattr(cloning, "_insert_ancillary_layers", None)
         functional = sys.modules.get(getattr(_class_named(model, "Functional"), "__module__", ""))
         skip_first = getattr(functional, "_should_skip_first_node", None)
@@ -165,10 +165,10 @@ class TfKeras(Family):
             return self.clone_subclassed(model)
         if _has_single_list_call(model):
             return None  # `tf-keras-single-list-call`: the native walk loses the list
-        return self.keras().models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
-        return self.keras().models.clone_model(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     # -- compile=True ----------------------------------------------------------
 

@@ -142,15 +142,25 @@ def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
     from tensorflow.python.ops import gen_resource_variable_ops as gen
 
     plain = _plain_types()
+    # `copy-shared-variable`: a source that is also a target (two models
+    # sharing a layer, pairs by order) is read before anything is written.
+    early = {i: tf.identity(plan[i][0]) for i in _aliased_sources(plan)}
     if tf.executing_eagerly() and all(type(src) in plain and type(dst) in plain for src, dst in plan):
         # The two kernels `dst.assign(src)` runs, without its Python layers
         # (conversion, dispatch, handle-data checks: 3x the time on CPU);
         # shapes and dtypes were checked by the plan.
-        for src, dst in plan:
-            gen.assign_variable_op(dst.handle, gen.read_variable_op(src.handle, src.dtype.base_dtype))
+        for i, (src, dst) in enumerate(plan):
+            value = early[i] if i in early else gen.read_variable_op(src.handle, src.dtype.base_dtype)
+            gen.assign_variable_op(dst.handle, value)
         return
-    for src, dst in plan:
-        dst.assign(src, read_value=False)
+    for i, (src, dst) in enumerate(plan):
+        dst.assign(early[i] if i in early else src, read_value=False)
+
+
+def _aliased_sources(plan: List[Tuple[Any, Any]]) -> List[int]:
+    """Indexes of the pairs whose source is also a target of the plan (by variable identity)."""
+    targets = {id(dst) for _, dst in plan}
+    return [i for i, (src, _) in enumerate(plan) if id(src) in targets]
 
 
 
@@ -204,6 +214,8 @@ class _TfBlend:
             (weakref.ref(src), weakref.ref(dst), type(src) in plain and type(dst) in plain) for src, dst in plan
         ]
         self._tf = tf
+        # `copy-shared-variable`: sources that are also targets, read first.
+        self._early = set(_aliased_sources(plan))
         signature = [tf.TensorSpec([], tf.float64)]
         self.fn = tf.function(self._kernels, input_signature=signature, autograph=False)
         self._xla_first = False
@@ -228,30 +240,38 @@ class _TfBlend:
             self.fn(tau)
         self._xla_first = False
 
+    def _early_reads(self) -> Dict[int, Any]:
+        """The aliased sources' values, read in program order before any write."""
+        return {i: self._steps[i][0]().read_value() for i in sorted(self._early)}
+
     def _fused(self, tau: Any) -> None:
         alphas: Dict[Any, Any] = {}
-        for src_ref, dst_ref, _ in self._steps:
+        early = self._early_reads()
+        for i, (src_ref, dst_ref, _) in enumerate(self._steps):
             src, dst = src_ref(), dst_ref()  # alive: traced once, on the first call
+            source = early[i] if i in early else src.read_value()
             alpha = _alpha(self._tf, alphas, tau, dst)
             if alpha is None:
-                dst.assign(src.read_value(), read_value=False)
+                dst.assign(source, read_value=False)
             else:
                 value = dst.read_value()
-                dst.assign(value + alpha * (src.read_value() - value), read_value=False)
+                dst.assign(value + alpha * (source - value), read_value=False)
 
     def _kernels(self, tau: Any) -> None:
         tf = self._tf
         alphas: Dict[Any, Any] = {}
-        for src_ref, dst_ref, raw in self._steps:
+        early = self._early_reads()
+        for i, (src_ref, dst_ref, raw) in enumerate(self._steps):
             src, dst = src_ref(), dst_ref()  # alive: traced once, on the first call
             alpha = _alpha(tf, alphas, tau, dst)
             if raw:
-                _blend_raw(tf, src, dst, alpha)
+                _blend_raw(tf, src, dst, alpha, early.get(i))
             elif alpha is not None:
                 value = dst.read_value()
-                dst.assign(value - alpha * (value - src.read_value()), read_value=False)
+                source = early[i] if i in early else src.read_value()
+                dst.assign(value - alpha * (value - source), read_value=False)
             else:
-                dst.assign(src.read_value(), read_value=False)
+                dst.assign(early[i] if i in early else src.read_value(), read_value=False)
 
 
 def _alpha(tf: Any, alphas: Dict[Any, Any], tau: Any, dst: Any) -> Any:
@@ -264,10 +284,14 @@ def _alpha(tf: Any, alphas: Dict[Any, Any], tau: Any, dst: Any) -> Any:
     return alphas[dtype]
 
 
-def _blend_raw(tf: Any, src: Any, dst: Any, alpha: Any) -> None:
-    """One pair of plain resource variables, as kernels: no Python variable layers in the graph."""
+def _blend_raw(tf: Any, src: Any, dst: Any, alpha: Any, value: Any = None) -> None:
+    """One pair of plain resource variables, as kernels: no Python variable layers in the graph.
+
+    `value`: the source's value where it was read already (`copy-shared-variable`).
+    """
     ops = tf.raw_ops
-    value = ops.ReadVariableOp(resource=src.handle, dtype=src.dtype.base_dtype)
+    if value is None:
+        value = ops.ReadVariableOp(resource=src.handle, dtype=src.dtype.base_dtype)
     with tf.device(dst.device):
         if alpha is None:  # not floating point: an exact copy
             ops.AssignVariableOp(resource=dst.handle, value=value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, ContextManager, Dict, List, Tuple
+from typing import Any, ContextManager, Dict, List, Set, Tuple
 
 from compat_clone.placement._common import Pairs, Placement, _fw, _model_variables, _most_common, _not_found, _pair_variables
 
@@ -96,6 +96,11 @@ def _fresh_copy_torch(variable: Any) -> Any:
         return variable.value.detach().clone()
 
 
+def _target_storage(pairs: Pairs) -> Set[int]:
+    """The data pointers of the targets: a source among them is snapshotted before the writes."""
+    return {dst.value.data_ptr() for _, dst in pairs if dst.value.numel()}
+
+
 def _assign_torch(pairs: Pairs) -> None:
     torch = _fw("torch")
     dsts: List[Any] = []
@@ -103,10 +108,13 @@ def _assign_torch(pairs: Pairs) -> None:
     with torch.no_grad():
         # Prepare: stage cross-device sources on the target device (direct
         # device-to-device transfer). Nothing is written to a target yet.
+        written = _target_storage(pairs)
         for src, dst in pairs:
             s, d = src.value, dst.value
             if s.device != d.device:
                 s = s.detach().to(d.device)
+            elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
+                s = s.detach().clone()
             dsts.append(d)
             srcs.append(s.detach())
         # Commit: same-device copies into buffers of the same shape and dtype.
@@ -137,10 +145,13 @@ def _blend_torch(pairs: Pairs, tau: float) -> None:
     with torch.no_grad():
         # Prepare: group by (device, dtype, blended) and stage cross-device
         # sources (device to device). Nothing is written to a target yet.
+        written = _target_storage(pairs)
         for src, dst in pairs:
             s, d = src.value, dst.value
             if s.device != d.device:
                 s = s.to(d.device)
+            elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
+                s = s.detach().clone()
             inexact = d.is_floating_point() or d.is_complex()
             group = groups.setdefault((d.device, d.dtype, inexact), ([], []))
             group[0].append(d)
