@@ -56,7 +56,7 @@ def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> 
     env = _env()
     first = _fake_wheel(tmp_path / "a.whl", ["packaging>=21"])
     same_needs = _fake_wheel(tmp_path / "b.whl", ["packaging>=21"])
-    more_needs = _fake_wheel(tmp_path / "c.whl", ["packaging>=21", "numpy"])
+    more_needs = _fake_wheel(tmp_path / "c.whl", ["packaging>=21", "numpy", 'libcst>=1.0; extra == "migrate"'])
     stamp = runner.env_stamp(env, ("wheel", first))
     # A rebuilt wheel with the same requirements reuses the environment (the
     # wheel itself is reinstalled when its bytes change); new requirements rebuild it.

@@ -93,7 +93,9 @@ def _wheel_requirements(wheel: Path) -> List[str]:
         if not names:
             raise ValueError(f"{str(wheel)!r} holds no .dist-info/METADATA: not a wheel built from compat_clone.")
         text = archive.read(names[0]).decode("utf-8", errors="replace")
-    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:"))
+    requires = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+    # An extra's requirements (``; extra == "migrate"``) are not what installing the wheel pulls in.
+    return sorted(r for r in requires if not re.search(r"""\bextra\s*==""", r))
 
 
 def _editable_metadata(src: Tuple[str, Path]) -> Any:
