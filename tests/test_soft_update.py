@@ -377,7 +377,7 @@ def test_soft_update_of_large_values(K: Any, family: str, tau: float) -> None:
     compat_clone.copy_weights(source, target, tau=tau)
     got = weights_np(target)
     assert all(np.isfinite(g).all() for g in got)
-    for g, w in zip(got, blended(src, tgt, tau), strict=True):
+    for g, w in zip_strict(got, blended(src, tgt, tau)):
         # Inputs within [-1e37, 1e37]: a few roundings of float32, relative to 1e37 (as `assert_blended`).
         np.testing.assert_allclose(g.astype(np.float64), w, rtol=4 * EPS["float32"], atol=8 * EPS["float32"] * 1e37)
 
