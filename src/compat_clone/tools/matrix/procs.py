@@ -82,7 +82,7 @@ class _Procs:
         while True:
             pid, status, usage = wait4(proc.pid, os.WNOHANG)
             if pid:
-                proc.returncode = os.waitstatus_to_exitcode(status)
+                proc.returncode = _exit_code(status)
                 cpu.append(usage.ru_utime + usage.ru_stime)
                 return proc.returncode
             if deadline is not None and time.monotonic() >= deadline:
@@ -109,3 +109,9 @@ class _Procs:
         for proc in procs:
             self._kill(proc)
 
+
+def _exit_code(status: int) -> int:
+    """``os.waitstatus_to_exitcode`` (Python 3.9+): the exit code, or minus the signal that ended it."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)

@@ -616,7 +616,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
             return out
         staging.mkdir(parents=True)
         say(env.name, f"running ({out.build} in {_fmt_s(out.build_s)})")
-        log.write(f"# environment: {json.dumps(dict(env.env) | env.expect_vars(), sort_keys=True)}\n")
+        log.write(f"# environment: {json.dumps({**dict(env.env), **env.expect_vars()}, sort_keys=True)}\n")
         start = time.monotonic()
         cpu: List[float] = []
         if progress is not None:

@@ -295,10 +295,9 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     ['keras-2.2.4', 'keras-2.2.5']
     """
     if path is None:
-        from importlib import resources
-
         source = "compat_clone/tools/matrix/matrix.toml"
-        text = resources.files("compat_clone.tools.matrix").joinpath("matrix.toml").read_text(encoding="utf-8")
+        # The package's own data file, next to this module (`importlib.resources.files` is Python 3.9+).
+        text = (Path(__file__).resolve().parent / "matrix.toml").read_text(encoding="utf-8")
     else:
         source = os.fspath(path)
         try:
