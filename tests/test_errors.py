@@ -258,7 +258,13 @@ def _refused_as_natively(K: Any, source: Any) -> str:
     except NativeLacks:
         pass
     except Exception as native:
-        assert isinstance(ours.value, type(native)), (type(ours.value), type(native), native)
+        if isinstance(ours.value, CompatCloneError) and family_name(K) == "keras2":
+            # Standalone Keras 2's native clone has no subclassed-model support
+            # and crashes inside (AttributeError / NotImplementedError):
+            # compat_clone's own refusal says why instead.
+            assert isinstance(native, (AttributeError, NotImplementedError, ValueError)), native
+        else:
+            assert isinstance(ours.value, type(native)), (type(ours.value), type(native), native)
         if not isinstance(ours.value, CompatCloneError):
             assert type(ours.value) is type(native)
     else:

@@ -754,6 +754,9 @@ def _refusing_source(K: Any, kind: str, error_type: type) -> Any:
         def call(self, x: Any) -> Any:
             return self.dense(x)
 
+        def compute_output_shape(self, input_shape: Any) -> Any:  # Keras 2: symbolic call
+            return tuple(input_shape)[:-1] + (2,)
+
         def get_config(self) -> Any:
             return {"name": self.name}
 
@@ -795,8 +798,10 @@ def test_failed_round_trip_keeps_native_exception_type(K: Any, kind: str, error_
         assert kind == "subclassed" and not isinstance(native.value, error_type), native.value
         assert "RefusingModel" in str(ours.value)
         return
+    # The type native lets through: `error_type` itself, or what Keras makes of
+    # it around a nested model (Keras 3 re-wraps a TypeError; Keras 2 finds no
+    # unregistered class by name: ValueError).
     assert type(ours.value) is type(native.value), (native.value, ours.value)
-    assert isinstance(ours.value, error_type) or type(native.value) is TypeError  # Keras 3 re-wraps a TypeError
     assert not isinstance(ours.value, compat_clone.CompatCloneError)
     notes = "\n".join(getattr(ours.value, "__notes__", []))
     assert "compat_clone" in notes and "clone_function" in notes
