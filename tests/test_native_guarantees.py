@@ -801,7 +801,16 @@ def test_failed_round_trip_keeps_native_exception_type(K: Any, kind: str, error_
     # The type native lets through: `error_type` itself, or what Keras makes of
     # it around a nested model (Keras 3 re-wraps a TypeError; Keras 2 finds no
     # unregistered class by name: ValueError).
-    assert type(ours.value) is type(native.value), (native.value, ours.value)
+    if "Could not locate class 'Refuses'" in str(native.value):
+        # Keras 3.0 clones this functional model by whole-model deserialization
+        # and stops at the unregistered local class (a TypeError): it never
+        # calls `Refuses.from_config`. compat_clone walks the layers and makes
+        # that call, as later Keras 3 releases do: its own exception goes on.
+        # (Nested, the inner model's round trip is native's: the same TypeError.)
+        assert type(native.value) is TypeError, native.value
+        assert type(ours.value) in (TypeError, error_type), ours.value
+    else:
+        assert type(ours.value) is type(native.value), (native.value, ours.value)
     assert not isinstance(ours.value, compat_clone.CompatCloneError)
     notes = "\n".join(getattr(ours.value, "__notes__", []))
     assert "compat_clone" in notes and "clone_function" in notes
