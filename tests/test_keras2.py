@@ -330,9 +330,15 @@ def test_nested_model_default_is_one_unit_and_recursive_fixes_unregistered() -> 
     inp = keras.Input((4,))
     model = keras.models.Model(inp, inner(inp))
     # Default: the nested model is one unit (a config round trip), like native;
-    # its unregistered class cannot be found by name.
-    with pytest.raises(compat_clone.UnsupportedModelError, match="recursive=True"):
+    # its unregistered class cannot be found by name: native's ValueError goes
+    # on, the advice in a note (`native-exception-type`).
+    with pytest.raises(ValueError) as native:
+        keras.models.clone_model(model)
+    with pytest.raises(ValueError) as info:
         _clone(model)
+    assert type(info.value) is type(native.value)
+    assert not isinstance(info.value, compat_clone.CompatCloneError)
+    assert "recursive=True" in "\n".join(getattr(info.value, "__notes__", []))
     clone = _clone(model, recursive=True)
     np.testing.assert_array_equal(clone.predict(np.ones((1, 4))), 2 * np.ones((1, 4)))
 

@@ -27,7 +27,9 @@ __all__ = [
     "ConversionMismatchError",
     "DescriptionFileError",
     "layer_rebuild_error",
+    "layer_rebuild_note",
     "subclassed_rebuild_error",
+    "subclassed_rebuild_note",
     "add_note",
 ]
 
@@ -136,7 +138,22 @@ def add_note(exc: BaseException, note: str) -> BaseException:
 
 
 def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:
-    """The error for a subclassed model whose config round trip failed (every family)."""
+    """The error for a subclassed model whose config round trip failed in
+    compat_clone's own work (a family whose native `clone_model` refuses
+    subclassed models: `native-exception-type`)."""
+    return UnsupportedModelError(_subclassed_rebuild_text(model, exc))
+
+
+def subclassed_rebuild_note(model: object, exc: BaseException) -> BaseException:
+    """`exc`, raised by the native clone of a subclassed model, with the advice as a note.
+
+    The same object is returned, to re-raise: its type stays the one the native
+    call lets through (`native-exception-type`).
+    """
+    return add_note(exc, "compat_clone: " + _subclassed_rebuild_text(model, exc))
+
+
+def _subclassed_rebuild_text(model: object, exc: BaseException) -> str:
     what = f"the subclassed model {getattr(model, 'name', '?')!r} of type {type(model).__name__}"
     if isinstance(exc, NotImplementedError):
         problem = f"Cannot clone {what}: it has no usable `get_config()` ({exc}). "
@@ -144,18 +161,35 @@ def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedMo
     else:  # TypeError (missing constructor arguments), ValueError, KeyError...
         problem = f"Cannot rebuild {what} from its config: {type(exc).__name__}: {exc}\n"
         fix = "Implement `get_config()` returning the constructor's arguments (and `from_config()` for objects in it)"
-    return UnsupportedModelError(
-        f"{problem}{fix}, or build the model functionally and use `clone_function`."
-    )
+    return f"{problem}{fix}, or build the model functionally and use `clone_function`."
 
 
 def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:
-    """The error for a layer whose default clone (a config round trip) failed.
+    """The error for a layer whose clone failed in compat_clone's own work.
 
-    Shared by every family so the advice reads the same in each.
+    Raised where the failing step is one the native `clone_model` does not
+    make (e.g. a `Lambda` rebuilt from its live function); where the failing
+    call is the native default itself, `layer.__class__.from_config(
+    layer.get_config())`, the original exception passes through instead, with
+    the same advice as a note (`layer_rebuild_note`, `native-exception-type`).
     `register_hint` is the family's way to register a class, as the message
     shows it, e.g. ``"`@keras.saving.register_keras_serializable()`"``.
     """
+    return UnsupportedModelError(_layer_rebuild_text(layer, exc, register_hint))
+
+
+def layer_rebuild_note(layer: object, exc: BaseException, register_hint: str) -> BaseException:
+    """`exc`, raised by a layer's config round trip, with the advice as a note.
+
+    The same object is returned, to re-raise: the native `clone_model` makes
+    the same call and lets its exception through, so a caller's `except
+    TypeError` works as natively (`native-exception-type`).
+    """
+    return add_note(exc, "compat_clone: " + _layer_rebuild_text(layer, exc, register_hint))
+
+
+def _layer_rebuild_text(layer: object, exc: BaseException, register_hint: str) -> str:
+    """The advice for a layer that could not be rebuilt, the same in every family."""
     cls = type(layer)
     name = getattr(layer, "name", "?")
     nested = (
@@ -165,7 +199,7 @@ def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -
     )
     custom = _custom_classes_inside(layer)
     names = f" ({', '.join(custom)})" if custom else ""
-    return UnsupportedModelError(
+    return (
         f"Cannot clone layer {name!r} of class {cls.__module__}.{cls.__qualname__}: "
         f"rebuilding it from its config failed with {type(exc).__name__}: {exc}\n"
         f"To fix it: make `{cls.__qualname__}.get_config()` return every argument "

@@ -214,6 +214,25 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
          "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively"),
     ),
     WrapperRule(
+        "native-exception-type",
+        "a layer whose config round trip (`layer.__class__.from_config(layer.get_config())`, "
+        "the native default clone) failed came back as `UnsupportedModelError` (a ValueError) "
+        "where the native `clone_model` lets the original through (e.g. a TypeError from "
+        "`from_config`), and the same for Keras 3's native rebuild of a subclassed model. "
+        "The rule: a call the native clone also makes lets its exception through, the same "
+        "object with compat_clone's advice as a note; a step native does not make (a `Lambda` "
+        "rebuilt from its live function, a subclassed-model rebuild where native refuses the "
+        "model: standalone Keras 2, tf.keras before 2.7) raises compat_clone's own error",
+        "compat_clone.families._cloner.Cloner.clone_layer (errors.layer_rebuild_note), "
+        "compat_clone.families.keras3.Keras3.clone_subclassed and "
+        "compat_clone.families._core.Family.clone_subclassed (errors.subclassed_rebuild_note; "
+        "the latter asks the native call, on the failure path only, whether it fails alike); "
+        "Family.clone_lambda and Keras3.config_round_trip keep UnsupportedModelError for "
+        "their own steps",
+        ("tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
+         "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument"),
+    ),
+    WrapperRule(
         "copy-shared-variable",
         "`copy_weights(source, target, tau=)` where a target variable is also a source "
         "variable (models sharing a layer, pairs by order) read it after writing it on "

@@ -15,7 +15,7 @@ from compat_clone.errors import (
     InputTensorsError,
     UnsupportedModelError,
     add_note,
-    layer_rebuild_error,
+    layer_rebuild_note,
 )
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.weights import LayerMap
@@ -91,7 +91,11 @@ class Cloner:
             except CompatCloneError:
                 raise
             except Exception as exc:  # TypeError (constructor args), ValueError...
-                raise layer_rebuild_error(layer, exc, family.register_hint) from exc
+                # `native-exception-type`: the failing call is the native
+                # default, `from_config(get_config())` (compat_clone's own
+                # steps raise `UnsupportedModelError` themselves): the same
+                # object goes on, its type the one native lets through.
+                raise layer_rebuild_note(layer, exc, family.register_hint)
         self.layer_map[id(layer)] = (layer, new)
         return new
 

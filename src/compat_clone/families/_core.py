@@ -30,7 +30,9 @@ from compat_clone.errors import (
     UnsupportedModelError,
     CompatCloneError,
     InputTensorsError,
+    layer_rebuild_error,
     subclassed_rebuild_error,
+    subclassed_rebuild_note,
 )
 from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner, CloneRequest, Node
@@ -98,15 +100,24 @@ class Family(abc.ABC):
         return dict(layer.get_config())
 
     def clone_lambda(self, layer: Any) -> Any:
-        """A `Lambda` rebuilt from its live function: nothing is deserialized."""
-        config = self.lambda_base_config(layer)
-        config.update(
-            function=layer.function,
-            output_shape=getattr(layer, "_output_shape", None),
-            mask=getattr(layer, "mask", None),
-            arguments=dict(getattr(layer, "arguments", None) or {}),
-        )
-        return layer.__class__(**config)
+        """A `Lambda` rebuilt from its live function: nothing is deserialized.
+
+        compat_clone's own step (native deserializes the function): where it
+        fails, `UnsupportedModelError` (`native-exception-type`).
+        """
+        try:
+            config = self.lambda_base_config(layer)
+            config.update(
+                function=layer.function,
+                output_shape=getattr(layer, "_output_shape", None),
+                mask=getattr(layer, "mask", None),
+                arguments=dict(getattr(layer, "arguments", None) or {}),
+            )
+            return layer.__class__(**config)
+        except CompatCloneError:
+            raise
+        except Exception as exc:
+            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
 
     def layer_scope(self, source_layer: Any) -> ContextManager[Any]:
         """Where a cloned layer's variables are created when it is called."""
@@ -117,7 +128,12 @@ class Family(abc.ABC):
         return contextlib.nullcontext()
 
     def config_round_trip(self, layer: Any) -> Any:
-        """The native default, a config round trip, with the `Lambda` fixes."""
+        """The native default, a config round trip, with the `Lambda` fixes.
+
+        An exception of the round trip itself is the native call's and passes
+        through unchanged; a step of compat_clone's own raises
+        `UnsupportedModelError` (`native-exception-type`).
+        """
         lambda_cls = self.lambda_class()
         if isinstance(layer, lambda_cls) and _same_from_config(type(layer), lambda_cls):
             return self.clone_lambda(layer)
@@ -267,13 +283,32 @@ class Family(abc.ABC):
             return None
 
     def clone_subclassed(self, model: Any) -> Any:
-        """A subclassed model, rebuilt from its config."""
+        """A subclassed model, rebuilt from its config.
+
+        Where this fails, the native `clone_model` says whose call it was
+        (`native-exception-type`, feature detection on the failure path only):
+        where it fails with the same exception type (tf.keras 2.7+ and tf_keras
+        rebuild a subclassed model with this same round trip), the original
+        exception goes on, the advice in a note; where native refuses the
+        model (older tf.keras: a ValueError), the rebuild was compat_clone's
+        own work and fails with `UnsupportedModelError`, a ValueError too.
+        """
         try:
             return model.__class__.from_config(model.get_config())
         except CompatCloneError:
             raise
         except Exception as exc:  # NotImplementedError (no get_config), TypeError...
+            if self._native_fails_alike(model, exc):
+                raise subclassed_rebuild_note(model, exc)
             raise subclassed_rebuild_error(model, exc) from exc
+
+    def _native_fails_alike(self, model: Any, exc: BaseException) -> bool:
+        """Whether the native clone of `model` fails with `exc`'s type (it makes the same call)."""
+        try:
+            self.native_clone_model()(model)
+        except Exception as native:  # the native refusal or the same round trip's failure
+            return type(native) is type(exc)
+        return False
 
     # -- placement and weights ----------------------------------------------------
 

@@ -11,7 +11,7 @@ import contextlib
 import inspect
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone.errors import CompileError, InputTensorsError
+from compat_clone.errors import CompileError, InputTensorsError, layer_rebuild_error
 from compat_clone.families._compile import CompileSettings
 from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
 from compat_clone.families._skip_init import Prefill
@@ -90,7 +90,10 @@ class Keras3(Family):
 
     def config_round_trip(self, layer: Any) -> Any:
         clone = super().config_round_trip(layer)
-        _restore_single_outputs(layer, clone)
+        try:  # compat_clone's own step (`native-exception-type`)
+            _restore_single_outputs(layer, clone)
+        except Exception as exc:
+            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
         return clone
 
     def unsafe_scope(self) -> ContextManager[Any]:
@@ -217,14 +220,16 @@ class Keras3(Family):
         return new
 
     def clone_subclassed(self, model: Any) -> Any:
-        from compat_clone.errors import CompatCloneError, subclassed_rebuild_error
+        from compat_clone.errors import CompatCloneError, subclassed_rebuild_note
 
         try:  # the native serialize / deserialize path, explained on failure
             return self.native_clone_model()(model)
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise subclassed_rebuild_error(model, exc) from exc
+            # `native-exception-type`: the native call's own exception, the
+            # same object, with the advice as a note.
+            raise subclassed_rebuild_note(model, exc)
 
     # -- compile=True ----------------------------------------------------------
 
