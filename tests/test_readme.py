@@ -121,7 +121,14 @@ def _satisfies(requirement: Optional[str], served: Served) -> bool:
 
 
 def _served_here() -> List[Served]:
-    """What this environment serves: the matrix claim, else every family installed here."""
+    """What this environment serves: the matrix claim, else every family installed here.
+
+    An environment that runs the framework-free tests only (``COMPAT_CLONE_SUITE``:
+    tf.keras-2.4, a conversion source whose TensorFlow has no ``keras`` package
+    to ``import keras``) serves no README block.
+    """
+    if os.environ.get("COMPAT_CLONE_SUITE") == "framework-free":
+        return []
     family = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if family:
         return [Served(family, os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
@@ -150,7 +157,7 @@ def _make_test_envs() -> List[Tuple[str, Served]]:
 
     envs = []
     for env in load_table(TABLE):
-        if env.enabled:
+        if env.enabled and dict(env.env).get("COMPAT_CLONE_SUITE") != "framework-free":
             claim = dict(env.expect)
             envs.append((env.name, Served(claim["family"], claim["version"], claim.get("backend", "tensorflow"))))
     return envs
