@@ -40,11 +40,15 @@ demo: $(VENV)/.stamp
 	$(VENV)/bin/python docs/demo_old_model.py
 	$(VENV)/bin/compat-clone convert .demo/old.h5 -o .demo/new.keras --from $(VENV) --to $(VENV) --force
 
-# `make lint`: mypy --strict over the package and ruff over package, tests and
-# bench (pyproject.toml holds both configurations). `make test` runs it first.
+# `make lint`: mypy --strict over the package and ruff over package, tests,
+# bench and dev (pyproject.toml holds both configurations), then the structure
+# check (dev/structure_check.py: module and function sizes, no import cycle).
+# `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/python -m mypy --strict dev/structure_check.py
+	$(VENV)/bin/ruff check src tests bench dev
+	$(VENV)/bin/python dev/structure_check.py
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests

@@ -23,7 +23,7 @@ from typing import Any, List, Tuple
 import pytest
 
 from compat_clone.tools.convert import _envs
-from compat_clone.tools.matrix import runner
+from compat_clone.tools.matrix import build, install
 from compat_clone.tools.matrix.table import parse_table
 
 
@@ -46,10 +46,10 @@ def _fake_wheel(path: Path, requires: List[str]) -> Path:
 def test_wheel_source_from_the_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wheel = _fake_wheel(tmp_path / "compat_clone-0.1.0-py3-none-any.whl", ["packaging>=21"])
     monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(wheel))
-    assert runner._self_source() == ("wheel", wheel.resolve())
+    assert install._self_source() == ("wheel", wheel.resolve())
     monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(tmp_path / "nothing.whl"))
     with pytest.raises(ValueError, match="is not a wheel file"):
-        runner._self_source()
+        install._self_source()
 
 
 def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> None:
@@ -57,27 +57,27 @@ def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> 
     first = _fake_wheel(tmp_path / "a.whl", ["packaging>=21"])
     same_needs = _fake_wheel(tmp_path / "b.whl", ["packaging>=21"])
     more_needs = _fake_wheel(tmp_path / "c.whl", ["packaging>=21", "numpy", 'libcst>=1.0; extra == "migrate"'])
-    stamp = runner.env_stamp(env, ("wheel", first))
+    stamp = build.env_stamp(env, ("wheel", first))
     # A rebuilt wheel with the same requirements reuses the environment (the
     # wheel itself is reinstalled when its bytes change); new requirements rebuild it.
-    assert runner.env_stamp(env, ("wheel", same_needs)) == stamp
-    assert runner.env_stamp(env, ("wheel", more_needs)) != stamp
-    assert runner._wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
+    assert build.env_stamp(env, ("wheel", same_needs)) == stamp
+    assert build.env_stamp(env, ("wheel", more_needs)) != stamp
+    assert install._wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
 
 
 def test_copy_source_stamp_does_not_depend_on_the_install_path(tmp_path: Path) -> None:
     """Two projects' installs of one version share one cached environment."""
     env = _env()
-    assert runner.env_stamp(env, ("copy", tmp_path / "one")) == runner.env_stamp(env, ("copy", tmp_path / "two"))
+    assert build.env_stamp(env, ("copy", tmp_path / "one")) == build.env_stamp(env, ("copy", tmp_path / "two"))
 
 
 def test_machine_pip_args_reach_every_install_and_the_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
     env = _env(pip_args=["--index-strategy", "unsafe-best-match"])
     monkeypatch.delenv("COMPAT_CLONE_PIP_ARGS", raising=False)
-    plain = runner.env_stamp(env, ("copy", Path("x")))
+    plain = build.env_stamp(env, ("copy", Path("x")))
     monkeypatch.setenv("COMPAT_CLONE_PIP_ARGS", "--find-links '/some dir/wheels'")
-    assert runner.machine_pip_args() == ["--find-links", "/some dir/wheels"]
-    assert runner.env_stamp(env, ("copy", Path("x"))) != plain
+    assert install.machine_pip_args() == ["--find-links", "/some dir/wheels"]
+    assert build.env_stamp(env, ("copy", Path("x"))) != plain
 
 
 def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Path) -> None:
@@ -92,25 +92,25 @@ def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Pat
         def write(self, text: str) -> None:
             log.append(text)
 
-    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
     installed = site / "compat_clone" / "__init__.py"
     before = installed.stat().st_mtime_ns
     time.sleep(0.01)
-    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
     assert installed.stat().st_mtime_ns == before and len(log) == 1
     (pkg / "__init__.py").write_text("X = 2\n")
-    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
     assert installed.read_text() == "X = 2\n" and len(log) == 2
 
 
 def test_interpreter_for_a_version_is_one_that_runs() -> None:
     here = "%d.%d" % sys.version_info[:2]
-    found = runner.interpreter_for(here)
+    found = build.interpreter_for(here)
     out = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == here
-    assert runner.interpreter_for("/a/path/python3") == "/a/path/python3"
-    assert runner.interpreter_for("9.99") == "9.99"  # none here: uv gets the version
+    assert build.interpreter_for("/a/path/python3") == "/a/path/python3"
+    assert build.interpreter_for("9.99") == "9.99"  # none here: uv gets the version
 
 
 def test_convert_environments_default_to_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +152,7 @@ def test_a_build_says_how_long_it_has_run_and_where_its_log_is(tmp_path: Path) -
         with lock:
             said.append((name, text))
 
-    with runner._ticking(say, "env-a", tmp_path / "last.log", 0.05):
+    with build._ticking(say, "env-a", tmp_path / "last.log", 0.05):
         time.sleep(0.3)
     assert len(said) >= 2 and all(n == "env-a" for n, _ in said)
     assert all("so far; log: " + str(tmp_path / "last.log") in t for _, t in said), said

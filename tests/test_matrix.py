@@ -23,7 +23,7 @@ import pytest
 from packaging.version import Version
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import procs, runner, summary
+from compat_clone.tools.matrix import install, procs, runner, summary
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parent / "sample_project"
@@ -254,7 +254,7 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    assert runner._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
+    assert install._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
         "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"),
     ]
 
@@ -271,7 +271,7 @@ def _standin_env(root: Path, env: Any) -> Path:
 def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
     return runner._run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
-        source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
+        source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
         say=lambda name, text: None, **kwargs,
     )
 
@@ -337,7 +337,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     )
     out = runner._run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=runner._self_source(), procs=procs._Procs(), timeout=3, rebuild=False,
+        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=3, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -388,7 +388,7 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
     def second_run() -> None:
         said.append(runner._run_one(
             env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
+            uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
             say=lambda name, text: said.append(text),
         ))
 

@@ -24,9 +24,9 @@ import pytest
 import yaml  # in every matrix environment (the table's defaults) and in .venv
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import runner as _runner
+from compat_clone.tools.matrix import ci, ci_install, install, sessions
 from compat_clone.tools.matrix import report as _report
-from compat_clone.tools.matrix import ci, sessions
+from compat_clone.tools.matrix import results as _results
 
 _TABLE = """
 [defaults]
@@ -294,7 +294,7 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     assert fake.calls[0] == ("install", "--find-links", "/w", "--no-cache", "tensorflow-cpu==2.15.1")
     assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "--no-cache", "keras==2.2.4")
     # compat_clone: the wheel `make test` built, else this checkout
-    kind, where = _runner._self_source()
+    kind, where = install._self_source()
     assert fake.calls[2] == ("install", "--find-links", "/w", "--no-cache",
                              *(("-e", str(where)) if kind == "editable" else (str(where),)))
     assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
@@ -358,7 +358,7 @@ def test_plugin_writes_results_when_asked(tmp_path: Path) -> None:
     assert outcomes["test_user.py::test_ok"] == ("pass", "")
     assert outcomes["test_user.py::test_bad"][0] == "fail" and "one is not two" in outcomes["test_user.py::test_bad"][1]
     assert outcomes["test_user.py::test_skipped"][0] == "n/a"
-    results, _, _ = _report.load_results(tmp_path / "out")
+    results, _, _ = _results.load_results(tmp_path / "out")
     table = _report.render_table(results)
     assert "| `test_user.py::test_bad` | ❌ |" in table and "| `test_user.py::test_skipped` | · |" in table
 
@@ -476,7 +476,7 @@ def test_install_sources(tmp_path: Path) -> None:
     (checkout / "pyproject.toml").write_text('[project]\nname = "compat-clone"\n')
     (tmp_path / "dist").mkdir()
     (tmp_path / "dist" / "compat_clone-0.2.0-py3-none-any.whl").write_text("")
-    req = lambda source: ci.install_requirement(source, tmp_path)  # noqa: E731
+    req = lambda source: ci_install.install_requirement(source, tmp_path)  # noqa: E731
     assert req("0.2.0") == "compat-clone==0.2.0" and req("v1.0rc1") == "compat-clone==1.0rc1"
     assert req("git+https://github.com/x/compat_clone@v0.2") == "compat-clone @ git+https://github.com/x/compat_clone@v0.2"
     assert req("compat-clone>=0.2,<0.3") == "compat-clone>=0.2,<0.3"
@@ -484,26 +484,26 @@ def test_install_sources(tmp_path: Path) -> None:
     assert req("./dist/compat_clone-0.2.0-py3-none-any.whl") == "./dist/compat_clone-0.2.0-py3-none-any.whl"
     for bad, message in [(str(checkout), "a path inside the project"), ("../x", "inside the project"),
                          ("vendor", "not installable"), ("nowhere/cc", "no such path")]:
-        with pytest.raises(ci.InstallSourceError, match=message):
+        with pytest.raises(ci_install.InstallSourceError, match=message):
             req(bad)
 
 
 def test_default_install_source(tmp_path: Path) -> None:
     version = "9.9.9"
     # compat_clone's own checkout installs itself
-    assert ci.default_install_source(REPO, version)[0] == "."
+    assert ci_install.default_install_source(REPO, version)[0] == "."
     # a project's pin: a requirements line, a path to a vendored checkout, pyproject's dependencies
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "dev.txt").write_text("-e ../vendor/cc  # vendored\n")
     (tmp_path / "vendor" / "cc").mkdir(parents=True)
     (tmp_path / "vendor" / "cc" / "pyproject.toml").write_text('[project]\nname = "compat_clone"\n')
-    assert ci.default_install_source(tmp_path, version) == ("./vendor/cc", "the project's pin in dev.txt")
+    assert ci_install.default_install_source(tmp_path, version) == ("./vendor/cc", "the project's pin in dev.txt")
     (tmp_path / "requirements" / "dev.txt").write_text("compat_clone==0.2.0\n")
-    assert ci.default_install_source(tmp_path, version) == ("compat_clone==0.2.0", "the project's pin in dev.txt")
+    assert ci_install.default_install_source(tmp_path, version) == ("compat_clone==0.2.0", "the project's pin in dev.txt")
     (tmp_path / "requirements" / "dev.txt").unlink()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylib"\n[project.optional-dependencies]\n'
                                              'test = ["compat-clone[test]>=0.2; python_version >= \'3.9\'"]\n')
-    assert ci.default_install_source(tmp_path, version)[0] == "compat-clone[test]>=0.2"
+    assert ci_install.default_install_source(tmp_path, version)[0] == "compat-clone[test]>=0.2"
 
 
 def test_results_option_goes_to_pytest_commands_only() -> None:

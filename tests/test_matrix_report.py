@@ -10,6 +10,7 @@ import pytest
 
 from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import report as _report
+from compat_clone.tools.matrix import results as _results
 
 
 def _records(env: str, rows: List[Any]) -> str:
@@ -95,11 +96,11 @@ def test_report_without_markers_leaves_readme_alone(tmp_path: Path) -> None:
 
 def test_report_rejects_malformed_lines(tmp_path: Path) -> None:
     (tmp_path / "e.jsonl").write_text('{"feature": "f", "side": "native", "outcome": "maybe"}\n')
-    with pytest.raises(_report.ReportError, match="outcome='maybe'"):
-        _report.load_results(tmp_path)
+    with pytest.raises(_results.ReportError, match="outcome='maybe'"):
+        _results.load_results(tmp_path)
     (tmp_path / "e.jsonl").write_text("{not json\n")
-    with pytest.raises(_report.ReportError, match=r"e\.jsonl:1 is not a JSON line"):
-        _report.load_results(tmp_path)
+    with pytest.raises(_results.ReportError, match=r"e\.jsonl:1 is not a JSON line"):
+        _results.load_results(tmp_path)
 
 
 
@@ -129,7 +130,7 @@ def test_report_reads_back_what_it_wrote(tmp_path: Path) -> None:
     report = tmp_path / "C.md"
     _report.write(results, [e for e in _matrix.load_table() if e.name == "keras-3.15-jax"], report)
     back = _report.parse_report(report.read_text())
-    run_results, descriptions, versions = _report.load_results(results)
+    run_results, descriptions, versions = _results.load_results(results)
     assert back.table == "built-in"
     for env, cells in run_results.items():  # every outcome, and each failure's first line
         assert {f: {side: (o, d.splitlines()[0][:200] if o in ("fail", "missing") else "") for side, (o, d) in c.items()}
@@ -194,7 +195,7 @@ def test_report_ignores_results_and_statuses_of_another_table(tmp_path: Path) ->
     assert "| `tests/test_lib.py::test_x` | ✅ |" in text and "❌ |" not in text
     assert "MISLABELED" not in text and "Missing, no results for: `y`." in text
     assert notes == ["ignored results of 'x' from table(s) other.toml: this report is of table 'matrix.toml'"]
-    assert _report.load_statuses(mine, theirs, table="matrix.toml") == {"x": "ok"}
+    assert _results.load_statuses(mine, theirs, table="matrix.toml") == {"x": "ok"}
 
 
 def test_report_of_a_users_suite_speaks_of_that_suite(tmp_path: Path) -> None:

@@ -116,7 +116,8 @@ def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, r
 
 
 def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any) -> Interpreter:
-    from compat_clone.tools.matrix.runner import _STAMP_FILE, build_env, env_environ
+    from compat_clone.tools.matrix.build import _STAMP_FILE, build_env
+    from compat_clone.tools.matrix.runner import env_environ
 
     env_dir = matrix_dir / env.name
     python = env_dir / "bin" / "python"

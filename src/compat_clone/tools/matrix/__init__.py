@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from compat_clone.tools.matrix.cli import add_arguments, main, run
 from compat_clone.tools.matrix.procs import default_jobs
-from compat_clone.tools.matrix.runner import env_stamp
+from compat_clone.tools.matrix.build import env_stamp
 from compat_clone.tools.matrix.sessions import nox_sessions
 from compat_clone.tools.matrix.summary import format_summary, parse_pytest_summary
 from compat_clone.tools.matrix.table import Env, TableError, load_table, parse_table, select_envs

@@ -10,17 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from compat_clone.tools.matrix.build import _LOG_FILE, _STAMP_FILE, _find_uv, _prepare_one, env_stamp
+from compat_clone.tools.matrix.install import _self_source
 from compat_clone.tools.matrix.procs import _Procs, default_jobs
-from compat_clone.tools.matrix.runner import (
-    _LOG_FILE,
-    _RESULTS_DIR,
-    _STAMP_FILE,
-    _find_uv,
-    _prepare_one,
-    _run_one,
-    _self_source,
-    env_stamp,
-)
+from compat_clone.tools.matrix.results import _RESULTS_DIR
+from compat_clone.tools.matrix.runner import _run_one
 from compat_clone.tools.matrix.summary import (
     EXIT_FAILED,
     EXIT_MISLABELED,
@@ -231,29 +225,30 @@ def _common_options(args: argparse.Namespace) -> List[str]:
 def _own_checkout() -> bool:
     """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself):
     the project's ``pyproject.toml`` names compat-clone, however the running compat_clone is installed."""
-    from compat_clone.tools.matrix.ci import _names_compat_clone
+    from compat_clone.tools.matrix.ci_install import _names_compat_clone
 
     return _names_compat_clone(Path.cwd())
 
 
 def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:
     from compat_clone import __version__
-    from compat_clone.tools.matrix import ci
+    from compat_clone.tools.matrix.ci import DEFAULT_COMMAND, emit, validate_table_path, with_results_option
+    from compat_clone.tools.matrix.ci_install import default_install_source, install_requirement
 
     project = Path.cwd()
     selection = [f"--env={e}" for e in args.env or ()] + [f"--tag={t}" for t in args.tag or ()]
-    command = list(command or ci.DEFAULT_COMMAND)
+    command = list(command or DEFAULT_COMMAND)
     if args.emit == "workflow" and not _own_checkout():
-        command = ci.with_results_option(command)  # the report job shows one row per test
+        command = with_results_option(command)  # the report job shows one row per test
     try:
         if args.table:
-            args.table = ci.validate_table_path(args.table, project)
+            args.table = validate_table_path(args.table, project)
         if args.install_from:
-            install, why = ci.install_requirement(args.install_from, project), f"--install-from {args.install_from}"
+            install, why = install_requirement(args.install_from, project), f"--install-from {args.install_from}"
         else:
-            install, why = ci.default_install_source(project, __version__)
-        text = ci.emit(args.emit, selected, command, selection, _common_options(args),
-                       table=args.table, install=install, install_why=why)
+            install, why = default_install_source(project, __version__)
+        text = emit(args.emit, selected, command, selection, _common_options(args),
+                    table=args.table, install=install, install_why=why)
     except ValueError as e:
         return _fail(str(e))
     print(text, end="" if text.endswith("\n") else "\n")
@@ -262,7 +257,8 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
 
 def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Sequence[Path],
                   statuses: Dict[str, str], selected: Sequence[Env]) -> int:
-    from compat_clone.tools.matrix import report as _report
+    from compat_clone.tools.matrix.report import write
+    from compat_clone.tools.matrix.results import ReportError
 
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
@@ -270,10 +266,10 @@ def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Seque
                      "the <env>.jsonl files (CI artifacts, .matrix/_results).", EXIT_FAILED)
     notes: List[str] = []
     try:
-        written = _report.write(folders, table, Path(args.report), Path(args.readme) if args.readme else None,
+        written = write(folders, table, Path(args.report), Path(args.readme) if args.readme else None,
                                 statuses=statuses, expected=[e.name for e in selected], table=table_id(args.table),
                                 notes=notes)
-    except _report.ReportError as e:
+    except ReportError as e:
         return _fail(str(e), EXIT_FAILED)
     for note in notes:
         print(f"compat-clone matrix: {note}")

@@ -1,16 +1,10 @@
 """COMPATIBILITY.md: the feature x environment table, native vs compat_clone.
 
-The test suite (``tests/test_features.py``) appends one JSON line per feature
-and side to ``$COMPAT_CLONE_RESULTS/<env>.jsonl`` in every matrix environment::
-
-    {"env": "tf_keras-2.21", "feature": "copy_weights", "description": "...",
-     "side": "native" | "compat_clone", "outcome": "pass" | "fail" | "n/a" | "missing",
-     "detail": "...", "keras": "tf_keras 2.21.0"}
-
-(one record holding both sides, ``{"native": ..., "compat": ...}``, is read as
-well). `write` aggregates every environment's file into ``COMPATIBILITY.md``
-and, when the README has the markers ``<!-- compat-table:start -->`` /
-``<!-- compat-table:end -->``, rewrites the table between them.
+`write` turns the result folders of a run (`results`: one ``<env>.jsonl``
+per environment) into ``COMPATIBILITY.md`` and, when the README has the
+markers ``<!-- compat-table:start -->`` / ``<!-- compat-table:end -->``,
+rewrites the table between them. A report is read back (`parse_report`) so
+that a run of some environments keeps the other columns of the last report.
 
 Run it through ``compat-clone matrix --report COMPATIBILITY.md [--readme
 README.md]`` (after a matrix run, or alone with no command).
@@ -19,164 +13,19 @@ README.md]`` (after a matrix run, or alone with no command).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
-import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from compat_clone.tools.matrix.results import ReportError, Results, _load_outcomes, _load_run, _Run
 from compat_clone.tools.matrix.table import BUILTIN_TABLE
 
-__all__ = ["ReportError", "load_results", "load_statuses", "render_table", "render_report", "parse_report",
-           "update_readme", "write"]
+__all__ = ["render_table", "render_report", "parse_report", "update_readme", "write"]
 
 START_MARKER = "<!-- compat-table:start -->"
 END_MARKER = "<!-- compat-table:end -->"
-_SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone", "test": "test"}
-_OUTCOMES = ("pass", "fail", "missing", "n/a")
-# When several records meet in one cell (a default env testing two families,
-# a rerun appending), the worst wins.
-_SEVERITY = {"fail": 3, "missing": 2, "pass": 1, "n/a": 0}
 _SYMBOL = {"pass": "✅", "fail": "❌", "missing": "➖", "n/a": "·", None: " "}
-
-# env -> feature -> side -> (outcome, detail)
-Results = Dict[str, Dict[str, Dict[str, Tuple[str, str]]]]
-
-
-class ReportError(ValueError):
-    """A results file holds a line that is not a feature record."""
-
-
-def _merge(cell: Dict[str, Tuple[str, str]], side: str, outcome: str, detail: str) -> None:
-    old = cell.get(side)
-    if old is None or _SEVERITY[outcome] > _SEVERITY[old[0]]:
-        cell[side] = (outcome, detail)
-
-
-@dataclasses.dataclass
-class _Run:
-    """What result folders hold for one table: results, descriptions, and per environment the
-    Keras it loaded and when its results were produced; environments of other tables skipped."""
-
-    results: Results = dataclasses.field(default_factory=dict)
-    descriptions: Dict[str, str] = dataclasses.field(default_factory=dict)
-    versions: Dict[str, str] = dataclasses.field(default_factory=dict)
-    dates: Dict[str, str] = dataclasses.field(default_factory=dict)
-    foreign: Dict[str, Set[str]] = dataclasses.field(default_factory=dict)  # env -> other tables seen
-
-
-def _file_time(path: Path) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
-
-
-def _load_file(path: Path, run: _Run, table: Optional[str]) -> Set[str]:
-    """Adds one ``.jsonl`` file's records of `table` (None: any); returns the environments it holds."""
-    envs: Set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except ValueError as e:
-            raise ReportError(f"{where} is not a JSON line ({e}). Received: {line[:120]!r}.") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("feature"), str):
-            raise ReportError(f"Expected {where} to be an object with a `feature` string. Received: {line[:120]!r}.")
-        env = str(rec.get("env") or path.name.split(".")[0])
-        if table is not None and rec.get("table") not in (None, table):
-            run.foreign.setdefault(env, set()).add(str(rec["table"]))
-            continue
-        envs.add(env)
-        feature = rec["feature"]
-        cell = run.results.setdefault(env, {}).setdefault(feature, {})
-        pairs: List[Tuple[str, Any]] = [(str(rec["side"]), rec.get("outcome"))] if "side" in rec else []
-        pairs += [(key, rec[key]) for key in ("native", "compat", "compat_clone") if key in rec]
-        if not pairs:
-            raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
-        for side, outcome in pairs:
-            if side not in _SIDES or outcome not in _OUTCOMES:
-                raise ReportError(
-                    f"Expected {where} to have side in {sorted(set(_SIDES))} and outcome in "
-                    f"{list(_OUTCOMES)}. Received: side={side!r}, outcome={outcome!r}."
-                )
-            _merge(cell, _SIDES[side], outcome, str(rec.get("detail", "")))
-        if isinstance(rec.get("description"), str):
-            run.descriptions.setdefault(feature, rec["description"])
-        if isinstance(rec.get("keras"), str) and rec["keras"]:
-            run.versions.setdefault(env, rec["keras"])
-        produced = str(rec.get("produced") or _file_time(path))
-        if produced > run.dates.get(env, ""):
-            run.dates[env] = produced
-    return envs
-
-
-def _result_files(folder: Path) -> List[Path]:
-    """Every ``*.jsonl`` under `folder`, at any depth, outside hidden (staging) folders."""
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.rglob("*.jsonl")
-                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
-
-
-def _load_run(folders: Sequence[Path], table: Optional[str]) -> _Run:
-    run = _Run()
-    origin: Dict[str, Path] = {}
-    for folder in folders:
-        for path in _result_files(folder):
-            for env in _load_file(path, run, table):
-                if origin.setdefault(env, path.parent) != path.parent:
-                    raise ReportError(
-                        f"Environment {env!r} has results in both {origin[env]} and {path.parent}: merge one run "
-                        "per environment (drop the duplicate folder)."
-                    )
-    return run
-
-
-def load_results(*folders: Path, table: Optional[str] = None) -> Tuple[Results, Dict[str, str], Dict[str, str]]:
-    """Reads every ``<env>.jsonl`` (and ``<env>.tests.jsonl``) under the folders.
-
-    One folder is one run's ``.matrix/_results``; several are results
-    collected from several machines (CI artifacts, one folder per job).
-
-    Args:
-        *folders: folders searched at any depth; a folder that does not exist
-            holds nothing.
-        table: read only records of this table (`table_id`; records that
-            name no table are read too); None reads every record.
-
-    Returns:
-        ``(results, descriptions, keras_versions)``: results per env, feature
-        and side; a description per feature; the ``keras`` field per env.
-
-    Raises:
-        ReportError: a line that is not JSON, or lacks the fields above; or
-            one environment's results in two folders (two runs of it).
-    """
-    run = _load_run(folders, table)
-    return run.results, run.descriptions, run.versions
-
-
-def load_statuses(*folders: Path, table: Optional[str] = None) -> Dict[str, str]:
-    """env -> the status of its last run (``<env>.outcome.json``, written by the runner), of `table` only
-    when given (outcomes that name no table are read too)."""
-    return {env: str(rec.get("status", "?")) for env, rec in _load_outcomes(folders, table).items()}
-
-
-def _load_outcomes(folders: Sequence[Path], table: Optional[str]) -> Dict[str, Dict[str, Any]]:
-    outcomes: Dict[str, Dict[str, Any]] = {}
-    for folder in folders:
-        for path in sorted(folder.rglob("*.outcome.json")) if folder.is_dir() else []:
-            try:
-                rec = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError:
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("env"), str):
-                continue
-            if table is not None and rec.get("table") not in (None, table):
-                continue
-            outcomes[rec["env"]] = rec
-    return outcomes
 
 
 def _env_order(results: Results, env_names: Sequence[str]) -> List[str]:

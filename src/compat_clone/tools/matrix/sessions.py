@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from compat_clone.tools.matrix.runner import _expand_requirements, _self_source, machine_pip_args
+from compat_clone.tools.matrix.install import _expand_requirements, _self_source, machine_pip_args
 from compat_clone.tools.matrix.table import Env, load_table, select_envs
 
 __all__ = ["nox_sessions"]

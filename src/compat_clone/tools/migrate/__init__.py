@@ -43,8 +43,8 @@ The package has two halves. `cli`, `source`, `report` and `rules` import no
 libcst, so `compat-clone --help` and the other subcommands work without it.
 `source.load_codemod` is the one place libcst is imported: it checks for
 libcst (or raises `ImportError` saying how to install it), then imports
-`codemod`, which with `analysis`, `idiom_analysis`, `folds`, `idioms`, `imports`, `transform`,
-`edits` and `syntax` subclasses and uses libcst at module level.
+`codemod`, which with `walk`, `analysis`, `idiom_analysis`, `folds`, `idioms`, `imports`,
+`transform`, `edits` and `syntax` subclasses and uses libcst at module level.
 """
 
 from __future__ import annotations

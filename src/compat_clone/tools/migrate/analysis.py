@@ -1,8 +1,8 @@
 """The analysis: one walk over a module that decides what to rewrite and what to report.
 
 `Analyzer` follows every name to its import (libcst's scope and qualified
-name metadata) and records its decisions in an `Analysis`; `transform`
-carries them out. The idioms old code uses instead of `clone_model` (target
+name metadata, read through `walk.Walk`) and records its decisions in an
+`Analysis` (`walk`); `transform` carries them out. The idioms old code uses instead of `clone_model` (target
 updates, hand-rolled clones) are read by `idioms`' matchers and decided here,
 where the imports and scopes are known. Imported only after libcst is known
 to be installed.
@@ -10,24 +10,15 @@ to be installed.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import (
-    ImportAssignment,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-    QualifiedNameSource,
-    Scope,
-    ScopeProvider,
-)
+from libcst.metadata import ImportAssignment, PositionProvider, Scope
 
-from compat_clone.tools.migrate import imports
-from compat_clone.tools.migrate.build_calls import BuildCall, plan
-from compat_clone.tools.migrate.folds import Folds, find_folds
+from compat_clone.tools.migrate.build_calls import plan
+from compat_clone.tools.migrate.folds import find_folds
 from compat_clone.tools.migrate.idiom_analysis import IdiomAnalysis
+from compat_clone.tools.migrate.imports import ImportNode, aliases_used_only_by, emptied_lines
 from compat_clone.tools.migrate.rules import (
     CLONE_AND_BUILD_TARGETS,
     CLONE_MODEL_HOMES,
@@ -42,67 +33,14 @@ from compat_clone.tools.migrate.syntax import (
     dotted,
     import_module_name,
     last_name,
-    root_name,
     strings,
 )
+from compat_clone.tools.migrate.walk import Walk
+
+__all__ = ["Analyzer"]
 
 
-@dataclasses.dataclass
-class Analysis:
-    """What the walk decided.
-
-    Attributes:
-        attr_calls: calls whose function becomes `compat_clone.clone_model`.
-        name_calls: calls through a `from ... import clone_model` that is rewritten.
-        rewritten_refs: the nodes of the rewritten functions (for unused imports).
-        from_rewrites: `from ... import` -> indexes of its `clone_model` aliases.
-        folds: the `set_weights` lines folded into `copy_weights=True`.
-        alias_removals: import -> indexes of the aliases that only served rewritten calls.
-        removed_import_lines: the statement lines those removals empty.
-        build_calls: `clone_and_build_model` calls rewritten, and how (`build_calls.plan`).
-        reports: (line, column, why) of each use left alone, sorted.
-        has_compat_clone_import: the module already has `import compat_clone`.
-        idiom_clones: hand-rolled clones (`model_from_json(m.to_json())`...) -> their model.
-        idiom_lines: target-update lines -> the `compat_clone.copy_weights(...)` statement
-            that replaces them.
-        idiom_removed: the statements that go with an idiom (their comments are kept).
-        notes: (line, column, why) of rewrites whose difference the user should know.
-        scoped_lines: lines of hand-rolled clones given `custom_objects` -> the
-            `custom_object_scope(...)` expression the rewritten line is wrapped in.
-        scope_imports: the `from <keras>.utils import custom_object_scope` lines to add.
-    """
-
-    attr_calls: Set[cst.Call] = dataclasses.field(default_factory=set)
-    name_calls: Set[cst.Call] = dataclasses.field(default_factory=set)
-    rewritten_refs: Set[cst.CSTNode] = dataclasses.field(default_factory=set)
-    from_rewrites: Dict[cst.ImportFrom, List[int]] = dataclasses.field(default_factory=dict)
-    folds: Folds = dataclasses.field(default_factory=Folds)
-    alias_removals: Dict[imports.ImportNode, Set[int]] = dataclasses.field(default_factory=dict)
-    removed_import_lines: Set[cst.SimpleStatementLine] = dataclasses.field(default_factory=set)
-    build_calls: Dict[cst.Call, BuildCall] = dataclasses.field(default_factory=dict)
-    reports: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
-    has_compat_clone_import: bool = False
-    idiom_clones: Dict[cst.Call, cst.BaseExpression] = dataclasses.field(default_factory=dict)
-    idiom_lines: Dict[cst.SimpleStatementLine, cst.BaseSmallStatement] = dataclasses.field(
-        default_factory=dict
-    )
-    idiom_removed: Set[cst.CSTNode] = dataclasses.field(default_factory=set)
-    notes: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
-    scoped_lines: Dict[cst.SimpleStatementLine, str] = dataclasses.field(default_factory=dict)
-    scope_imports: List[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def uses_compat_clone(self) -> bool:
-        """Whether the rewritten module calls `compat_clone.<something>`."""
-        return bool(self.attr_calls or self.build_calls or self.idiom_clones or self.idiom_lines)
-
-    @property
-    def rewrites_anything(self) -> bool:
-        """Whether the module changes (every fold goes with a rewritten call or import)."""
-        return bool(self.from_rewrites) or self.uses_compat_clone
-
-
-class Analyzer(cst.CSTVisitor):
+class Analyzer(Walk):
     """Fills an `Analysis` in one walk (run it through a `MetadataWrapper`).
 
     Args:
@@ -110,16 +48,8 @@ class Analyzer(cst.CSTVisitor):
             imports are kept (they may be re-exports).
     """
 
-    METADATA_DEPENDENCIES = (
-        PositionProvider,
-        QualifiedNameProvider,
-        ScopeProvider,
-        ParentNodeProvider,
-    )
-
     def __init__(self, is_package_init: bool) -> None:
         super().__init__()
-        self.analysis = Analysis()
         self.is_package_init = is_package_init
         self.bodies: List[Sequence[cst.BaseStatement]] = []
         self.star_imports: List[Tuple[str, int]] = []
@@ -127,42 +57,9 @@ class Analyzer(cst.CSTVisitor):
         self.exported: Set[str] = set()
         self.unbound_clone_calls: List[cst.Call] = []
         self.split_lines: Set[cst.CSTNode] = set()  # lines of a from-import split in two
-        self.assigned_values: Dict[str, List[cst.BaseExpression]] = {}  # `a.b = value`, by `a.b`
         self.idioms = IdiomAnalysis(self)
 
-    # -- metadata
-    def report(self, node: cst.CSTNode, why: str) -> None:
-        """Records `why` at the position of `node`."""
-        pos = self.get_metadata(PositionProvider, node).start
-        self.analysis.reports.append((pos.line, pos.column + 1, why))
-
-    def parent(self, node: cst.CSTNode) -> Any:
-        """The node that holds `node`; None for the module."""
-        return self.get_metadata(ParentNodeProvider, node, None)
-
-    def scope(self, node: cst.CSTNode) -> Optional[Scope]:
-        """The scope `node` is in; None where libcst records none."""
-        return self.get_metadata(ScopeProvider, node, None)
-
-    def resolved(self, node: cst.CSTNode) -> Optional[Set[str]]:
-        """Qualified names `node` refers to through imports; None if it cannot tell.
-
-        libcst resolves a dotted access such as `keras.models.x` through a
-        module-level `import keras.models` even where a parameter named
-        `keras` shadows it, so the root name's own bindings are checked too.
-        """
-        root = root_name(node)
-        scope = None if root is None else self.scope(root)
-        if root is None or scope is None:
-            return None
-        bindings = scope[root.value]
-        if not bindings or not all(isinstance(b, ImportAssignment) for b in bindings):
-            return None
-        qnames = self.get_metadata(QualifiedNameProvider, node, set())
-        if not qnames or any(q.source != QualifiedNameSource.IMPORT for q in qnames):
-            return None
-        return {q.name for q in qnames}
-
+    # -- what a node is
     def _is_build_target(self, node: cst.CSTNode) -> bool:
         """Whether `node` is Keras's `clone_and_build_model`, an attribute reached through imports.
 
@@ -214,12 +111,6 @@ class Analyzer(cst.CSTVisitor):
             return
         if len(clone_idx) == len(node.names) or self._may_split(node, module):
             self.analysis.from_rewrites[node] = clone_idx
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            name = dotted(target.target)
-            if name is not None:
-                self.assigned_values.setdefault(name, []).append(node.value)
 
     def visit_Tuple(self, node: cst.Tuple) -> None:
         self.idioms.tuple_pair(node)
@@ -380,7 +271,7 @@ class Analyzer(cst.CSTVisitor):
             for b in bindings
         )
 
-    def _removable_line(self, imp: imports.ImportNode) -> Optional[cst.SimpleStatementLine]:
+    def _removable_line(self, imp: ImportNode) -> Optional[cst.SimpleStatementLine]:
         """The statement line holding `imp` if an import may be removed there."""
         line = self.parent(imp)
         if self.is_package_init or not isinstance(line, cst.SimpleStatementLine):
@@ -396,8 +287,8 @@ class Analyzer(cst.CSTVisitor):
         analysis = self.analysis
         if not analysis.rewritten_refs:
             return
-        lines: Dict[imports.ImportNode, cst.SimpleStatementLine] = {}
-        for imp, i, bound in imports.aliases_used_only_by(self.scopes, analysis.rewritten_refs):
+        lines: Dict[ImportNode, cst.SimpleStatementLine] = {}
+        for imp, i, bound in aliases_used_only_by(self.scopes, analysis.rewritten_refs):
             if bound.partition(".")[0] in self.exported or bound in self.exported:
                 continue
             line = self._removable_line(imp)
@@ -405,4 +296,4 @@ class Analyzer(cst.CSTVisitor):
                 continue
             analysis.alias_removals.setdefault(imp, set()).add(i)
             lines[imp] = line
-        analysis.removed_import_lines = imports.emptied_lines(analysis.alias_removals, lines)
+        analysis.removed_import_lines = emptied_lines(analysis.alias_removals, lines)

@@ -1,7 +1,7 @@
 """The analysis of the idioms old code uses instead of `clone_model` (docs/migrate.md).
 
 `idioms` reads the forms (a blend, a soft update's statements, a serialized
-model); `IdiomAnalysis` decides, with what the `Analyzer` knows of imports,
+model); `IdiomAnalysis` decides, with what the walk knows of imports,
 scopes and positions, what is rewritten, what is reported and what is noted,
 and records it in the `Analysis`. Imported only after libcst is known to be
 installed.
@@ -9,7 +9,7 @@ installed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import ImportAssignment, PositionProvider
@@ -38,18 +38,17 @@ from compat_clone.tools.migrate.rules import (
 )
 from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
 
-if TYPE_CHECKING:
-    from compat_clone.tools.migrate.analysis import Analysis, Analyzer
+from compat_clone.tools.migrate.walk import Analysis, Walk
 
 
 class IdiomAnalysis:
     """The idioms' part of the walk: called by the `Analyzer` that owns it.
 
     Args:
-        analyzer: the walk, for its metadata and its `Analysis`.
+        analyzer: the walk (`walk.Walk`), for its metadata and its `Analysis`.
     """
 
-    def __init__(self, analyzer: "Analyzer") -> None:
+    def __init__(self, analyzer: Walk) -> None:
         self.analyzer = analyzer
 
     @property

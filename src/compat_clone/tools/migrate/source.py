@@ -44,7 +44,7 @@ def load_codemod() -> ModuleType:
         import libcst  # noqa: F401 - checked first: the codemod may be imported already
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
-    from compat_clone.tools.migrate import codemod
+    import compat_clone.tools.migrate.codemod as codemod
 
     return codemod
 

@@ -9,7 +9,6 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from compat_clone.tools.migrate.analysis import Analysis
 from compat_clone.tools.migrate.build_calls import rewrite
 from compat_clone.tools.migrate.edits import (
     append_copy_weights,
@@ -19,6 +18,7 @@ from compat_clone.tools.migrate.edits import (
 )
 from compat_clone.tools.migrate.imports import drops_every_alias
 from compat_clone.tools.migrate.syntax import comment_lines, compat_clone_attr, import_compat_clone
+from compat_clone.tools.migrate.walk import Analysis
 
 
 class Transformer(cst.CSTTransformer):

@@ -1,0 +1,188 @@
+"""Where CI installs compat_clone from: ``--install-from``, or the project's own choice.
+
+`install_requirement` turns ``--install-from`` (a version, a path in the
+project, a VCS URL, a requirement) into one pip argument;
+`default_install_source` finds it without the option: compat_clone's own
+checkout, the project's pin of compat-clone, a copy vendored in the project,
+or how the running compat_clone was installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from compat_clone.tools.matrix.install import _self_source
+from compat_clone.tools.matrix.table import _toml_loads
+
+__all__ = ["InstallSourceError", "install_requirement", "default_install_source"]
+
+_DIST_RE = re.compile(r"^\s*compat[-_.]clone(?![A-Za-z0-9_.-])", re.I)
+_VERSION_RE = re.compile(r"^v?\d+(\.\d+)*([-_.]?(a|b|rc|post|dev)\.?\d*)*$", re.I)
+_VCS_PREFIXES = ("git+", "hg+", "svn+", "bzr+")
+
+
+class InstallSourceError(ValueError):
+    """``--install-from`` names nothing CI can install compat_clone from."""
+
+
+def _relative_inside(path: Path, project: Path) -> Optional[str]:
+    try:
+        rel = path.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return None
+    return "." if rel == "." else f"./{rel}"
+
+
+def _names_compat_clone(folder: Path) -> bool:
+    """A folder pip can install as compat-clone (its pyproject.toml names it)."""
+    pyproject = folder / "pyproject.toml"
+    if not pyproject.is_file():
+        return False
+    try:
+        name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name", "")
+    except ValueError:
+        return False
+    return bool(_DIST_RE.match(str(name)))
+
+
+def install_requirement(source: str, project: Path) -> str:
+    """What ``pip install`` gets for `source` in CI.
+
+    Args:
+        source: a version (``0.2.0``), a path in the project (a compat_clone
+            checkout or vendored copy with its ``pyproject.toml``, or a wheel /
+            sdist), a VCS URL (``git+https://...@TAG``), or a requirement
+            naming compat-clone (``compat-clone>=0.2``).
+        project: the project root (paths are checked there).
+
+    Returns:
+        One pip argument: ``compat-clone==0.2.0``, ``./vendor/compat-clone``,
+        ``compat-clone @ git+https://...``.
+
+    Raises:
+        InstallSourceError: a path that is absolute, outside the project,
+            missing or not installable; or none of the above.
+
+    Example:
+
+    >>> install_requirement("0.2.0", Path("."))
+    'compat-clone==0.2.0'
+    """
+    text = source.strip()
+    if text.startswith(_VCS_PREFIXES) or re.match(r"^[a-z]+://", text):
+        return f"compat-clone @ {text}"
+    if _DIST_RE.match(text):
+        return text
+    if _VERSION_RE.match(text):
+        return f"compat-clone=={text.lstrip('vV')}"
+    if os.path.isabs(text):
+        raise InstallSourceError(
+            f"Expected --install-from to be a path inside the project (CI checks it out elsewhere). "
+            f"Received: {source!r}. Give it relative to the project root."
+        )
+    path = project / text
+    rel = _relative_inside(path, project)
+    if rel is None:
+        raise InstallSourceError(f"Expected --install-from to lie inside the project {project}. Received: {source!r}.")
+    if path.is_dir() and (_names_compat_clone(path) or (path / "setup.py").is_file()):
+        return rel
+    if path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip")):
+        return rel
+    raise InstallSourceError(
+        f"Expected --install-from to be a version (0.2.0), a VCS URL (git+https://...), or a path in the project "
+        f"to a compat_clone checkout (with its pyproject.toml) or a wheel. Received: {source!r}"
+        + (" (no such path)." if not path.exists() else " (not installable: no pyproject.toml naming compat-clone).")
+    )
+
+
+def _requirement_files(project: Path) -> List[Path]:
+    found = sorted(project.glob("requirements*.txt")) + sorted(project.glob("requirements/*.txt"))
+    return found + sorted(project.glob("*requirements*.in"))
+
+
+def _project_pin(project: Path) -> Optional[Tuple[str, str]]:
+    """The project's own requirement of compat-clone: (requirement, where), from its requirement
+    files (a line naming it, or a path to a checkout of it) or its ``pyproject.toml``."""
+    for path in _requirement_files(project):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.split(" #", 1)[0].strip()
+            if not line or line.startswith("#"):
+                continue
+            item = re.sub(r"^(-e|--editable)\s+", "", line)
+            if _DIST_RE.match(item) or re.search(r"#egg=compat[-_]clone\b", item, re.I):
+                return item, path.name
+            candidate = (path.parent / item) if not os.path.isabs(item) else Path(item)
+            if not item.startswith("-") and candidate.is_dir() and _names_compat_clone(candidate):
+                rel = _relative_inside(candidate, project)
+                if rel is not None:
+                    return rel, path.name
+    pyproject = project / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = _toml_loads(pyproject.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
+        project_table = data.get("project", {})
+        groups = [project_table.get("dependencies", [])] + list(project_table.get("optional-dependencies", {}).values())
+        groups += list(data.get("dependency-groups", {}).values())
+        for group in groups:
+            for item in group if isinstance(group, list) else []:
+                if isinstance(item, str) and _DIST_RE.match(item):
+                    return item.split(";", 1)[0].strip(), "pyproject.toml"
+    return None
+
+
+def _running_install(project: Path) -> Optional[Tuple[str, str]]:
+    """How the running compat_clone was installed, when CI can do the same: its checkout inside
+    the project, or the VCS URL / project file it came from (PEP 610 ``direct_url.json``)."""
+    kind, where = _self_source()
+    if kind == "editable":
+        rel = _relative_inside(where, project)
+        if rel is not None:
+            return rel, "the compat_clone checkout in the project"
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python 3.7: the backport is not a dependency
+        return None
+    try:
+        raw = metadata.distribution("compat-clone").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    try:
+        direct = json.loads(raw or "{}")
+    except ValueError:
+        return None
+    url = str(direct.get("url", ""))
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and url:
+        rev = vcs.get("commit_id") or vcs.get("requested_revision")
+        return f"compat-clone @ {vcs.get('vcs', 'git')}+{url}" + (f"@{rev}" if rev else ""), "the installed compat-clone"
+    if url.startswith("file://"):
+        rel = _relative_inside(Path(url[len("file://"):]), project)
+        if rel is not None:
+            return rel, "the installed compat-clone"
+    return None
+
+
+def default_install_source(project: Path, version: str) -> Tuple[str, str]:
+    """Where CI installs compat_clone from when ``--install-from`` is not given: (requirement, why).
+
+    In order: compat_clone's own checkout (``.``); the project's own pin
+    (a requirements file or ``pyproject.toml`` naming compat-clone, or a path
+    to a vendored checkout); the running compat_clone's checkout inside the
+    project, or the VCS URL / project file it was installed from; else
+    ``compat-clone==VERSION`` from the package index.
+    """
+    if _names_compat_clone(project):
+        return ".", "compat_clone's own checkout"
+    pin = _project_pin(project)
+    if pin is not None:
+        return pin[0], f"the project's pin in {pin[1]}"
+    running = _running_install(project)
+    if running is not None:
+        return running
+    return f"compat-clone=={version}", "the running compat_clone's version, from the package index"

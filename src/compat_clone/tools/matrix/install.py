@@ -1,0 +1,214 @@
+"""What goes into an environment: the running compat_clone and the table's requirements.
+
+The running compat_clone is installed as a wheel (``$COMPAT_CLONE_WHEEL``), an
+editable checkout, or a copy of its package folder (`_self_source`); what of
+that source decides an environment's contents is part of its stamp
+(`_source_identity`, `_editable_metadata`). `_post_install` re-applies, on
+every run, the steps that a build does not cover: the copy, a changed wheel,
+the environment's fix-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import IO, Any, List, Sequence, Tuple
+
+from compat_clone.tools.matrix.procs import _Procs
+from compat_clone.tools.matrix.table import Env, _toml_loads
+
+__all__ = ["machine_pip_args"]
+
+# In an environment folder: the sha256 of the compat_clone wheel installed there.
+_WHEEL_MARKER = ".compat-clone-wheel"
+
+
+def _self_source() -> Tuple[str, Path]:
+    """How to install the running compat_clone into an environment.
+
+    ``("wheel", file)`` when ``$COMPAT_CLONE_WHEEL`` names a built wheel (``make
+    test`` builds one and tests what users install); ``("editable", repo)`` when
+    it runs from a source checkout; else ``("copy", package dir)`` (a pip install:
+    the package is copied in, with its metadata).
+    """
+    wheel = os.environ.get("COMPAT_CLONE_WHEEL")
+    if wheel:
+        path = Path(wheel).expanduser().resolve()
+        if not path.is_file() or path.suffix != ".whl":
+            raise ValueError(
+                f"COMPAT_CLONE_WHEEL={wheel!r} is not a wheel file. Expected the path of a built "
+                "compat_clone wheel (`uv build` writes one into dist/), or unset the variable."
+            )
+        return "wheel", path
+    pkg = Path(__file__).resolve().parents[2]  # compat_clone/tools/matrix -> compat_clone
+    # src/ layout (a checkout: <repo>/src/compat_clone); a flat tree as a fallback.
+    for repo in (pkg.parent.parent, pkg.parent) if pkg.parent.name == "src" else (pkg.parent,):
+        pyproject = repo / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        try:
+            name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
+        except ValueError:
+            name = None
+        if name == "compat-clone":
+            return "editable", repo
+    return "copy", pkg
+
+
+def machine_pip_args() -> List[str]:
+    """This machine's own installer arguments: ``$COMPAT_CLONE_PIP_ARGS``, split as a shell would.
+
+    A table holds no path of one machine; a local wheel folder, a mirror or a
+    cache go here instead (``COMPAT_CLONE_PIP_ARGS="--find-links /opt/wheels"``).
+    They are added to every ``uv pip install`` of every environment, after the
+    table's own ``pip_args``, and are part of each environment's stamp.
+    """
+    return shlex.split(os.environ.get("COMPAT_CLONE_PIP_ARGS", ""))
+
+
+def _wheel_requirements(wheel: Path) -> List[str]:
+    """The ``Requires-Dist`` lines of a wheel's METADATA: what installing it pulls in."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        if not names:
+            raise ValueError(f"{str(wheel)!r} holds no .dist-info/METADATA: not a wheel built from compat_clone.")
+        text = archive.read(names[0]).decode("utf-8", errors="replace")
+    requires = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+    # An extra's requirements (``; extra == "migrate"``) are not what installing the wheel pulls in.
+    return sorted(r for r in requires if not re.search(r"""\bextra\s*==""", r))
+
+
+def _editable_metadata(src: Tuple[str, Path]) -> Any:
+    """What an editable install writes besides the link to the code (dependencies, scripts,
+    entry points such as the pytest plugin): a change there needs a reinstall."""
+    if src[0] != "editable":
+        return None
+    try:
+        project = _toml_loads((src[1] / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return None
+    return {key: project.get(key) for key in ("dependencies", "scripts", "entry-points")}
+
+
+def _source_identity(src: Tuple[str, Path]) -> Any:
+    """What of the install source decides an environment's contents (its stamp).
+
+    A wheel: its declared requirements (the wheel itself is reinstalled when its
+    bytes change, see `_post_install`). A copy: the version, not the path, so that
+    every project on a machine shares one cached environment.
+    """
+    if src[0] == "wheel":
+        return ["wheel", _wheel_requirements(src[1])]
+    if src[0] == "copy":
+        from compat_clone import __version__
+
+        return ["copy", __version__]
+    return [src[0], str(src[1])]
+
+
+def _expand_requirements(items: Sequence[str]) -> List[str]:
+    """``"-e ."`` (one table string) becomes ``-e <absolute path>`` for uv; paths
+    are relative to the folder the matrix runs in (the project root)."""
+    out: List[str] = []
+    for item in items:
+        flag, _, rest = item.partition(" ")
+        if flag in ("-e", "--editable") and rest.strip():
+            out += ["-e", str(Path(rest.strip()).expanduser().resolve())]
+        else:
+            out.append(item)
+    return out
+
+
+def _site_packages(python: Path) -> str:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    )
+    return out.stdout.strip()
+
+
+def _post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str], procs: _Procs,
+                  log: IO[str]) -> None:
+    """Steps re-applied on every run (cheap, idempotent): the copied compat_clone
+    (when not editable), the wheel when its bytes changed, and the environment's fix-up `.pth`.
+
+    Nothing is rewritten when it is already there: another process may be
+    running in the environment (a conversion worker, a sibling's test)."""
+    site = None
+    if env.install_compat_clone and source[0] == "copy":
+        site = _site_packages(python)
+        _copy_package(source[1], Path(site), log)
+    if env.install_compat_clone and source[0] == "wheel":
+        marker = python.parent.parent / _WHEEL_MARKER
+        digest = _file_digest(source[1])
+        if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != digest:
+            cmd = uv + ["pip", "install", "--python", str(python), "--no-deps", "--reinstall-package", "compat-clone",
+                        str(source[1])]
+            if procs.call(cmd, log=log) != 0:
+                raise RuntimeError(f"installing {source[1].name} into {env.name!r} failed")
+            marker.write_text(digest + "\n", encoding="utf-8")
+            log.write(f"compat-clone matrix: installed {source[1]} (sha256 {digest[:12]})\n")
+    if env.fixup:
+        if not env.install_compat_clone:
+            raise RuntimeError(
+                f"environment {env.name!r} needs fix-up {env.fixup!r}, which runs from "
+                "compat_clone inside the environment: set install_compat_clone = true."
+            )
+        from compat_clone.tools import envfix
+
+        path = envfix.install_into(site or _site_packages(python), env.fixup)
+        log.write(f"compat-clone matrix: fix-up {env.fixup!r} installed: {path}\n")
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _tree_digest(pkg: Path) -> str:
+    """A digest of a package folder's files (``__pycache__`` left out)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(pkg)).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _copy_package(pkg: Path, site: Path, log: IO[str]) -> None:
+    """Copies the running compat_clone into `site`, unless the same files are there already."""
+    target = site / "compat_clone"
+    marker = site / "compat_clone.source-digest"
+    digest = _tree_digest(pkg)
+    if target.is_dir() and marker.is_file() and marker.read_text(encoding="utf-8").strip() == digest:
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(pkg, target, ignore=shutil.ignore_patterns("__pycache__"))
+    _write_dist_info(site)
+    marker.write_text(digest + "\n", encoding="utf-8")
+    log.write(f"compat-clone matrix: copied {pkg} -> {target}\n")
+
+
+def _write_dist_info(site: Path) -> None:
+    """The copied compat_clone's metadata: its version and entry points (the pytest plugin)."""
+    from importlib import metadata
+
+    for old in site.glob("compat_clone-*.dist-info"):
+        shutil.rmtree(old, ignore_errors=True)
+    try:
+        dist = metadata.distribution("compat-clone")
+    except metadata.PackageNotFoundError:  # a vendored copy: nothing to declare
+        return
+    info = site / f"compat_clone-{dist.version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: compat-clone\nVersion: {dist.version}\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text(dist.read_text("entry_points.txt") or "", encoding="utf-8")
+    (info / "INSTALLER").write_text("compat-clone matrix\n", encoding="utf-8")
