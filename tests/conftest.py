@@ -120,6 +120,17 @@ def family(K: Any) -> str:
     return compat_clone.family_of(model).family
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The cases sweeps skipped, each with why (tests/sweeps.py), after the run's summary."""
+    from sweeps import summary_lines
+
+    lines = summary_lines(report for reports in terminalreporter.stats.values() for report in reports)
+    if lines:
+        terminalreporter.section("cases skipped by sweeps")
+        for line in lines:
+            terminalreporter.line(line)
+
+
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Skips tests marked for a family this run does not test."""
     active = set(families_under_test())

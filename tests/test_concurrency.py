@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Tuple
@@ -18,8 +17,8 @@ import numpy as np
 import pytest
 
 import compat_clone
-from features import family_name
 from model_state import fill_weights, predict, rich_input, rich_model
+from threads import per_thread_session, run_in_threads
 
 THREADS = 8
 ROUNDS = 3
@@ -60,26 +59,6 @@ BUILDERS: List[Callable[[Any, int], Any]] = [
 ]
 
 
-def per_thread_session(K: Any) -> bool:
-    """Standalone Keras 2.3 on a TF 1.x graph keeps one TF session per thread."""
-    from packaging.version import Version
-
-    return family_name(K) == "keras2" and Version(K.__version__) >= Version("2.3")
-
-
-def session_scope(K: Any) -> Callable[[], Any]:
-    """What a worker thread enters to use the models of this thread.
-
-    Keras 2.3 keeps the values in the session of the thread that initialized
-    them: the documented way to use them elsewhere is that session as the
-    default. Every other family needs nothing.
-    """
-    if not per_thread_session(K):
-        return contextlib.nullcontext
-    session = K.backend.get_session()
-    return session.as_default
-
-
 def _inputs_for(model: Any) -> Any:
     x = rich_input()
     return [x, x] if len(model.inputs) == 2 else x
@@ -89,26 +68,12 @@ def test_eight_threads_clone_different_models(K: Any) -> None:
     sources = [BUILDERS[i % len(BUILDERS)](K, i) for i in range(THREADS)]
     expected = [predict(m, _inputs_for(m)) for m in sources]
     results: Dict[int, List[Any]] = {i: [] for i in range(THREADS)}
-    errors: List[Tuple[int, BaseException]] = []
-    barrier = threading.Barrier(THREADS)
-    scope = session_scope(K)
 
     def work(i: int) -> None:
-        try:
-            barrier.wait(timeout=60)
-            with scope():
-                for _ in range(ROUNDS):
-                    results[i].append(compat_clone.clone_model(sources[i], copy_weights=True))
-        except BaseException as exc:  # reported below, with the thread's index
-            errors.append((i, exc))
+        for _ in range(ROUNDS):
+            results[i].append(compat_clone.clone_model(sources[i], copy_weights=True))
 
-    threads = [threading.Thread(target=work, args=(i,), name=f"cloner-{i}") for i in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a cloning thread hung"
-    assert not errors, f"{len(errors)} thread(s) failed; first: thread {errors[0][0]}: {errors[0][1]!r}"
+    run_in_threads(K, THREADS, work, name="cloner")
     for i, clones in results.items():
         assert len(clones) == ROUNDS
         for clone in clones:
@@ -306,19 +271,13 @@ def test_clone_changes_no_global_setting_in_other_threads(K: Any) -> None:
     sources = [BUILDERS[i](K, 300 + i) for i in range(len(BUILDERS))]
     before = global_settings(K)
     seen: Dict[int, Any] = {}
-    scope = session_scope(K)
 
     def work(i: int) -> None:
-        with scope():
-            own = global_settings(K)
-            compat_clone.clone_model(sources[i], copy_weights=True)
-            seen[i] = (own, global_settings(K))
+        own = global_settings(K)
+        compat_clone.clone_model(sources[i], copy_weights=True)
+        seen[i] = (own, global_settings(K))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(sources))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    run_in_threads(K, len(sources), work, name="settings")
     assert_same_settings(before, global_settings(K))
     assert len(seen) == len(sources)
     for i, (own_before, own_after) in seen.items():

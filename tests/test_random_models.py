@@ -7,7 +7,10 @@ nested models, `Lambda`, BatchNormalization). For each, the clone made with
 source's outputs, have its own variables, and leave the source unchanged.
 
 Examples per family: 200 with the default `ci` profile, 2000 with
-HYPOTHESIS_PROFILE=nightly (see tests/strategies.py).
+HYPOTHESIS_PROFILE=nightly (see tests/strategies.py). A source model the
+release itself cannot run is skipped only for a known kind of native failure
+(`NATIVE_FAILURES`), and the skipped examples are listed in the run's summary
+(tests/sweeps.py); any other failure of the source fails the test.
 """
 
 from __future__ import annotations
@@ -21,37 +24,70 @@ import compat_clone
 from features import family_name
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, build_model, describe, graph_specs, run_model, sample_inputs
+from sweeps import Skips
 from tests._py import zip_strict
 
 
+# The source models a release cannot run natively, by kind: a kind and why
+# its examples are skipped (nothing to compare a clone with), not failed.
+# A source that fails in a way `_native_failure` does not recognise fails the
+# test; a new kind is added here once it is known to be the release's own bug.
+NATIVE_FAILURES = {
+    "keras3.9-3.11-masked-concatenate": (
+        "Keras 3.9-3.11 fail to call a Concatenate whose inputs carry a mask (a ValueError from "
+        "its mask's BroadcastTo over a None dimension); 3.3-3.8 and 3.12+ run the same model"
+    ),
+}
 
-@SETTINGS
-@given(spec=graph_specs())
-def test_clone_with_copied_weights_predicts_like_the_source(K: Any, spec: Any) -> None:
-    fresh_graph(K)
-    source = build_model(K, spec)
-    xs = sample_inputs(spec)
-    try:
-        expected = run_model(source, xs)
-    except Exception as exc:
-        # The source itself cannot run in this release: nothing to compare a
-        # clone with. Seen: Keras 3.9-3.11 fail to call a single-input
-        # Concatenate over a Masking output (its mask broadcast meets a None
-        # dimension); 3.3-3.8 and 3.12+ run it. Such examples are rejected, not
-        # passed: if most were, Hypothesis' filter health check fails the test.
-        event(f"source model not runnable natively: {type(exc).__name__}")
-        reject()
-    before = snapshot(source)
 
-    clone = compat_clone.clone_model(source, copy_weights=True, recursive=spec.recursive)
+def _native_failure(K: Any, spec: Any, exc: Exception) -> str:
+    """The kind of a source's failure to run natively (a key of NATIVE_FAILURES), or a new kind."""
+    from packaging.version import Version
 
-    got = run_model(clone, xs)
-    assert len(got) == len(expected), describe(spec)
-    for i, (a, b) in enumerate(zip_strict(got, expected)):
-        assert a.shape == b.shape, f"output {i}: {a.shape} != {b.shape}\n{describe(spec)}"
-        np.testing.assert_array_equal(a, b, err_msg=f"output {i}\n{describe(spec)}")
-    assert not {id(v) for v in source.weights} & {id(v) for v in clone.weights}, describe(spec)
-    assert_unchanged(before, source)
+    if (family_name(K) == "keras3" and Version("3.9") <= Version(K.__version__) < Version("3.12")
+            and isinstance(exc, ValueError) and "BroadcastTo" in str(exc)
+            and any(op[0] == "concat" for op in spec.ops)):
+        return "keras3.9-3.11-masked-concatenate"
+    return f"{family_name(K)} {K.__version__}: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+
+
+def _case(spec: Any) -> str:
+    return f"seed={spec.seed} ops={'/'.join(op[0] for op in spec.ops)}"
+
+
+def test_clone_with_copied_weights_predicts_like_the_source(K: Any, record_property: Any) -> None:
+    skips = Skips(NATIVE_FAILURES)
+
+    @SETTINGS
+    @given(spec=graph_specs())
+    def check(spec: Any) -> None:
+        fresh_graph(K)
+        source = build_model(K, spec)
+        xs = sample_inputs(spec)
+        try:
+            expected = run_model(source, xs)
+        except Exception as exc:
+            # Nothing to compare a clone with: a known kind is skipped (listed
+            # in the run's summary; if most examples were, Hypothesis' filter
+            # health check would fail the test), a new kind fails it.
+            kind = _native_failure(K, spec, exc)
+            event(f"source model not runnable natively: {kind}")
+            skips.skip(kind, _case(spec))
+            reject()
+        before = snapshot(source)
+
+        clone = compat_clone.clone_model(source, copy_weights=True, recursive=spec.recursive)
+
+        got = run_model(clone, xs)
+        assert len(got) == len(expected), describe(spec)
+        for i, (a, b) in enumerate(zip_strict(got, expected)):
+            assert a.shape == b.shape, f"output {i}: {a.shape} != {b.shape}\n{describe(spec)}"
+            np.testing.assert_array_equal(a, b, err_msg=f"output {i}\n{describe(spec)}")
+        assert not {id(v) for v in source.weights} & {id(v) for v in clone.weights}, describe(spec)
+        assert_unchanged(before, source)
+
+    check()
+    skips.record(record_property)
 
 
 def fresh_graph(K: Any) -> None:

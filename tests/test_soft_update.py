@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import inspect
 import json
@@ -26,10 +25,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import pytest
@@ -434,17 +432,9 @@ def test_tf_falls_back_to_kernels_when_xla_refuses() -> None:
 # -- threads -----------------------------------------------------------------------------
 
 
-def _session_scope(K: Any, family: str) -> Callable[[], Any]:
-    """Standalone Keras 2.3 keeps one TF session per thread: workers enter the models' own."""
-    from packaging.version import Version
-
-    if family == "keras2" and Version(K.__version__) >= Version("2.3"):
-        return K.backend.get_session().as_default  # type: ignore[no-any-return]
-    return contextlib.nullcontext
-
-
-def test_threads_soft_update_different_targets(K: Any, family: str) -> None:
+def test_threads_soft_update_different_targets(K: Any) -> None:
     import compat_clone
+    from threads import run_in_threads
 
     threads_n, rounds = 4, 3
     sources = [build(K, seed=100 + i, prefix=f"s{i}_") for i in range(threads_n)]
@@ -452,26 +442,12 @@ def test_threads_soft_update_different_targets(K: Any, family: str) -> None:
     src = [weights_np(m) for m in sources]
     tgt = [weights_np(m) for m in targets]
     taus = [0.1, 0.3, 0.6, 0.9]
-    errors: List[Tuple[int, BaseException]] = []
-    barrier = threading.Barrier(threads_n)
-    scope = _session_scope(K, family)
 
     def work(i: int) -> None:
-        try:
-            barrier.wait(timeout=60)
-            with scope():
-                for _ in range(rounds):
-                    compat_clone.copy_weights(sources[i], targets[i], tau=taus[i])
-        except BaseException as exc:  # reported below, with the thread's index
-            errors.append((i, exc))
+        for _ in range(rounds):
+            compat_clone.copy_weights(sources[i], targets[i], tau=taus[i])
 
-    threads = [threading.Thread(target=work, args=(i,), name=f"soft-{i}") for i in range(threads_n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a soft-update thread hung"
-    assert not errors, f"{len(errors)} thread(s) failed; first: thread {errors[0][0]}: {errors[0][1]!r}"
+    run_in_threads(K, threads_n, work, name="soft-update")
     for i in range(threads_n):
         keep = (1.0 - taus[i]) ** rounds
         want = [s if np.issubdtype(s.dtype, np.integer) else s + keep * (t.astype(np.float64) - s)
