@@ -7,34 +7,18 @@ known upstream bug, asserted in the family's own test module.
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 import pytest
 
 import compat_clone
 from features import DESCRIPTIONS, FEATURES, native_clone, run_check
+from feature_records import write_records
 
 
 def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> None:
-    folder = os.environ.get("COMPAT_CLONE_RESULTS")
-    if not folder:
-        return
-    os.makedirs(folder, exist_ok=True)
-    env = os.environ.get("COMPAT_CLONE_ENV", "default")
-    line = {
-        "env": env,
-        "feature": feature,
-        "description": DESCRIPTIONS[feature],
-        "side": side,
-        "outcome": outcome,
-        "detail": detail[:300],
-        "keras": f"{K.__name__.split('.')[0]} {K.__version__}",
-    }
-    path = os.path.join(folder, f"{env}.jsonl")
-    with open(path, "a", encoding="utf-8") as fh:  # one line per write: safe across xdist workers
-        fh.write(json.dumps(line) + "\n")
+    write_records(K, [{"feature": feature, "description": DESCRIPTIONS[feature], "side": side, "outcome": outcome,
+                       "detail": detail}])
 
 
 @pytest.mark.parametrize("name", sorted(FEATURES))

@@ -451,12 +451,18 @@ def _where(variable: Any) -> str:
 @needs_tf
 def test_tf_sync_on_read_sum_target_refused_before_any_write() -> None:
     """The TF assignment phase plans every pair first: a refusal writes nothing."""
+    check_sync_on_read_sum_refused(["/CPU:0"])
+
+
+def check_sync_on_read_sum_refused(devices: List[str]) -> None:
+    """A copy into a SUM-aggregated, sync-on-read variable (a MirroredStrategy over `devices`) is
+    refused before anything is written: the other pair's target keeps its zeros."""
     import numpy as np
     import tensorflow as tf
 
     from compat_clone import InvalidArgumentError, placement as _placement
 
-    strategy = tf.distribute.MirroredStrategy(["/CPU:0"])
+    strategy = tf.distribute.MirroredStrategy(devices)
     a = tf.Variable(np.ones(3, "float32"))
     b = tf.Variable(np.zeros(3, "float32"))
     with strategy.scope():
@@ -669,20 +675,7 @@ def _worker_tf(out: str) -> None:
             assert_same_weights(model, clone)
 
         def sync_on_read_sum_refused_first(K: Any = K) -> None:
-            from compat_clone import InvalidArgumentError, placement as _placement
-
-            strategy = tf.distribute.MirroredStrategy(["/CPU:0", "/CPU:1"])
-            a = tf.Variable(np.ones(3, "float32"))
-            b = tf.Variable(np.zeros(3, "float32"))
-            with strategy.scope():
-                c = tf.Variable(
-                    np.zeros(3, "float32"),
-                    synchronization=tf.VariableSynchronization.ON_READ,
-                    aggregation=tf.VariableAggregation.SUM,
-                )
-            with pytest.raises(InvalidArgumentError, match="Nothing was copied"):
-                _placement.assign_tf([(a, b), (a, c)])
-            assert b.numpy().tolist() == [0, 0, 0]
+            check_sync_on_read_sum_refused(["/CPU:0", "/CPU:1"])
 
         for check in (
             device_like_source,

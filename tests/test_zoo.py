@@ -18,7 +18,6 @@ escape, or clone it passing every aspect.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List
 
@@ -26,6 +25,7 @@ import pytest
 
 import compat_clone
 from features import NotApplicable, backend_name, family_name, native_clone
+from feature_records import write_records
 from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 _ASPECT_TEXT = {
@@ -37,26 +37,10 @@ _ASPECT_TEXT = {
 
 
 def _record(case: Case, K: Any, side: str, verdicts: Dict[str, Any]) -> None:
-    folder = os.environ.get("COMPAT_CLONE_RESULTS")
-    if not folder:
-        return
-    os.makedirs(folder, exist_ok=True)
-    env = os.environ.get("COMPAT_CLONE_ENV", "default")
-    lines = [
-        json.dumps({
-            "env": env,
-            "feature": f"zoo_{case.name}.{aspect}",
-            "description": f"{case.description}: {_ASPECT_TEXT[aspect]}",
-            "side": side,
-            "outcome": outcome,
-            "detail": detail[:300],
-            "keras": f"{K.__name__.split('.')[0]} {K.__version__}",
-        })
-        for aspect, (outcome, detail) in verdicts.items()
-    ]
-    path = os.path.join(folder, f"{env}.jsonl")
-    with open(path, "a", encoding="utf-8") as fh:  # one write per call: safe across xdist workers
-        fh.write("".join(line + "\n" for line in lines))
+    write_records(K, [{"feature": f"zoo_{case.name}.{aspect}",
+                       "description": f"{case.description}: {_ASPECT_TEXT[aspect]}",
+                       "side": side, "outcome": outcome, "detail": detail}
+                      for aspect, (outcome, detail) in verdicts.items()])
 
 
 def _judge_refusal(case: Case, native: SideResult, compat: SideResult) -> List[str]:
