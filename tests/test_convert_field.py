@@ -267,19 +267,19 @@ def test_nan_positions_compare_equal_and_finite_values_still_decide() -> None:
     from compat_clone.convert._proof import OutputDiff, _compare
 
     source = np.array([[1.0, np.nan, np.inf], [2.0, 3.0, -np.inf]], "float32")
-    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, ["out"])
+    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, "out")
     assert same.ok and same.nonfinite == 3 and same.nonfinite_differ == 0 and same.max_abs == 0.0
     finite_differs = source.copy()
     finite_differs[1, 0] = 2.5
-    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, ["out"])
+    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, "out")
     assert not off.ok and off.max_abs == 0.5 and off.nonfinite == 3
     nan_moved = source.copy()
     nan_moved[0, 0] = np.nan  # NaN where the source is finite
-    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, ["out"])
+    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, "out")
     assert not moved.ok and moved.nonfinite_differ == 1
     flipped = source.copy()
     flipped[0, 2] = -np.inf  # another infinity
-    assert _compare(flipped, source, 1e-5, 1e-6, 0, ["out"]).nonfinite_differ == 1
+    assert _compare(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
     text = str(OutputDiff(0, "out", moved.max_abs, moved.max_rel, moved.ok, nonfinite=moved.nonfinite,
                           nonfinite_differ=moved.nonfinite_differ))
     assert "MISMATCH: NaN/inf at 1 positions" in text and "the source produces NaN/inf at 3 positions" in text
