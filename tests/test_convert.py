@@ -11,6 +11,7 @@ outputs must be the model's predictions.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from typing import Any, List
 
@@ -20,6 +21,7 @@ import pytest
 from compat_clone.convert import (
     FORMAT,
     Description,
+    Proof,
     convert,
     describe,
     load,
@@ -255,6 +257,11 @@ def test_roundtrip_through_file(K2: Any, tmp_path: Any) -> None:
     model = rebuild(description)
     proof = verify(description, model)
     assert proof.ok and proof.max_abs <= 1e-5
+    # What the command line's worker prints, and reads back: the same proof.
+    data = json.loads(json.dumps(proof.to_json()))
+    assert Proof.from_json(data) == proof and data["line"] == str(proof)
+    with pytest.raises(InvalidArgumentError, match="proof's JSON"):
+        Proof.from_json({"outputs": []})
 
 
 @needs_both
