@@ -190,7 +190,7 @@ def describe(
 
 
 def _architecture(model: Any) -> Dict[str, Any]:
-    if not _is_graph(model):
+    if not _has_graph(model):
         raise UnsupportedModelError(
             f"Cannot describe the subclassed model {model.name!r} of type "
             f"{type(model).__name__}: it has no layer graph to convert. Build it "
@@ -211,7 +211,8 @@ def _architecture(model: Any) -> Dict[str, Any]:
     return {"class_name": data["class_name"], "config": data["config"]}
 
 
-def _is_graph(model: Any) -> bool:
+def _has_graph(model: Any) -> bool:
+    """Whether a model (`_walk.is_model`) has a layer graph to describe: not a subclassed one."""
     return bool(getattr(model, "_is_graph_network", False)) or type(model).__name__ in (
         "Sequential",
         "Functional",
