@@ -99,8 +99,13 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
     env_dir = sibling(env)
     (table_env,) = [e for e in load_table() if e.name == env]
     family = dict(table_env.expect)["family"]
+    environ = env_environ(table_env, env_dir)
+    # A development checkout on PYTHONPATH serves the sibling too, as it serves
+    # `compat-clone convert`'s workers (`tools/convert/_envs.py`); the matrix clears it.
+    if os.environ.get("PYTHONPATH"):
+        environ["PYTHONPATH"] = os.environ["PYTHONPATH"]
     proc = subprocess.run([str(env_dir / "bin" / "python"), str(script), str(out), family, *args],
-                          env=env_environ(table_env, env_dir), capture_output=True, text=True, timeout=timeout)
+                          env=environ, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{script.name} in {env} failed:\n" + proc.stdout[-3000:] + proc.stderr[-3000:]
     report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert str(report["keras"]).startswith(env.split("-")[-1]), (env, report)
