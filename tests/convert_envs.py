@@ -1,4 +1,4 @@
-"""Helpers of the cross-environment conversion tests (test_convert_cli, test_convert_zoo_envs).
+"""Helpers of the cross-environment conversion tests (test_convert_cli, test_convert_field, test_convert_zoo_envs).
 
 A test in a Keras 3 environment of the matrix builds its Keras 2 sources by
 running a script in a sibling environment (standalone Keras 2.2.4 / 2.3.1,
@@ -7,6 +7,10 @@ before any test runs and exports ``COMPAT_CLONE_MATRIX_DIR`` /
 ``COMPAT_CLONE_MATRIX_ENVS``: a sibling of the run that is not there FAILS the
 test; outside the matrix, a sibling that is not built is skipped with the way
 to build it.
+
+Which environment runs which case is one rule here too: a case lists the
+Keras 3 hosts that convert it (`hosted`), a module runs only where Keras 3 is
+the target (`keras3_target`), and `runs_here` answers both.
 """
 
 from __future__ import annotations
@@ -16,12 +20,48 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = os.environ.get("COMPAT_CLONE_ENV")
+#: the matrix environments where Keras 3 is the conversion's target, one per backend
+KERAS3_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
+
+
+def runs_here(hosts: Sequence[str]) -> bool:
+    """Whether this environment is one of `hosts` (outside the matrix: every host's share runs here)."""
+    return HERE is None or HERE in hosts
+
+
+def hosted(*values: Any, id: str, hosts: Sequence[str], verb: str = "converted") -> Any:
+    """`pytest.param(*values)` that runs in `hosts` only, skipped elsewhere with where it runs."""
+    marks = [] if runs_here(hosts) else [pytest.mark.skip(reason=f"{verb} in {', '.join(hosts)}")]
+    return pytest.param(*values, id=id, marks=marks)
+
+
+def only_in(*hosts: str) -> Any:
+    """A test that runs in `hosts` only (skipped elsewhere, saying where it runs)."""
+    return pytest.mark.skipif(not runs_here(hosts), reason=f"converted in {', '.join(hosts)}")
+
+
+def keras3_target(what: str) -> Any:
+    """Skips a test outside the Keras 3 hosts (outside the matrix: without Keras 3); `what` says what runs there."""
+    return pytest.mark.skipif(
+        HERE not in KERAS3_HOSTS if HERE is not None else not keras3_here(),
+        reason=f"{what} where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
+               "(or outside the matrix, in an environment with Keras 3)",
+    )
+
+
+def run_convert(argv: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
+    """Runs `compat-clone convert` in this process (it imports no framework; its workers do)."""
+    from compat_clone.tools.cli import main
+
+    rc = main(["convert", *argv])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
 
 
 def keras3_here() -> bool:
@@ -59,8 +99,13 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
     env_dir = sibling(env)
     (table_env,) = [e for e in load_table() if e.name == env]
     family = dict(table_env.expect)["family"]
+    environ = env_environ(table_env, env_dir)
+    # A development checkout on PYTHONPATH serves the sibling too, as it serves
+    # `compat-clone convert`'s workers (`tools/convert/_envs.py`); the matrix clears it.
+    if os.environ.get("PYTHONPATH"):
+        environ["PYTHONPATH"] = os.environ["PYTHONPATH"]
     proc = subprocess.run([str(env_dir / "bin" / "python"), str(script), str(out), family, *args],
-                          env=env_environ(table_env, env_dir), capture_output=True, text=True, timeout=timeout)
+                          env=environ, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{script.name} in {env} failed:\n" + proc.stdout[-3000:] + proc.stderr[-3000:]
     report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert str(report["keras"]).startswith(env.split("-")[-1]), (env, report)

@@ -7,7 +7,7 @@ Run with a matrix environment's interpreter (standalone Keras 2.x, or tf.keras
         FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel, each optionally =CASE,CASE...
 
 Each zoo case the environment can build is saved in every FORMAT, loaded back
-the way `compat-clone convert` reads a file (its worker's `load_source`), and
+the way `compat-clone convert` reads a file (`compat_clone.convert._source.read_model`), and
 the loaded model is described (`compat_clone.convert.describe`) into
 ``OUT_DIR/<case>.<format>.npz``: the description holds the source's outputs
 (and masks) on the probes, which the Keras 3 side proves its rebuild against.
@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from compat_clone.convert import describe, save  # noqa: E402
-from compat_clone.convert._describe import _output_list  # noqa: E402
-from compat_clone.tools.convert._worker import keras_for, load_source  # noqa: E402
+from compat_clone.convert._probes import output_list  # noqa: E402
+from compat_clone.convert._source import keras_for, read_model  # noqa: E402
 from tests import convert_zoo  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def _save(K: Any, model: Any, path: str, fmt: str) -> None:
 
 def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     out = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=len(inputs[0]), verbose=0)
-    return [np.asarray(o) for o in _output_list(model, out)]  # a dict in the outputs' order
+    return [np.asarray(o) for o in output_list(model, out)]  # a dict in the outputs' order
 
 
 # (case, format, Keras version prefix) whose file the writing Keras does not read
@@ -81,7 +81,7 @@ def main(out: str, family: str, formats: List[str]) -> None:
         for fmt in wanted:
             path = os.path.join(out, f"{name}.{fmt}")
             _save(K, case.model, path, fmt)
-            loaded = load_source(K, family, path, objects, safe_mode=False)  # our own files
+            loaded = read_model(K, family, path, objects, safe_mode=False)  # our own files
             description = describe(loaded, seed=3)
             probe = description.probes[0]
             same = [np.allclose(read, built, rtol=1e-6, atol=1e-7)

@@ -23,9 +23,8 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from compat_clone.tools.cli import main as cli_main
-from tests.convert_envs import HERE as _HERE
-from tests.convert_envs import keras3_here, run_in_sibling, shared_builds, sibling
+from tests.convert_envs import hosted, keras3_target, only_in, run_convert, run_in_sibling, runs_here, shared_builds
+from tests.convert_envs import sibling
 
 SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
 CUSTOM = Path(__file__).resolve().parent / "convert_custom.py"
@@ -40,26 +39,13 @@ _CASES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
     ("tf.keras-2.15", "savedmodel"): ("keras-3.15-tf",),
 }
-_CROSS_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
-
-
-def _runs_here(hosts: Tuple[str, ...]) -> bool:
-    return _HERE is None or _HERE in hosts
 
 
 def _cases() -> List[Any]:
-    out = []
-    for (env, fmt), hosts in _CASES.items():
-        marks = [] if _runs_here(hosts) else [pytest.mark.skip(reason=f"converted in {', '.join(hosts)}")]
-        out.append(pytest.param(env, fmt, id=f"{env}-{fmt}", marks=marks))
-    return out
+    return [hosted(env, fmt, id=f"{env}-{fmt}", hosts=hosts) for (env, fmt), hosts in _CASES.items()]
 
 
-cross_env = pytest.mark.skipif(
-    _HERE not in _CROSS_HOSTS if _HERE is not None else not keras3_here(),
-    reason="cross-environment conversions run where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
-           "(or outside the matrix, in an environment with Keras 3)",
-)
+cross_env = keras3_target("cross-environment conversions run")
 
 
 @pytest.fixture(scope="module")
@@ -67,19 +53,15 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """`sources(env)` -> folder with that env's files of every format this environment converts."""
 
     def build(env: str, out: Path) -> Dict[str, Any]:
-        formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and _runs_here(hosts))
-        if env == "tf.keras-2.15" and _runs_here(("keras-3.15-jax", "keras-3.15-torch")):
+        formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and runs_here(hosts))
+        if env == "tf.keras-2.15" and runs_here(("keras-3.15-jax", "keras-3.15-torch")):
             formats += ("custom-h5", "lambda-keras", "tfops-h5")
         return run_in_sibling(env, SOURCES, out, list(formats))
 
     return shared_builds(tmp_path_factory, "convert-sources", build)
 
 
-def convert(argv: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    """Runs `compat-clone convert` in this process (it imports no framework; its workers do)."""
-    rc = cli_main(["convert", *argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
+convert = run_convert
 
 
 def _target_args() -> List[str]:
@@ -148,7 +130,7 @@ def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @cross_env
-@pytest.mark.skipif(not _runs_here(("keras-3.15-jax",)), reason="converted in keras-3.15-jax")
+@only_in("keras-3.15-jax")
 def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,7 +144,7 @@ def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path
 
 
 @cross_env
-@pytest.mark.skipif(not _runs_here(("keras-3.15-torch",)), reason="converted in keras-3.15-torch")
+@only_in("keras-3.15-torch")
 def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +160,7 @@ def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, 
 
 
 @cross_env
-@pytest.mark.skipif(not _runs_here(("keras-3.15-jax",)), reason="converted in keras-3.15-jax")
+@only_in("keras-3.15-jax")
 def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """tf.keras 2.13+ refuses a .keras file's Lambda code in safe mode: said, with the flag that allows it."""
@@ -201,7 +183,7 @@ def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: P
 
 
 @cross_env
-@pytest.mark.skipif(not _runs_here(("keras-3.15-torch",)), reason="converted in keras-3.15-torch")
+@only_in("keras-3.15-torch")
 def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(sources: Any, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """`h * tf.nn.relu6(h + 3.0) / 6.0` in tf.keras 2.15 runs on torch; the file names what loads it."""

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from compat_clone.tools.cli import main as cli_main
-from tests.convert_envs import HERE, keras3_here, run_in_sibling, shared_builds, sibling
+from tests.convert_envs import hosted, keras3_target, run_convert, run_in_sibling, runs_here, shared_builds, sibling
 
 SCRIPT = Path(__file__).resolve().parent / "convert_field_sources.py"
 WRITER = "tf.keras-2.4"
@@ -40,24 +40,13 @@ _CASES: Dict[str, Tuple[str, ...]] = {
 }
 _FILES = {"plain-savedmodel": "plain_savedmodel", "dict-savedmodel": "dict_savedmodel", "dict-h5": "dict.h5",
           "embed-h5": "embed.h5", "nan-h5": "nan.h5"}
-_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
 
 
-def _runs_here(hosts: Tuple[str, ...]) -> bool:
-    return HERE is None or HERE in hosts
-
-
-cross_env = pytest.mark.skipif(
-    HERE not in _HOSTS if HERE is not None else not keras3_here(),
-    reason="TF 2.4's files are converted where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
-           "(or outside the matrix, in an environment with Keras 3)",
-)
+cross_env = keras3_target("TF 2.4's files are converted")
 
 
 def _case(name: str) -> Any:
-    hosts = _CASES[name]
-    marks = [] if _runs_here(hosts) else [pytest.mark.skip(reason=f"converted in {', '.join(hosts)}")]
-    return pytest.param(name, id=name, marks=marks)
+    return hosted(name, id=name, hosts=_CASES[name])
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +54,14 @@ def field(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """`field()` -> the folder with this host's share of TF 2.4's files, written once per run."""
 
     def build(env: str, out: Path) -> Dict[str, Any]:
-        cases = [name for name, hosts in _CASES.items() if _runs_here(hosts)]
+        cases = [name for name, hosts in _CASES.items() if runs_here(hosts)]
         return run_in_sibling(env, SCRIPT, out, cases)
 
     get = shared_builds(tmp_path_factory, "convert-field", build)
     return lambda: get(WRITER)
 
 
-def convert(argv: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    rc = cli_main(["convert", *argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
+convert = run_convert
 
 
 def _common(source: Path, out: Path) -> List[str]:
@@ -174,7 +160,7 @@ def test_a_source_answering_nan_is_said_and_compared(name: str, field: Any, tmp_
 
 
 @cross_env
-@pytest.mark.skipif(not _runs_here(("keras-3.15-tf",)), reason="run in keras-3.15-tf")
+@pytest.mark.skipif(not runs_here(("keras-3.15-tf",)), reason="run in keras-3.15-tf")
 def test_migrate_models_lists_a_tf24_savedmodel(field: Any, capsys: pytest.CaptureFixture[str]) -> None:
     folder = field()
     rc = cli_main(["migrate", "--models", str(folder / "plain_savedmodel")])
@@ -267,19 +253,19 @@ def test_nan_positions_compare_equal_and_finite_values_still_decide() -> None:
     from compat_clone.convert._proof import OutputDiff, _compare
 
     source = np.array([[1.0, np.nan, np.inf], [2.0, 3.0, -np.inf]], "float32")
-    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, ["out"])
+    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, "out")
     assert same.ok and same.nonfinite == 3 and same.nonfinite_differ == 0 and same.max_abs == 0.0
     finite_differs = source.copy()
     finite_differs[1, 0] = 2.5
-    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, ["out"])
+    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, "out")
     assert not off.ok and off.max_abs == 0.5 and off.nonfinite == 3
     nan_moved = source.copy()
     nan_moved[0, 0] = np.nan  # NaN where the source is finite
-    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, ["out"])
+    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, "out")
     assert not moved.ok and moved.nonfinite_differ == 1
     flipped = source.copy()
     flipped[0, 2] = -np.inf  # another infinity
-    assert _compare(flipped, source, 1e-5, 1e-6, 0, ["out"]).nonfinite_differ == 1
+    assert _compare(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
     text = str(OutputDiff(0, "out", moved.max_abs, moved.max_rel, moved.ok, nonfinite=moved.nonfinite,
                           nonfinite_differ=moved.nonfinite_differ))
     assert "MISMATCH: NaN/inf at 1 positions" in text and "the source produces NaN/inf at 3 positions" in text

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from tests import convert_zoo
-from tests.convert_envs import HERE, keras3_here, run_in_sibling, shared_builds
+from tests.convert_envs import hosted, keras3_target, run_in_sibling, runs_here, shared_builds
 
 SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
 
@@ -44,7 +44,6 @@ _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     # cases spread over the three hosts (`_share`), so every backend rebuilds some.
     ("tf.keras-2.4", "savedmodel"): ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch"),
 }
-_HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
 _SPREAD = {("tf.keras-2.4", "savedmodel")}
 # Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it) and no
 # TFOpLambda (tf.keras 2.4).
@@ -52,10 +51,6 @@ _SPREAD = {("tf.keras-2.4", "savedmodel")}
 # with other outputs (tests/convert_zoo_sources.py checks that it still does).
 _NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1"), "tf_ops": ("keras-2.2.4", "keras-2.3.1"),
            "dict_outputs": ("keras-2.2.4", "keras-2.3.1"), "conv_variants": ("tf.keras-2.4",)}
-
-
-def _runs_here(hosts: Tuple[str, ...]) -> bool:
-    return HERE is None or HERE in hosts
 
 
 def _share(env: str, fmt: str, name: str, hosts: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -72,16 +67,11 @@ def _params() -> List[Any]:
             if env in _NOT_IN.get(name, ()):
                 continue
             mine = _share(env, fmt, name, hosts)
-            marks = [] if _runs_here(mine) else [pytest.mark.skip(reason=f"rebuilt in {', '.join(mine)}")]
-            out.append(pytest.param(env, fmt, name, id=f"{env}-{fmt}-{name}", marks=marks))
+            out.append(hosted(env, fmt, name, id=f"{env}-{fmt}-{name}", hosts=mine, verb="rebuilt"))
     return out
 
 
-pytestmark = pytest.mark.skipif(
-    HERE not in _HOSTS if HERE is not None else not keras3_here(),
-    reason="the zoo is rebuilt where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
-           "(or outside the matrix, in an environment with Keras 3)",
-)
+pytestmark = keras3_target("the zoo is rebuilt")
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +81,10 @@ def described(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def build(env: str, out: Path) -> Dict[str, Any]:
         formats = []
         for (e, fmt), hosts in _SOURCES.items():
-            if e != env or not _runs_here(hosts):
+            if e != env or not runs_here(hosts):
                 continue
             if (e, fmt) in _SPREAD:
-                cases = [n for n in convert_zoo.ZOO if _runs_here(_share(e, fmt, n, hosts))]
+                cases = [n for n in convert_zoo.ZOO if runs_here(_share(e, fmt, n, hosts))]
                 fmt += "=" + ",".join(cases)
             formats.append(fmt)
         return run_in_sibling(env, SCRIPT, out, formats)
@@ -199,7 +189,7 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     import sys
 
     hosts = [h for (e, fmt), h in _SOURCES.items() if e == env][0]
-    if not _runs_here(hosts):
+    if not runs_here(hosts):
         pytest.skip(f"rebuilt in {', '.join(hosts)}")
     _, report = described(env)
     description = report["cases"]["tagger"]["files"]["h5"]

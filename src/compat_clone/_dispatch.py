@@ -17,6 +17,7 @@ import threading
 from types import ModuleType
 from typing import Any, Dict, Optional, Tuple
 
+from compat_clone._walk import MODEL_CLASS_NAMES  # the one set of model class names
 from compat_clone.errors import NotAModelError
 
 __all__ = ["FamilyInfo", "family_of", "family_for", "adapter_for", "family_of_class"]
@@ -30,10 +31,6 @@ KERAS2 = "keras2"
 # `tensorflow.python.keras` (TF <= 2.5) and is served by the tf.keras adapter.
 _OWNER_PACKAGES = ("keras", "tf_keras", "tensorflow")
 
-# Class names that mark "this object is a model" in every family:
-# standalone Keras 2.0-2.3 has Model(Network); tf.keras has Model(Functional)
-# since 2.4 (Network before); Keras 3 has Model / Functional / Sequential.
-_MODEL_CLASS_NAMES = frozenset({"Model", "Network", "Functional", "Sequential"})
 _LAYER_CLASS_NAMES = frozenset({"Layer"})
 
 # Implementation module per family (imported lazily: each imports its
@@ -142,7 +139,7 @@ def _classify(cls: type) -> Optional[Tuple[str, str, str]]:
             continue
         if owner is None:
             owner = root
-        if root == owner and klass.__name__ in _MODEL_CLASS_NAMES:
+        if root == owner and klass.__name__ in MODEL_CLASS_NAMES:
             is_model = True
             break
     if owner is None or not is_model:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from compat_clone._walk import walk
 from compat_clone.errors import WeightsMismatchError
 
 __all__ = ["LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state"]
@@ -25,34 +26,9 @@ LayerMap = Dict[int, Tuple[Any, Any]]
 Spec = Callable[[Any], Tuple[Tuple[Optional[int], ...], str]]
 
 
-def _sublayers(layer: Any) -> Sequence[Any]:
-    layers = getattr(layer, "layers", None)
-    if isinstance(layers, (list, tuple)) and _is_container(layer):
-        return layers
-    return ()
-
-
-def _is_container(layer: Any) -> bool:
-    for klass in type(layer).__mro__:
-        if klass.__name__ in ("Model", "Network", "Functional", "Sequential"):
-            return True
-    return False
-
-
 def iter_layers(model: Any) -> Iterator[Any]:
-    """All leaf layers of `model`, nested models expanded, depth first (iterative)."""
-    stack: List[Any] = list(reversed(_sublayers(model)))
-    seen = set()
-    while stack:
-        layer = stack.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
-        children = _sublayers(layer)
-        if children:
-            stack.extend(reversed(children))
-        else:
-            yield layer
+    """All leaf layers of `model`, nested models expanded, depth first (iterative: `_walk.walk`)."""
+    return (layer for _, layer in walk(model))
 
 
 def _own_weights(layer: Any) -> List[Any]:

@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
+from compat_clone._walk import walk
+from compat_clone.convert._probes import output_masks, predict, random_inputs, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
 
 __all__ = ["Description", "ProbeSet", "WeightRecord", "describe", "FORMAT"]
 
 #: the version of the description's layout; `_io.load` refuses any other
 FORMAT = "compat_clone.convert/1"
-
-# A sequence dimension the model leaves open (`None`) is probed at this length.
-_OPEN_DIM = 5
-# Integer inputs that feed no Embedding are drawn from [0, _INT_HIGH).
-_INT_HIGH = 10
 
 
 @dataclasses.dataclass
@@ -166,14 +163,14 @@ def describe(
     architecture = _architecture(model)
     weights: List[WeightRecord] = []
     notes: List[Dict[str, Any]] = []
-    _walk(model, "", weights, notes, set())
+    _record_layers(model, weights, notes)
     if probe_inputs is not None:  # the user's inputs replace the random ones
-        probes = [ProbeSet("user", _user_inputs(model, probe_inputs), [])]
+        probes = [ProbeSet("user", user_inputs(model, probe_inputs), [])]
     else:
-        probes = [ProbeSet("random", _random_inputs(model, samples, seed), [])]
+        probes = [ProbeSet("random", random_inputs(model, samples, seed), [])]
     for probe in probes:
-        probe.outputs = _predict(model, probe.inputs)
-        masks = _output_masks(model, probe.inputs, info.family)
+        probe.outputs = predict(model, probe.inputs)
+        masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
     import sys
 
@@ -193,7 +190,7 @@ def describe(
 
 
 def _architecture(model: Any) -> Dict[str, Any]:
-    if not _is_graph(model):
+    if not _has_graph(model):
         raise UnsupportedModelError(
             f"Cannot describe the subclassed model {model.name!r} of type "
             f"{type(model).__name__}: it has no layer graph to convert. Build it "
@@ -214,29 +211,17 @@ def _architecture(model: Any) -> Dict[str, Any]:
     return {"class_name": data["class_name"], "config": data["config"]}
 
 
-def _is_graph(model: Any) -> bool:
+def _has_graph(model: Any) -> bool:
+    """Whether a model (`_walk.is_model`) has a layer graph to describe: not a subclassed one."""
     return bool(getattr(model, "_is_graph_network", False)) or type(model).__name__ in (
         "Sequential",
         "Functional",
     )
 
 
-def _walk(
-    layer: Any,
-    prefix: str,
-    weights: List[WeightRecord],
-    notes: List[Dict[str, Any]],
-    seen: Set[int],
-) -> None:
-    """Records the weights of every layer under `layer` (a model), by path."""
-    for sub in layer.layers:
-        if id(sub) in seen:  # a layer shared between nested models: once
-            continue
-        seen.add(id(sub))
-        path = prefix + sub.name
-        if hasattr(sub, "layers") and _is_graph(sub):
-            _walk(sub, path + "/", weights, notes, seen)
-            continue
+def _record_layers(model: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
+    """Records the weights (and the notes) of every layer under `model`, by path."""
+    for path, sub in walk(model):
         values = sub.get_weights()
         for index, (variable, value) in enumerate(zip(sub.weights, values)):
             weights.append(WeightRecord(path, index, str(variable.name), np.asarray(value)))
@@ -307,187 +292,3 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, types.ModuleType)
 
 
-def _input_specs(model: Any) -> List[Tuple[Tuple[Optional[int], ...], str, str]]:
-    """(shape, dtype, name) of each model input."""
-    specs = []
-    for tensor, layer in zip(model.inputs, model._input_layers if hasattr(model, "_input_layers") else model.input_layers):
-        shape = tensor.shape
-        dims = tuple(None if d is None else int(d) for d in (
-            shape.as_list() if hasattr(shape, "as_list") else shape))
-        dtype = getattr(tensor.dtype, "name", str(tensor.dtype))
-        specs.append((dims, dtype, layer.name))
-    return specs
-
-
-# Layers whose input is an index (or a category): probes drawn in [low, high),
-# with `high` read from the layer's config. Keras 2 models often feed an
-# Embedding from a float `Input((40,))`: its probes must still be valid ids.
-_INDEX_LAYERS = {"Embedding": "input_dim", "CategoryEncoding": "num_tokens"}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Role:
-    """What an input's values mean to the layers it feeds (None fields: unconstrained)."""
-
-    high: Optional[int] = None      # ids in [low, high)
-    low: int = 0
-    padded: bool = False            # trailing zeros in every other sample (mask_zero, Masking)
-    choices: Optional[Tuple[Any, ...]] = None  # a lookup's vocabulary
-    mask_value: Optional[float] = None         # Masking's value, set at padded steps
-
-
-def _input_role(model: Any, input_name: str) -> _Role:
-    """The role of model input `input_name`, from the layers that read it directly.
-
-    Embedding / CategoryEncoding: ids below ``input_dim`` / ``num_tokens``
-    (the smallest over the readers; from 1 with padding for ``mask_zero``);
-    IntegerLookup / StringLookup with a vocabulary: drawn from it; Masking:
-    padded steps carry its ``mask_value``.
-    """
-    readers = [layer for layer in _all_layers(model) if any(
-        getattr(source, "name", None) == input_name
-        for node in getattr(layer, "_inbound_nodes", []) for source in _node_input_layers(node))]
-    if not readers and len(model.inputs) == 1:
-        # A Sequential's first layer reads its (implicit) input.
-        readers = [lay for lay in model.layers if type(lay).__name__ != "InputLayer"][:1]
-    role = _Role()
-    for layer in readers:
-        kind = type(layer).__name__
-        if kind not in _INDEX_LAYERS and kind not in ("IntegerLookup", "StringLookup", "Masking"):
-            continue  # (a custom layer's get_config may raise: asked of these only)
-        config = layer.get_config()
-        if kind in _INDEX_LAYERS and isinstance(config.get(_INDEX_LAYERS[kind]), int):
-            high = int(config[_INDEX_LAYERS[kind]])
-            padded = bool(config.get("mask_zero"))
-            role = dataclasses.replace(role, high=high if role.high is None else min(role.high, high),
-                                       low=1 if padded else role.low, padded=padded or role.padded)
-        elif kind in ("IntegerLookup", "StringLookup"):
-            vocabulary = config.get("vocabulary")
-            if isinstance(vocabulary, (list, tuple)) and vocabulary:
-                role = dataclasses.replace(role, choices=tuple(vocabulary))
-        elif kind == "Masking":
-            role = dataclasses.replace(role, padded=True, mask_value=float(config.get("mask_value", 0.0)))
-    return role
-
-
-def _node_input_layers(node: Any) -> List[Any]:
-    layers = getattr(node, "inbound_layers", None)
-    if layers is None:
-        return []
-    if not isinstance(layers, (list, tuple)):
-        return [layers]
-    return list(layers)
-
-
-def _all_layers(model: Any) -> List[Any]:
-    found: List[Any] = []
-    for layer in model.layers:
-        found.append(layer)
-        if hasattr(layer, "layers") and _is_graph(layer):
-            found.extend(_all_layers(layer))
-    return found
-
-
-def _random_inputs(model: Any, samples: int, seed: int) -> List[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for dims, dtype, name in _input_specs(model):
-        shape = (samples,) + tuple(_OPEN_DIM if d is None else d for d in dims[1:])
-        role = _input_role(model, name)
-        padded = role.padded or dtype.startswith(("int", "uint"))
-        if role.choices is not None:
-            values: np.ndarray = np.asarray(role.choices)[rng.integers(0, len(role.choices), size=shape)]
-            padded = False
-        elif role.high is not None or dtype.startswith(("int", "uint")):
-            high = role.high if role.high is not None else _INT_HIGH
-            low = min(role.low if role.high is not None else 1, max(high - 1, 0))
-            values = rng.integers(low, max(high, low + 1), size=shape)
-        elif dtype == "bool":
-            values, padded = rng.integers(0, 2, size=shape).astype(bool), False
-        else:
-            values = rng.standard_normal(shape)
-        if padded and len(shape) > 1 and shape[1] > 2:
-            # Trailing padding in every other sample: masks get exercised.
-            values[::2, -2:] = 0 if role.mask_value is None else role.mask_value
-        arrays.append(values if role.choices is not None and dtype == "string" else values.astype(dtype))
-    return arrays
-
-
-def _user_inputs(model: Any, probe_inputs: Any) -> List[np.ndarray]:
-    given: Sequence[Any] = probe_inputs if isinstance(probe_inputs, (list, tuple)) else [probe_inputs]
-    specs = _input_specs(model)
-    if len(given) != len(specs):
-        raise InvalidArgumentError(
-            f"Expected `probe_inputs` to hold one array per model input ({len(specs)}: "
-            f"{[s[2] for s in specs]}). Received {len(given)} arrays. Pass a list in the "
-            "model's input order."
-        )
-    arrays = []
-    for value, (dims, dtype, name) in zip(given, specs):
-        array = np.asarray(value)
-        if array.ndim != len(dims) or any(
-            d is not None and d != a for d, a in zip(dims[1:], array.shape[1:])
-        ):
-            raise InvalidArgumentError(
-                f"Expected the probe input for {name!r} to have shape {dims} (batch first). "
-                f"Received shape {array.shape}."
-            )
-        arrays.append(array.astype(dtype))
-    return arrays
-
-
-def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
-    x: Any = inputs if len(inputs) > 1 else inputs[0]
-    out = model.predict(x, batch_size=len(inputs[0]), verbose=0)
-    return [np.asarray(o) for o in _output_list(model, out)]
-
-
-def _output_list(model: Any, out: Any) -> List[Any]:
-    """A model's answer as one value per output, in the order of ``model.outputs``.
-
-    A model built with a dict of outputs (``Model(i, {"score": ..., "probs": ...})``)
-    answers with a dict: its values are put in ``model.output_names``' order (the
-    flattened outputs', which the rebuilt model keeps), never stored as one object.
-    """
-    if isinstance(out, dict):
-        names = [str(n) for n in getattr(model, "output_names", None) or []]
-        keys = names if sorted(names) == sorted(str(k) for k in out) else sorted(out)
-        out = [out[k] for k in keys]
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-def _output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Optional[np.ndarray]]:
-    """The mask the source computes for each output on `inputs` (None: no mask).
-
-    Standalone Keras 2 runs a TF1 graph: the model's symbolic output masks
-    (`compute_mask` on its own inputs returns the ones built with it) are
-    evaluated with a backend function. tf.keras / tf_keras run eagerly: a
-    call of the model returns tensors that carry their `_keras_mask`.
-    """
-    count = len(model.outputs)
-    if family == KERAS2:
-        symbolic = model.compute_mask(model.inputs, [None] * len(model.inputs))
-        symbolic = list(symbolic) if isinstance(symbolic, (list, tuple)) else [symbolic]
-        wanted = [k for k, m in enumerate(symbolic) if m is not None]
-        if not wanted:
-            return [None] * count
-        import importlib
-
-        backend = importlib.import_module(type(model).__module__.split(".")[0] + ".backend")
-        values = backend.function(list(model.inputs), [symbolic[k] for k in wanted])(list(inputs))
-        found: List[Optional[np.ndarray]] = [None] * count
-        for k, value in zip(wanted, values):
-            found[k] = np.asarray(value).astype(bool)
-        return found
-    if all(getattr(t, "_keras_mask", None) is None for t in model.outputs):
-        return [None] * count  # no output of the graph carries a mask
-    import tensorflow as tf
-
-    out = model([tf.convert_to_tensor(x) for x in inputs] if len(inputs) > 1
-                else tf.convert_to_tensor(inputs[0]), training=False)
-    tensors = _output_list(model, out)
-    masks: List[Optional[np.ndarray]] = []
-    for tensor in tensors:
-        mask = getattr(tensor, "_keras_mask", None)
-        masks.append(None if mask is None else np.asarray(mask).astype(bool))
-    return masks

@@ -5,7 +5,7 @@ default to ``recurrent_activation="hard_sigmoid"``, ``clip(0.2 * x + 0.5, 0, 1)`
 Keras 3's ``hard_sigmoid`` is ``clip(x / 6 + 0.5, 0, 1)``) holds a function
 registered with Keras as ``compat_clone>keras2_<name>``. Its `.keras` file names
 it so: Keras 3 loads the file in a process where `custom_objects()` was called
-(or with ``custom_objects=compat_clone.convert.custom_objects()``). Importing
+(or with ``custom_objects=compat_clone.convert.custom_objects()``; `_custom_objects`). Importing
 this module imports no framework; the functions import `keras` when called.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-__all__ = ["custom_objects", "keras2_function", "PACKAGE"]
+__all__ = ["FORMULAS", "keras2_function", "PACKAGE"]
 
 #: the package name of the registered functions (``compat_clone>keras2_hard_sigmoid``)
 PACKAGE = "compat_clone"
@@ -26,7 +26,7 @@ def _keras2_hard_sigmoid(x: Any) -> Any:
     return ops.clip(ops.add(ops.multiply(x, 0.2), 0.5), 0.0, 1.0)
 
 
-_FORMULAS: Dict[str, Callable[[Any], Any]] = {"hard_sigmoid": _keras2_hard_sigmoid}
+FORMULAS: Dict[str, Callable[[Any], Any]] = {"hard_sigmoid": _keras2_hard_sigmoid}
 _registered: Dict[str, Callable[[Any], Any]] = {}
 
 
@@ -47,33 +47,5 @@ def keras2_function(name: str) -> Callable[[Any], Any]:
         import keras
 
         register = keras.saving.register_keras_serializable(package=PACKAGE, name=f"keras2_{name}")
-        _registered[name] = register(_FORMULAS[name])
+        _registered[name] = register(FORMULAS[name])
     return _registered[name]
-
-
-def custom_objects() -> Dict[str, Any]:
-    """What Keras 3 needs to load a converted model's `.keras` file, and registers it.
-
-    Returns:
-        ``{"compat_clone>keras2_hard_sigmoid": fn, "keras2_hard_sigmoid": fn,
-        "compat_clone>TensorFlowOp": cls, ...}`` (the Keras 2 formulas, and
-        the layer computing TensorFlow functions a Keras 2 graph called)
-        for ``keras.models.load_model(path, custom_objects=...)``; after the
-        call, a plain ``load_model(path)`` in this process works too.
-
-    Example:
-
-    >>> import keras
-    >>> import compat_clone.convert
-    >>> model = keras.models.load_model(               # doctest: +SKIP
-    ...     "new.keras", custom_objects=compat_clone.convert.custom_objects())
-    """
-    found: Dict[str, Any] = {}
-    for name in _FORMULAS:
-        fn = keras2_function(name)
-        found[f"{PACKAGE}>keras2_{name}"] = fn
-        found[f"keras2_{name}"] = fn
-    from compat_clone.convert._tf_ops import LAYER_NAME, op_layer_class
-
-    found[f"{PACKAGE}>{LAYER_NAME}"] = found[LAYER_NAME] = op_layer_class()
-    return found

@@ -8,11 +8,12 @@ same inputs and compares, output by output.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone.convert._describe import Description, ProbeSet, _output_list
+from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.convert._probes import output_list
 from compat_clone.errors import ConversionMismatchError, InvalidArgumentError
 
 __all__ = ["OutputDiff", "Proof", "verify"]
@@ -109,6 +110,34 @@ class Proof:
         """The largest relative difference over all outputs."""
         return max((o.max_rel for o in self.outputs), default=0.0)
 
+    def to_json(self) -> Dict[str, Any]:
+        """The proof as JSON-able data, its printed lines included (``line``, each output's ``text``)."""
+        return {
+            "line": str(self), "ok": bool(self.ok), "samples": int(self.samples), "rtol": self.rtol,
+            "atol": self.atol, "origins": list(self.origins), "changes": list(self.changes),
+            "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o))
+                        for o in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Proof":
+        """The `Proof` that `to_json` wrote.
+
+        Raises:
+            InvalidArgumentError: `data` is not a proof's JSON (a key missing).
+        """
+        try:
+            fields = [f.name for f in dataclasses.fields(OutputDiff)]
+            outputs = tuple(OutputDiff(**dict({"index": k}, **{f: o[f] for f in fields if f in o}))
+                            for k, o in enumerate(data["outputs"]))
+            return cls(outputs=outputs, samples=int(data["samples"]), rtol=float(data["rtol"]),
+                       atol=float(data["atol"]), changes=tuple(data.get("changes", ())),
+                       origins=tuple(data.get("origins", ())))
+        except (KeyError, TypeError) as exc:
+            raise InvalidArgumentError(
+                f"Expected a proof's JSON (`Proof.to_json()`). Received: {str(data)[:200]} (missing {exc})."
+            ) from exc
+
     def __str__(self) -> str:
         n = len(self.outputs)
         verdict = "OK" if self.ok else "MISMATCH in " + ", ".join(
@@ -162,11 +191,7 @@ def verify(
     >>> print(proof)                                 # doctest: +SKIP
     proof: 1 output on 4 probe samples (random), max |Δ| 5.9e-08, max rel 1.3e-07 (rtol 1e-05, atol 1e-06): OK
     """
-    for label, value in (("rtol", rtol), ("atol", atol)):
-        if not isinstance(value, (int, float)) or value < 0:
-            raise InvalidArgumentError(
-                f"Expected `{label}` to be a number >= 0. Received: {label}={value!r}."
-            )
+    _validate_tolerances(rtol, atol)
     probes = list(description.probes if inputs is None else inputs)
     if not probes:
         raise InvalidArgumentError(
@@ -174,36 +199,17 @@ def verify(
             "describe the model with `samples >= 1` or pass `probe_inputs`."
         )
     names = [str(n) for n in getattr(model, "output_names", None) or []]
-    worst: List[_Diff] = []
+    worst: List[OutputDiff] = []
     samples = 0
     for probe in probes:
-        try:
-            got = _run(model, probe.inputs)
-        except Exception as exc:  # the target Keras cannot run what it built
-            import keras
-
-            raise ConversionMismatchError(
-                f"The converted model does not run in Keras {keras.__version__} on "
-                f"{keras.backend.backend()}: {type(exc).__name__}: {str(exc).strip()[:600]}. The Keras 3 "
-                "graph was built but this Keras version fails to compute it; a newer Keras 3 may "
-                "(the command line's default target is the newest of the matrix)."
-            ) from exc
-        if len(got) != len(probe.outputs):
-            raise ConversionMismatchError(
-                f"The converted model gives {len(got)} outputs; the source gave "
-                f"{len(probe.outputs)}. The conversion lost the model's structure: please "
-                "report it with the description file."
-            )
+        got = _answers(model, probe)
         samples += len(probe.inputs[0]) if probe.inputs else 0
         for k, (mine, theirs) in enumerate(zip(got, probe.outputs)):
-            diff = _compare(mine, theirs, rtol, atol, k, names, probe.mask_of(k))
-            worst.append(diff) if k >= len(worst) else worst.__setitem__(k, worst[k].merge(diff))
+            name = names[k] if k < len(names) else f"output_{k}"
+            diff = _compare(mine, theirs, rtol, atol, k, name, probe.mask_of(k))
+            worst.append(diff) if k >= len(worst) else worst.__setitem__(k, _worse(worst[k], diff))
     proof = Proof(
-        outputs=tuple(
-            OutputDiff(k, names[k] if k < len(names) else f"output_{k}", d.max_abs, d.max_rel, d.ok,
-                       d.masked, d.masked_max_abs, d.nonfinite, d.nonfinite_differ)
-            for k, d in enumerate(worst)
-        ),
+        outputs=tuple(worst),
         samples=samples,
         rtol=float(rtol),
         atol=float(atol),
@@ -221,27 +227,48 @@ def verify(
     return proof
 
 
+def _validate_tolerances(rtol: Any, atol: Any) -> None:
+    for label, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, (int, float)) or value < 0:
+            raise InvalidArgumentError(
+                f"Expected `{label}` to be a number >= 0. Received: {label}={value!r}."
+            )
+
+
+def _answers(model: Any, probe: ProbeSet) -> List[np.ndarray]:
+    """The converted model's outputs on one probe set, as many as the source's."""
+    try:
+        got = _run(model, probe.inputs)
+    except Exception as exc:  # the target Keras cannot run what it built
+        import keras
+
+        raise ConversionMismatchError(
+            f"The converted model does not run in Keras {keras.__version__} on "
+            f"{keras.backend.backend()}: {type(exc).__name__}: {str(exc).strip()[:600]}. The Keras 3 "
+            "graph was built but this Keras version fails to compute it; a newer Keras 3 may "
+            "(the command line's default target is the newest of the matrix)."
+        ) from exc
+    if len(got) != len(probe.outputs):
+        raise ConversionMismatchError(
+            f"The converted model gives {len(got)} outputs; the source gave "
+            f"{len(probe.outputs)}. The conversion lost the model's structure: please "
+            "report it with the description file."
+        )
+    return got
+
+
 def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     x: Any = inputs if len(inputs) > 1 else inputs[0]
     out = model.predict(x, batch_size=max(len(inputs[0]), 1), verbose=0)
-    return [np.asarray(o) for o in _output_list(model, out)]
+    return [np.asarray(o) for o in output_list(model, out)]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Diff:
-    max_abs: float
-    max_rel: float
-    ok: bool
-    masked: int = 0
-    masked_max_abs: float = 0.0
-    nonfinite: int = 0
-    nonfinite_differ: int = 0
-
-    def merge(self, other: "_Diff") -> "_Diff":
-        return _Diff(max(self.max_abs, other.max_abs), max(self.max_rel, other.max_rel),
-                     self.ok and other.ok, self.masked + other.masked,
-                     max(self.masked_max_abs, other.masked_max_abs),
-                     self.nonfinite + other.nonfinite, self.nonfinite_differ + other.nonfinite_differ)
+def _worse(a: OutputDiff, b: OutputDiff) -> OutputDiff:
+    """One output's differences over two probe sets: the larger gaps, the counts added."""
+    return dataclasses.replace(
+        a, max_abs=max(a.max_abs, b.max_abs), max_rel=max(a.max_rel, b.max_rel), ok=a.ok and b.ok,
+        masked=a.masked + b.masked, masked_max_abs=max(a.masked_max_abs, b.masked_max_abs),
+        nonfinite=a.nonfinite + b.nonfinite, nonfinite_differ=a.nonfinite_differ + b.nonfinite_differ)
 
 
 def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np.ndarray]:
@@ -259,11 +286,10 @@ def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np
 
 
 def _compare(
-    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, names: List[str],
+    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, name: str,
     mask: Optional[np.ndarray] = None,
-) -> _Diff:
+) -> OutputDiff:
     if mine.shape != theirs.shape:
-        name = names[k] if k < len(names) else f"output_{k}"
         raise ConversionMismatchError(
             f"Output {name!r} of the converted model has shape {mine.shape}; the "
             f"source's has {theirs.shape}. A layer was mapped to one that computes "
@@ -272,13 +298,13 @@ def _compare(
     keep = _compared(mask, mine.shape)
     a = mine.astype(np.float64)
     b = theirs.astype(np.float64)
-    hidden = _Diff(0.0, 0.0, True)
+    hidden = OutputDiff(k, name, 0.0, 0.0, True)
     if keep is not None:
         off = ~keep
         if np.any(off):
             gap = np.abs(a[off] - b[off])
             gap = gap[np.isfinite(gap)]
-            hidden = _Diff(0.0, 0.0, True, int(np.count_nonzero(off)), float(gap.max()) if gap.size else 0.0)
+            hidden = OutputDiff(k, name, 0.0, 0.0, True, int(np.count_nonzero(off)), float(gap.max()) if gap.size else 0.0)
         a, b = a[keep], b[keep]
     if a.size == 0:
         return hidden
@@ -293,5 +319,5 @@ def _compare(
     big = scale > atol
     max_rel = float(np.max(delta[big] / scale[big])) if np.any(big) else 0.0
     ok = differ == 0 and bool(np.all(delta <= atol + rtol * scale))
-    return _Diff(float(np.max(delta)) if delta.size else 0.0, max_rel, ok, hidden.masked,
+    return OutputDiff(k, name, float(np.max(delta)) if delta.size else 0.0, max_rel, ok, hidden.masked,
                  hidden.masked_max_abs, int(np.count_nonzero(~fb)), differ)

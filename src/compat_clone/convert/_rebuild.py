@@ -9,23 +9,19 @@ builds them; then every weight is written, in Keras 3's variable order.
 
 from __future__ import annotations
 
-import base64
-import builtins
 import importlib
-import marshal
-import sys
-import types
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from compat_clone.convert._describe import Description
 from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
-from compat_clone.convert._tf_ops import OPS, check_call, describe_use, op_layer_class
+from compat_clone.convert._graph import functional, is_model_entry
+from compat_clone.convert._lambdas import lambda_layer
+from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
 from compat_clone.errors import InvalidArgumentError, UnconvertibleLayerError
 
 __all__ = ["rebuild"]
 
-_MODEL_CLASSES = ("Functional", "Model", "Sequential")
 # Layers tf.keras 2.4+ recorded for TensorFlow functions called on Keras tensors.
 _TF_OP_CLASSES = ("TFOpLambda", "SlicingOpLambda")
 # Config keys holding a wrapped layer (Bidirectional, TimeDistributed, RNN).
@@ -165,7 +161,7 @@ class _Builder:
         config = entry["config"]
         name = str(config.get("name", path.rsplit("/", 1)[-1]))
         new_name = keras3_name or _valid_name(name)
-        if class_name in _MODEL_CLASSES or class_name.endswith(">Functional"):
+        if is_model_entry(class_name):
             return self.model(class_name, config, path + "/", new_name)
         built = self.leaf(entry, path, name, new_name)
         self.origin[id(built)] = path
@@ -175,7 +171,7 @@ class _Builder:
         class_name = entry["class_name"]
         config = dict(entry["config"], name=new_name)
         if class_name == "Lambda":
-            return self.lambda_layer(dict(config, name=name), path, new_name)
+            return lambda_layer(self, dict(config, name=name), path, new_name)
         if class_name in _TF_OP_CLASSES and name not in self.custom:
             return self.tf_op(config, path, new_name)
         if name in self.custom and not isinstance(self.custom[name], type):
@@ -212,15 +208,15 @@ class _Builder:
             ) from exc
         return built
 
-    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "_PendingOp":
+    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "PendingOp":
         """A `TFOpLambda` / `SlicingOpLambda`: built at its call (`op_call`)."""
         function = str(config.get("function"))
         if function not in OPS:
             check_call(function, path, {})
         self.tf_ops[function] = self.tf_ops.get(function, 0) + 1
-        return _PendingOp(function, new_name, path)
+        return PendingOp(function, new_name, path)
 
-    def op_call(self, pending: "_PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
+    def op_call(self, pending: "PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
         """Calls a TensorFlow function's Keras 3 layer; its constants go in its config."""
         kwargs = {k: v for k, v in kwargs.items() if k != "name"}  # a TensorFlow op name only
         check_call(pending.function, pending.path, kwargs)
@@ -237,77 +233,6 @@ class _Builder:
             )
         return pending.layer(args, tensors) if tensors else pending.layer(args)
 
-    def lambda_layer(self, config: Dict[str, Any], path: str, new_name: str) -> Any:
-        name = config.get("name", path)
-        replacement = self.custom.get(name)
-        if replacement is not None:
-            self.changes.append(f"{path}: Lambda replaced by custom_objects[{name!r}]")
-            if callable(replacement) and not isinstance(replacement, self.keras.layers.Layer):
-                return self.keras.layers.Lambda(replacement, name=new_name)
-            return replacement
-        framework = [n for n in self.description.notes_for(path) if n["kind"] == "lambda_framework"]
-        if framework:
-            uses = ", ".join(f"`{n['name']}` ({n['module']})" for n in framework)
-            raise UnconvertibleLayerError(
-                f"Lambda layer {path!r} calls the source framework directly: its function uses "
-                f"{uses}, which a Keras 3 model cannot run. Rewrite the function with "
-                f"`keras.ops` and pass it as `custom_objects={{{name!r}: new_function}}`."
-            )
-        function = self.lambda_function(config, "function", path)
-        kwargs: Dict[str, Any] = {"function": function, "name": new_name}
-        if config.get("arguments"):
-            kwargs["arguments"] = config["arguments"]
-        shape = config.get("output_shape")
-        if shape is not None:
-            if config.get("output_shape_type", "raw") == "raw":
-                kwargs["output_shape"] = tuple(shape) if isinstance(shape, list) else shape
-            else:
-                self.changes.append(
-                    f"{path}: the Lambda's `output_shape` function was not carried over "
-                    "(Keras 3 infers the shape by running the function)"
-                )
-        dtype = map_config("Lambda", {"dtype": config.get("dtype")}, path, object, self.changes, self.activation)
-        if dtype.get("dtype") is not None:
-            kwargs["dtype"] = dtype["dtype"]
-        return self.keras.layers.Lambda(**kwargs)
-
-    def lambda_function(self, config: Dict[str, Any], key: str, path: str) -> Any:
-        kind = config.get(key + "_type", "lambda")
-        value = config[key]
-        if kind != "lambda":  # a module-level function, saved by name
-            fn = self.custom.get(value)
-            if fn is None:
-                raise UnconvertibleLayerError(
-                    f"Lambda layer {path!r} calls the function {value!r} by name; it is not "
-                    f"part of the description. Pass its Keras 3 version as "
-                    f"`custom_objects={{{value!r}: function}}`."
-                )
-            return fn
-        python = self.description.source.get("python")
-        here = "%d.%d" % sys.version_info[:2]
-        if python != here:
-            raise UnconvertibleLayerError(
-                f"Lambda layer {path!r} holds Python {python} bytecode; this is Python {here}, "
-                "which cannot load it. Rebuild with the same Python, or pass the function "
-                f"as `custom_objects={{{config.get('name', path)!r}: function}}`."
-            )
-        code_text, defaults, closure = (list(value) + [None, None])[:3]
-        code = marshal.loads(base64.b64decode(code_text.encode("ascii")))
-        scope: Dict[str, Any] = {"__builtins__": builtins}
-        for note in self.description.notes_for(path):
-            if note["kind"] == "lambda_module":
-                scope[note["name"]] = importlib.import_module(note["module"])
-            elif note["kind"] == "lambda_constant":
-                scope[note["name"]] = note["value"]
-            elif note["kind"] == "lambda_global":
-                raise UnconvertibleLayerError(
-                    f"Lambda layer {path!r} reads the global `{note['name']}` "
-                    f"({note['detail']}), which the description cannot carry. Pass the "
-                    f"function as `custom_objects={{{config.get('name', path)!r}: function}}`."
-                )
-        cells = tuple(types.CellType(v) for v in closure) if closure else None
-        return types.FunctionType(code, scope, code.co_name, tuple(defaults) if defaults else None, cells)
-
     # -- models -----------------------------------------------------------
 
     def model(self, class_name: str, config: Any, prefix: str, name: Optional[str]) -> Any:
@@ -315,7 +240,7 @@ class _Builder:
             name = _valid_name(str(config["name"]))
         if class_name == "Sequential":
             return self.sequential(config, prefix, name)
-        return self.functional(config, prefix, name)
+        return functional(self, config, prefix, name)
 
     def keras3_names(self, names: List[str], prefix: str) -> Dict[str, str]:
         """Keras 3 names for one model's layers: the source's, made valid.
@@ -387,128 +312,6 @@ class _Builder:
             layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
         return self.keras.Sequential(layers, name=name)
 
-    def functional(self, config: Dict[str, Any], prefix: str, model_name: Optional[str]) -> Any:
-        keras = self.keras
-        entries = config["layers"]
-        names = self.keras3_names([str(e.get("name", e["config"].get("name"))) for e in entries], prefix)
-        # (layer name, node index) -> the node's output tensors
-        outputs: Dict[Tuple[str, int], List[Any]] = {}
-        built: Dict[str, Any] = {}
-        done: Dict[str, int] = {}
-        offset: Dict[str, int] = {}
-        for entry in entries:
-            name = entry.get("name", entry["config"].get("name"))
-            if entry["class_name"] == "InputLayer":
-                tensor = self.input_layer(entry["config"], prefix + name, names[name])
-                outputs[(name, 0)] = [tensor]
-                done[name] = len(entry.get("inbound_nodes") or []) or 1
-            else:
-                built[name] = self.layer(entry, prefix + name, names[name])
-                done[name] = 0
-                offset[name] = self.first_node(entry)
-        pending = True
-        while pending:
-            pending = False
-            progressed = False
-            for entry in entries:
-                name = entry.get("name", entry["config"].get("name"))
-                if entry["class_name"] == "InputLayer":
-                    continue
-                nodes = _nodes(entry.get("inbound_nodes") or [])
-                while done[name] < len(nodes):
-                    node = nodes[done[name]]
-                    call = self.node_call(node, outputs)
-                    if call is None:
-                        pending = True
-                        break
-                    args, kwargs = call
-                    if isinstance(built[name], _PendingOp):
-                        result = self.op_call(built[name], args, kwargs)
-                    else:
-                        result = built[name](args, **kwargs)
-                    result_list = list(result) if isinstance(result, (list, tuple)) else [result]
-                    outputs[(name, done[name] + offset.get(name, 0))] = result_list
-                    done[name] += 1
-                    progressed = True
-            if pending and not progressed:
-                raise UnconvertibleLayerError(
-                    f"The graph of model {config.get('name')!r} cannot be rebuilt: some nodes "
-                    "wait for inputs that no layer produces. The description is incomplete; "
-                    "describe the model again."
-                )
-        inputs = [outputs[(r[0], r[1])][r[2]] for r in _refs(config["input_layers"])]
-        wanted = config["output_layers"]
-        if isinstance(wanted, dict):
-            # Model(i, {"score": ..., "probs": ...}) (tf.keras 2.4+ writes the dict): kept a dict.
-            graph_out: Any = {key: outputs[(r[0], r[1])][r[2]] for key, r in wanted.items()}
-        else:
-            outs = [outputs[(r[0], r[1])][r[2]] for r in _refs(wanted)]
-            graph_out = outs if _is_list(wanted) else outs[0]
-        return keras.Model(
-            inputs=inputs if _is_list(config["input_layers"]) else inputs[0],
-            outputs=graph_out,
-            name=model_name,
-        )
-
-    def first_node(self, entry: Dict[str, Any]) -> int:
-        """The index the config gives a layer's first call in this graph.
-
-        Every Keras 2 family counts a nested model's own first node (the one
-        its `Input` made) in the indices it writes, so the calls of a model
-        built on its own `Input` start at 1 (a Sequential built without an
-        input shape has no such node).
-        """
-        if entry["class_name"] not in _MODEL_CLASSES and not entry["class_name"].endswith(">Functional"):
-            return 0
-        inner = entry["config"]
-        layers = inner if isinstance(inner, list) else inner.get("layers", [])
-        if not layers:
-            return 0
-        first = layers[0]
-        return int(first.get("class_name") == "InputLayer" or "batch_input_shape" in first.get("config", {}))
-
-    def node_call(self, node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
-        """The arguments of one call, or None when an input is not built yet."""
-        tensors = []
-        kwargs: Dict[str, Any] = {}
-        for ref in node:
-            key = (ref[0], int(ref[1]))
-            if key not in outputs:
-                return None
-            tensors.append(outputs[key][int(ref[2])])
-            if len(ref) > 3 and ref[3]:
-                kwargs.update(ref[3])
-        resolved: Dict[str, Any] = {}
-        for argument, value in kwargs.items():
-            found, val = self.resolve(value, outputs)
-            if not found:
-                return None
-            resolved[argument] = val
-        return (tensors[0] if len(tensors) == 1 else tensors), resolved
-
-    def resolve(self, value: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Tuple[bool, Any]:
-        """Tensor references inside call kwargs (``[layer, node, tensor]``) made tensors."""
-        if _is_ref(value):
-            key = (value[0], int(value[1]))
-            if key not in outputs:
-                return False, None
-            return True, outputs[key][int(value[2])]
-        if isinstance(value, list):
-            items = [self.resolve(v, outputs) for v in value]
-            return all(ok for ok, _ in items), [v for _, v in items]
-        return True, value
-
-
-class _PendingOp:
-    """A TensorFlow function's layer, made at its first call (it needs the call's constants)."""
-
-    def __init__(self, function: str, name: str, path: str) -> None:
-        self.function = function
-        self.name = name
-        self.path = path
-        self.layer: Any = None
-
-
 def _holds_tensor(keras: Any, value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_holds_tensor(keras, v) for v in value)
@@ -518,36 +321,3 @@ def _holds_tensor(keras: Any, value: Any) -> bool:
 def _valid_name(name: str) -> str:
     """A source layer name as Keras 3 accepts it (no ``/``)."""
     return name.replace("/", "_")
-
-
-def _nodes(inbound: List[Any]) -> List[List[Any]]:
-    """Keras 2 inbound nodes, each a list of ``[layer, node, tensor, kwargs]``."""
-    nodes = []
-    for node in inbound:
-        if isinstance(node, dict):
-            raise UnconvertibleLayerError(
-                "A node of the description uses the Keras 3 call format; expected a Keras 2 "
-                f"model's description. Received node {node!r}."
-            )
-        # A call on one tensor may be written as the bare reference
-        # (`TFOpLambda`): ``["x", 0, 0, {...}]`` instead of ``[["x", 0, 0, {...}]]``.
-        nodes.append([node] if node and isinstance(node[0], str) else node)
-    return nodes
-
-
-def _is_ref(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) == 3
-        and isinstance(value[0], str)
-        and isinstance(value[1], int)
-        and isinstance(value[2], int)
-    )
-
-
-def _is_list(refs: Any) -> bool:
-    return not _is_ref(refs)
-
-
-def _refs(refs: Any) -> List[List[Any]]:
-    return [refs] if _is_ref(refs) else list(refs)

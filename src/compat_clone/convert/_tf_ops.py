@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 from compat_clone.convert._functions import PACKAGE
 from compat_clone.errors import UnconvertibleLayerError
 
-__all__ = ["OPS", "LAYER_NAME", "check_call", "describe_use", "op_layer_class"]
+__all__ = ["OPS", "LAYER_NAME", "PendingOp", "check_call", "describe_use", "op_layer_class"]
 
 #: the registered name of the Keras 3 layer (``compat_clone>TensorFlowOp``)
 LAYER_NAME = "TensorFlowOp"
@@ -238,3 +238,13 @@ def describe_use(counts: Dict[str, int]) -> Optional[str]:
         f"`{PACKAGE}>{LAYER_NAME}` layers (load the saved file with "
         "custom_objects=compat_clone.convert.custom_objects())"
     )
+
+
+class PendingOp:
+    """A TensorFlow function's layer, made at its first call (it needs the call's constants)."""
+
+    def __init__(self, function: str, name: str, path: str) -> None:
+        self.function = function
+        self.name = name
+        self.path = path
+        self.layer: Any = None

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from compat_clone._walk import walk
 from compat_clone.convert._describe import Description
 from compat_clone.errors import WeightsMismatchError
 
@@ -25,17 +26,6 @@ __all__ = ["LAYOUTS", "write_weights"]
 # mean, moving variance), Embedding and convolutions keep their order and
 # shapes, so no row is needed for them; the shape check below guards it.
 LAYOUTS: Dict[str, Callable[[List[np.ndarray]], List[np.ndarray]]] = {}
-
-
-def _keras3_layers(model: Any, prefix: str) -> List[Tuple[str, Any]]:
-    found: List[Tuple[str, Any]] = []
-    for layer in model.layers:
-        path = prefix + layer.name
-        if hasattr(layer, "layers") and isinstance(getattr(layer, "layers", None), list) and hasattr(layer, "inputs"):
-            found.extend(_keras3_layers(layer, path + "/"))
-        else:
-            found.append((path, layer))
-    return found
 
 
 def write_weights(model: Any, description: Description, origin: Optional[Dict[int, str]] = None) -> None:
@@ -53,7 +43,7 @@ def write_weights(model: Any, description: Description, origin: Optional[Dict[in
     """
     plan: List[Tuple[Any, List[np.ndarray]]] = []
     seen_paths = set()
-    for keras3_path, layer in _keras3_layers(model, ""):
+    for keras3_path, layer in walk(model):
         path = (origin or {}).get(id(layer), keras3_path)
         if path in seen_paths:
             continue

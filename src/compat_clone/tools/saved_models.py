@@ -27,13 +27,15 @@ import os
 import zipfile
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone.errors import CompatCloneError
+from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.tools._savedmodel_pb import keras_root, tensorflow_version
 
 __all__ = [
     "SavedModelInfo",
     "UnreadableModelFileError",
     "detect",
     "env_for",
+    "keras3_env_for",
     "find_models",
     "FORMATS",
 ]
@@ -210,8 +212,8 @@ def _detect_savedmodel(path: str) -> SavedModelInfo:
     try:
         with open(pb, "rb") as f:
             data = f.read()
-        tf_version = _savedmodel_tf_version(data)
-        keras_inside = not os.path.isfile(os.path.join(path, "keras_metadata.pb")) and _keras_root(data)
+        tf_version = tensorflow_version(data)
+        keras_inside = not os.path.isfile(os.path.join(path, "keras_metadata.pb")) and keras_root(data)
     except (OSError, ValueError) as e:
         return SavedModelInfo(path, "savedmodel", None, None, problem=f"saved_model.pb cannot be read ({e})")
     if not keras_inside and not os.path.isfile(os.path.join(path, "keras_metadata.pb")):
@@ -245,95 +247,6 @@ def _family(version: Optional[str]) -> Optional[str]:
     from compat_clone._dispatch import family_for
 
     return family_for("keras", version)
-
-
-# --------------------------------------------------------------------------- protobuf
-
-
-def _varint(buf: bytes, pos: int) -> Tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields(buf: bytes) -> Iterator[Tuple[int, Any]]:
-    """(field number, value) of one protobuf message: an int, or bytes for length-delimited."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        value: Any
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
-        elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        if pos > len(buf):
-            raise ValueError("truncated message")
-        yield number, value
-
-
-def _savedmodel_tf_version(data: bytes) -> Optional[str]:
-    """``SavedModel.meta_graphs[0].meta_info_def.tensorflow_version`` (fields 2, 1, 5)."""
-    for number, meta_graph in _fields(data):
-        if number != 2:
-            continue
-        for n2, meta_info in _fields(meta_graph):
-            if n2 != 1:
-                continue
-            for n3, value in _fields(meta_info):
-                if n3 == 5 and isinstance(value, bytes):
-                    return value.decode("utf-8", "replace") or None
-    return None
-
-
-def _keras_root(data: bytes) -> bool:
-    """Whether a SavedModel's root object is a Keras model that records its config (TF 2.0-2.4).
-
-    ``meta_graphs[0].object_graph_def.nodes[0].user_object`` (fields 2, 7, 1, 4):
-    its ``identifier`` (1) is ``_tf_keras_network`` / ``_tf_keras_model`` /
-    ``_tf_keras_sequential`` and its ``metadata`` (3) the model's JSON. A model
-    that records no config (a subclassed one) has nothing to rebuild from.
-    """
-    for number, meta_graph in _fields(data):
-        if number != 2:
-            continue
-        for n2, object_graph in _fields(meta_graph):
-            if n2 != 7:
-                continue
-            for n3, node in _fields(object_graph):
-                if n3 != 1:
-                    continue
-                # the first node is the root
-                user = next((v for n, v in _fields(node) if n == 4 and isinstance(v, bytes)), None)
-                if user is None:
-                    return False
-                found = {n: v for n, v in _fields(user) if isinstance(v, bytes)}
-                identifier = found.get(1, b"").decode("utf-8", "replace")
-                if identifier not in ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential"):
-                    return False
-                try:
-                    metadata = json.loads(found.get(3, b"{}").decode("utf-8", "replace"))
-                except ValueError:
-                    return False
-                return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) \
-                    and "layers" in metadata["config"]
-            return False
-        return False
-    return False
 
 
 # --------------------------------------------------------------------------- environments
@@ -377,6 +290,21 @@ def env_for(family: str, version: Optional[str], table: Optional[Sequence[Any]] 
     if env is None:
         raise UnreadableModelFileError(why or f"no environment for {family} {version}")
     return env
+
+
+def keras3_env_for(backend: str, table: Sequence[Any]) -> str:
+    """The newest Keras 3 environment of `table` on `backend` (keras-3.15-tf, -jax, -torch): where a model is rebuilt.
+
+    Raises:
+        InvalidArgumentError: the table has no Keras 3 environment on `backend`.
+    """
+    found = [(_release(dict(e.expect).get("version", "")), e.enabled, e.name) for e in table
+             if dict(e.expect).get("family") == "keras3" and dict(e.expect).get("backend") == backend]
+    if not found:
+        raise InvalidArgumentError(
+            f"The matrix table has no Keras 3 environment on {backend}. Name one with --to ENV (or a virtualenv)."
+        )
+    return str(max(found)[2])
 
 
 def _env_or_reason(family: str, version: Optional[str],

@@ -16,7 +16,9 @@ so the conversion runs in two interpreters joined by a file:
 per-output max abs / rel differences are printed either way. Matrix
 environments are built with uv exactly as `compat-clone matrix` builds them,
 or reused when they are there. Each half is
-``python -m compat_clone.tools.convert._worker describe|rebuild ...``.
+``python -m compat_clone.tools.convert._worker describe|rebuild ...``: one
+call of `compat_clone.convert`, which owns the model and its files; this
+package owns only the environments, the processes and what is printed.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.tools.convert._worker import RESULT_MARK, split_spec
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "add_arguments", "run"]
 
@@ -23,7 +24,6 @@ EXIT_USAGE = 2   # bad arguments, unreadable model, missing environment
 
 _BACKENDS = ("tensorflow", "jax", "torch")
 _WORKER = "compat_clone.tools.convert._worker"
-_RESULT_MARK = "COMPAT_CLONE_RESULT "
 
 _DESCRIPTION = (
     "Convert a saved Keras 2 model (standalone Keras 2.x, tf.keras, tf_keras: .h5, .keras or a "
@@ -175,10 +175,35 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     """Validates the arguments and resolves both environments (building them if needed)."""
-    from compat_clone.tools.convert._envs import default_matrix_dir, resolve
     from compat_clone.tools.matrix.table import TableError, load_table
     from compat_clone.tools.saved_models import detect
 
+    output = _checked_output(args)
+    co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
+    for spec in co:
+        split_spec(spec)
+    try:
+        table = load_table(args.table)
+    except TableError as e:
+        raise InvalidArgumentError(str(e)) from e
+    info = detect(args.source, table)
+    print(f"{args.source}: {info.describe()}")
+    _validate_destination(args.output, output, _size_of(args.source))
+    if info.family == "keras3":
+        raise InvalidArgumentError(
+            f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
+            "Load it with keras.models.load_model (save it as .keras there if it is an .h5)."
+        )
+    if args.source_env is None and (info.problem is not None or info.env is None):
+        raise InvalidArgumentError(
+            f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}."
+        )
+    source, family = _source_env(args, info, table)
+    return source, _target_env(args, table), family, output, co
+
+
+def _checked_output(args: argparse.Namespace) -> Path:
+    """`-o` as a path, refused unless a new .keras file can go there; the tolerances and --inputs checked."""
     output = Path(args.output)
     if output.suffix != ".keras":
         raise InvalidArgumentError(
@@ -197,33 +222,21 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
             raise InvalidArgumentError(f"Expected {label} to be a number >= 0. Received: {value!r}.")
     if args.inputs and not os.path.isfile(args.inputs):
         raise InvalidArgumentError(f"--inputs {args.inputs!r}: no such file. Expected an .npz written by np.savez.")
-    co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
-    for spec in co:
-        module, sep, name = spec.partition(":")
-        if not (module and sep and name):
-            raise InvalidArgumentError(
-                f"Expected --custom-objects as module:name (e.g. my_layers:Scale). Received: {spec!r}."
-            )
-    try:
-        table = load_table(args.table)
-    except TableError as e:
-        raise InvalidArgumentError(str(e)) from e
-    info = detect(args.source, table)
-    print(f"{args.source}: {info.describe()}")
-    _validate_destination(args.output, output, _size_of(args.source))
-    if info.family == "keras3":
-        raise InvalidArgumentError(
-            f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
-            "Load it with keras.models.load_model (save it as .keras there if it is an .h5)."
-        )
-    matrix_dir = Path(args.matrix_dir).resolve() if args.matrix_dir else default_matrix_dir()
-    build = not args.no_build
-    if args.source_env is None and (info.problem is not None or info.env is None):
-        raise InvalidArgumentError(
-            f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}."
-        )
-    source = resolve(args.source_env or str(info.env), table=table, matrix_dir=matrix_dir, build=build,
-                     role="--from", say=_say)
+    return output
+
+
+def _matrix_dir(args: argparse.Namespace) -> Path:
+    from compat_clone.tools.convert._envs import default_matrix_dir
+
+    return Path(args.matrix_dir).resolve() if args.matrix_dir else default_matrix_dir()
+
+
+def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Tuple[Any, str]:
+    """The environment that reads the model (``--from`` or the file's own), and the family it reads."""
+    from compat_clone.tools.convert._envs import resolve
+
+    source = resolve(args.source_env or str(info.env), table=table, matrix_dir=_matrix_dir(args),
+                     build=not args.no_build, role="--from", say=_say)
     family = source.family or info.family
     if family not in ("keras2", "tf_keras"):
         raise InvalidArgumentError(
@@ -235,17 +248,25 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
             f"{args.source!r} was written by {info.family} {info.version}, but --from {source.label!r} is a "
             f"{source.family} environment. Expected an environment of the model's family, e.g. {info.env}."
         )
+    return source, str(family)
+
+
+def _target_env(args: argparse.Namespace, table: Sequence[Any]) -> Any:
+    """The Keras 3 environment that rebuilds the model (``--to``, or the newest on the backend)."""
+    from compat_clone.tools.convert._envs import resolve
+    from compat_clone.tools.saved_models import keras3_env_for
+
     backend = args.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if backend not in _BACKENDS:
         raise InvalidArgumentError(
             f"Expected KERAS_BACKEND to be one of {', '.join(_BACKENDS)}. Received: {backend!r}; pass --backend."
         )
-    target = resolve(args.target_env or _default_target(table, backend), table=table, matrix_dir=matrix_dir, build=build,
-                     role="--to", say=_say)
+    target = resolve(args.target_env or keras3_env_for(backend, table), table=table, matrix_dir=_matrix_dir(args),
+                     build=not args.no_build, role="--to", say=_say)
     if target.family is not None and target.family != "keras3":
         raise InvalidArgumentError(
             f"--to {target.label!r} is a {target.family} environment; expected a Keras 3 one "
-            f"(e.g. {_default_target(table, backend)})."
+            f"(e.g. {keras3_env_for(backend, table)})."
         )
     if target.backend is not None and args.backend and target.backend != args.backend:
         raise InvalidArgumentError(
@@ -254,7 +275,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         )
     if target.family is None and args.backend:
         target.environ["KERAS_BACKEND"] = args.backend
-    return source, target, family, output, co
+    return target
 
 
 def _size_of(path: str) -> int:
@@ -291,19 +312,6 @@ def _validate_destination(label: str, output: Path, needed: int) -> None:
         )
 
 
-def _default_target(table: Sequence[Any], backend: str) -> str:
-    """The newest Keras 3 environment of the table on `backend` (keras-3.15-tf, -jax, -torch)."""
-    from compat_clone.tools.saved_models import _release
-
-    found = [(_release(dict(e.expect).get("version", "")), e.enabled, e.name) for e in table
-             if dict(e.expect).get("family") == "keras3" and dict(e.expect).get("backend") == backend]
-    if not found:
-        raise InvalidArgumentError(
-            f"The matrix table has no Keras 3 environment on {backend}. Name one with --to ENV (or a virtualenv)."
-        )
-    return str(max(found)[2])
-
-
 def _co_args(co: Sequence[str]) -> List[str]:
     return ["--custom-objects", *co] if co else []
 
@@ -315,8 +323,8 @@ def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]
     proc = subprocess.run([interp.python, "-m", _WORKER, *argv], env=environ, capture_output=True, text=True)
     result = None
     for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(_RESULT_MARK):
-            result = json.loads(line[len(_RESULT_MARK):])
+        if line.startswith(RESULT_MARK):
+            result = json.loads(line[len(RESULT_MARK):])
             break
     if result is None:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

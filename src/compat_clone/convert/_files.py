@@ -1,0 +1,118 @@
+"""A conversion from file to file, one half per process.
+
+`describe_file` reads a saved Keras 2 model (`_source.read_model`) and writes
+its description (`describe`, `save`); `rebuild_file` reads a description,
+rebuilds it in Keras 3 (`rebuild`), proves it (`verify`), saves the `.keras`
+file, loads that file back and proves it again. Each returns what the
+command line prints, as JSON-able data. Each runs in the environment of its
+Keras; `compat_clone.tools.convert` only chooses those environments and
+starts the processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Mapping, Optional
+
+from compat_clone._walk import walk
+from compat_clone.errors import ConversionMismatchError
+
+__all__ = ["describe_file", "rebuild_file"]
+
+
+def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[str] = None,
+                  custom_objects: Optional[Mapping[str, Any]] = None, safe_mode: bool = True) -> Dict[str, Any]:
+    """Describes the saved Keras 2 model at `model_path` into the description file `out`.
+
+    Args:
+        model_path: a `.h5` / `.keras` file or a SavedModel folder.
+        out: the description file to write (`save`).
+        family: ``"keras2"`` or ``"tf_keras"``: the Keras that reads it here.
+        inputs: an ``.npz`` of probe inputs of the user's own (`read_inputs`).
+        custom_objects: the source's own classes / functions by name.
+        safe_mode: False lets Keras run the stored code of a `.keras` file's
+            `Lambda` layers (`read_model`).
+
+    Returns:
+        ``{"family", "version", "backend", "layers"}`` of the model read.
+
+    Raises:
+        InvalidArgumentError: this environment has another Keras family, or
+            Keras could not load the file.
+    """
+    from compat_clone._dispatch import family_of
+    from compat_clone.convert._describe import describe
+    from compat_clone.convert._io import save
+    from compat_clone.convert._source import keras_for, read_inputs, read_model
+
+    keras = keras_for(family)
+    model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
+    info = family_of(model)
+    probe = read_inputs(inputs, model) if inputs else None
+    save(describe(model, probe_inputs=probe), out)
+    return {"family": info.family, "version": info.version, "backend": info.backend, "layers": len(model.layers)}
+
+
+def rebuild_file(description_path: str, out: str, *, rtol: float, atol: float,
+                 custom_objects: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Rebuilds a description file in Keras 3 and writes the proven model to `out`.
+
+    The model is proven in memory, saved, loaded back from `out` and proven
+    again: `out` is what the user gets. A failed proof removes `out`.
+
+    Args:
+        description_path: the file `describe_file` wrote.
+        out: the `.keras` file to write.
+        rtol: relative tolerance of the proof.
+        atol: absolute tolerance of the proof.
+        custom_objects: Keras 3 replacements by name (`rebuild`).
+
+    Returns:
+        ``{"ok": True, "proof", "keras", "backend", "lambdas", "formulas"}``,
+        or ``{"ok": False, "error", "proof"}`` when a proof failed (``proof``
+        is `Proof.to_json()`, or None).
+
+    Raises:
+        UnconvertibleLayerError: a layer has no Keras 3 counterpart.
+        WeightsMismatchError: a layer's weights do not fit.
+    """
+    import keras
+
+    from compat_clone.convert._io import load
+    from compat_clone.convert._proof import verify
+    from compat_clone.convert._rebuild import rebuild
+
+    description = load(description_path)
+    changes: List[str] = []
+    model = rebuild(description, custom_objects=custom_objects or None, changes=changes)
+    lambdas = [layer.name for _, layer in walk(model, models=True, wrapped=True) if type(layer).__name__ == "Lambda"]
+    # compat_clone objects the file names (Keras 2 formulas, the TensorFlowOp layer):
+    # Keras 3 loads it only with compat_clone.convert.custom_objects().
+    formulas = sorted(set(re.findall(r'"(compat_clone>[A-Za-z0-9_]+)"', model.to_json())))
+    step = "in memory"
+    try:
+        proof = verify(description, model, rtol=rtol, atol=atol, changes=changes)
+        model.save(out)
+        # The file is what the user gets: load it back and prove it too (its
+        # Lambda layers' code is the source's, which the user chose to convert).
+        step = "read back from its file"
+        try:
+            reloaded = keras.models.load_model(out, custom_objects=custom_objects or None, compile=False,
+                                               safe_mode=not lambdas)
+        except Exception as e:
+            raise ConversionMismatchError(f"Keras {keras.__version__} cannot load the file it wrote: "
+                                          f"{type(e).__name__}: {str(e).strip()[:600]}") from e
+        proof = verify(description, reloaded, rtol=rtol, atol=atol, changes=changes)
+    except ConversionMismatchError as e:
+        if os.path.exists(out):
+            os.remove(out)
+        error = str(e)
+        if step != "in memory":
+            error = (f"The converted model passed its proof in memory, but not once {step}: {error.rstrip('.')}. "
+                     f"Keras {keras.__version__}'s own saving loses part of this model (an upstream bug "
+                     "of that version); convert with a newer Keras 3 as --to (the default is the newest "
+                     "of the matrix).")
+        return {"ok": False, "error": error, "proof": None if e.proof is None else e.proof.to_json()}
+    return {"ok": True, "proof": proof.to_json(), "keras": keras.__version__,
+            "backend": keras.backend.backend(), "lambdas": lambdas, "formulas": formulas}

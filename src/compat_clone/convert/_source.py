@@ -1,0 +1,143 @@
+"""Reading a saved Keras 2 model file, in the environment of the Keras that wrote it.
+
+`read_model` loads a `.h5` / `.keras` file or a SavedModel folder with the
+Keras of its family (`keras_for`), uncompiled, working around what that
+Keras cannot read of its own files: standalone Keras 2's `.h5` where h5py is
+3.x (`_keras2_h5`), and tf.keras 2.12's NumPy scalars in a `.keras` config.
+`read_inputs` reads the user's probe inputs (``--inputs``) for a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from typing import Any, List, Mapping, Optional
+
+from compat_clone.convert import _keras2_h5
+from compat_clone.errors import CompatCloneError, InvalidArgumentError
+
+__all__ = ["keras_for", "read_model", "read_inputs"]
+
+
+def keras_for(family: str) -> Any:
+    """The Keras module that reads `family`'s files in this environment.
+
+    Raises:
+        InvalidArgumentError: this environment's `keras` is of another family.
+    """
+    from compat_clone._dispatch import family_for
+
+    if family == "tf_keras":
+        try:
+            return importlib.import_module("tf_keras")
+        except ImportError:
+            pass  # TF <= 2.15: tf.keras is the `keras` 2.x package
+        if importlib.util.find_spec("keras") is None:
+            # TF <= 2.5: tf.keras lives inside TensorFlow (no `keras` package).
+            return importlib.import_module("tensorflow").keras
+    keras = importlib.import_module("keras")
+    found = family_for("keras", keras.__version__)
+    if found != family:
+        raise InvalidArgumentError(
+            f"This environment ({sys.prefix}) has keras {keras.__version__} ({found}); the model needs "
+            f"{family}. Expected an environment of that family: pass --from with one of its matrix environments."
+        )
+    return keras
+
+
+def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None,
+               safe_mode: bool = True) -> Any:
+    """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled.
+
+    Standalone Keras 2 files go through `_keras2_h5` where h5py is 3.x
+    (keras-team/keras #14265); the rest through Keras' own `load_model`.
+
+    Args:
+        keras: the Keras module that reads `family`'s files (`keras_for`).
+        family: ``"keras2"`` or ``"tf_keras"``.
+        path: a `.h5` / `.keras` file or a SavedModel folder.
+        custom_objects: the source's own classes / functions by name, as
+            Keras' `load_model` takes them.
+        safe_mode: False lets a `.keras` file of tf.keras 2.13+ run the
+            stored Python bytecode of its `Lambda` layers (Keras refuses it
+            by default); only for files the user trusts.
+
+    Returns:
+        The model.
+
+    Raises:
+        InvalidArgumentError: Keras could not load the file (its message, and
+            the way out for layers of the user's own).
+    """
+    objects = dict(custom_objects or {})
+    try:
+        if family == "keras2" and os.path.isfile(path) and _keras2_h5.needs_own_reader():
+            return _keras2_h5.load(keras, path, objects)
+        kwargs: Any = {}
+        if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:
+            kwargs["safe_mode"] = False
+        try:
+            return keras.models.load_model(path, custom_objects=objects or None, compile=False, **kwargs)
+        except (TypeError, ValueError) as e:
+            if "__numpy__" not in str(e) or not zipfile.is_zipfile(path):
+                raise
+            # tf.keras 2.12 writes NumPy scalars of a layer's config into a
+            # .keras file as {"class_name": "__numpy__", ...} and cannot read
+            # them back (MobileNetV2's ReLU(6.)): read a copy whose config
+            # holds the plain numbers, as later versions read the same file.
+            with tempfile.TemporaryDirectory(prefix="compat-clone-keras-v3-") as tmp:
+                plain = _plain_numbers_copy(path, os.path.join(tmp, os.path.basename(path)))
+                return keras.models.load_model(plain, custom_objects=objects or None, compile=False, **kwargs)
+    except CompatCloneError:
+        raise
+    except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
+        fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
+               if "safe_mode" in str(e) else
+               "If the model uses layers or functions of your own, pass --custom-objects module:name.")
+        raise InvalidArgumentError(
+            f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
+        ) from e
+
+
+def _plain_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        config = value.get("config")
+        if value.get("class_name") == "__numpy__" and isinstance(config, dict) and "value" in config:
+            return config["value"]
+        return {k: _plain_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(v) for v in value]
+    return value
+
+
+def _plain_numbers_copy(path: str, copy: str) -> str:
+    """Copies the .keras zip at `path` to `copy`, NumPy scalars of its config.json as plain numbers."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                data = json.dumps(_plain_numbers(json.loads(data))).encode("utf-8")
+            target.writestr(item, data)
+    return copy
+
+
+def read_inputs(path: str, model: Any) -> List[Any]:
+    """The probe inputs saved at `path` (``np.savez``) for `model`, in its input order.
+
+    Arrays named after the model's inputs are put in their order; otherwise
+    they are taken in the order they were saved.
+    """
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    names = [getattr(t, "name", "").split(":")[0] for t in model.inputs]
+    if set(arrays) == set(names) and len(names) > 1:
+        return [arrays[n] for n in names]
+    return list(arrays.values())
