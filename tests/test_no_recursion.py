@@ -148,7 +148,8 @@ def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
     from compat_clone import _dispatch
-    from compat_clone.families._core import Cloner, CloneRequest
+    from compat_clone.families._cloner import Cloner
+    from compat_clone.families._types import CloneRequest
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))

@@ -31,8 +31,6 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # `compat_clone.nox_sessions`: looked up lazily, so importing compat_clone
-    # imports neither nox nor the matrix tooling.
     # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion, loaded on
     # first use. The subpackage is itself callable (`convert(model, ...)`):
     # once imported, Python binds the name to it, so both spellings agree.
@@ -40,10 +38,6 @@ def __getattr__(name: str) -> Any:
         import compat_clone.convert as convert_package
 
         return convert_package
-    if name == "nox_sessions":
-        from compat_clone.tools.matrix.sessions import nox_sessions
-
-        return nox_sessions
     raise AttributeError(f"module 'compat_clone' has no attribute {name!r}")
 
 
@@ -66,7 +60,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "WeightsUnreadableError",
     "CompileError",
-    "nox_sessions",
     "convert",
     "__version__",
 ]

@@ -70,7 +70,7 @@ def _defines_only_for_keras2(module_name: str) -> bool:
 
 def _native_here(module: types.ModuleType) -> Optional[Callable[..., Any]]:
     """The native `clone_model` this module holds and `patch()` may rebind, else None."""
-    from compat_clone import _native
+    from compat_clone._native import is_ours
 
     try:
         # `vars`, not `getattr`: a lazy module (TensorFlow's loaders) stays unloaded.
@@ -82,7 +82,7 @@ def _native_here(module: types.ModuleType) -> Optional[Callable[..., Any]]:
         # (`from keras.models import clone_model` in standalone Keras 2's
         # `multi_gpu_utils`): recorded, so that `unpatch` gives it the native one.
         return fn.__wrapped__  # type: ignore[no-any-return]
-    if fn is None or not callable(fn) or _native.is_ours(fn):
+    if fn is None or not callable(fn) or is_ours(fn):
         return None
     defined_in = getattr(fn, "__module__", None)
     if not isinstance(defined_in, str) or _root(defined_in) not in _ROOTS:
@@ -100,7 +100,8 @@ def _router_for(native: Callable[..., Any]) -> Callable[..., Any]:
         return router
 
     def clone_model(*args: Any, **kwargs: Any) -> Any:
-        from compat_clone import _dispatch, api
+        from compat_clone._dispatch import family_of
+        from compat_clone.api import clone_model as compat_clone_model
         from compat_clone.errors import NotAModelError
 
         if len(args) > len(_POSITIONAL) or not set(kwargs) <= _KEYWORDS:
@@ -112,10 +113,10 @@ def _router_for(native: Callable[..., Any]) -> Callable[..., Any]:
             return native(*args, **kwargs)  # a duplicate argument: native's own TypeError
         bound.update(kwargs)
         try:
-            _dispatch.family_of(bound.get("model"))
+            family_of(bound.get("model"))
         except NotAModelError:
             return native(*args, **kwargs)  # not a model: native's own error, its own type
-        return api.clone_model(**bound)
+        return compat_clone_model(**bound)
 
     clone_model.__qualname__ = "clone_model"
     clone_model.__doc__ = (
@@ -292,7 +293,8 @@ def patch() -> Patch:
     """
     global _holders, _finder
     # Loaded before the lock: `_native` and `api` import nothing else later.
-    from compat_clone import _native, api  # noqa: F401
+    import compat_clone._native  # noqa: F401
+    import compat_clone.api  # noqa: F401
 
     with _LOCK:
         _holders += 1

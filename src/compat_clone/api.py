@@ -1,21 +1,20 @@
-"""The public functions: validate, dispatch to the model's family, finish."""
+"""The public functions: validate the arguments, then hand them to the clone driver.
+
+Every phase of a clone after validation (family, compile settings, build,
+compile, weights) runs in `families/_driver.py`.
+"""
 
 from __future__ import annotations
 
 import numbers
 from typing import Any, Callable, Optional
 
-from compat_clone import _dispatch, weights as _weights
-from compat_clone.families import _compile
-from compat_clone.families._core import CloneRequest
-from compat_clone.errors import (
-    InvalidArgumentError,
-    NotAModelError,
-)
+from compat_clone._dispatch import family_of
+from compat_clone.errors import InvalidArgumentError, NotAModelError
+from compat_clone.families import _driver
+from compat_clone.families._types import CloneRequest
 
 __all__ = ["clone_model", "copy_weights", "family_of"]
-
-family_of = _dispatch.family_of
 
 
 def _check_callable(value: Any, argname: str) -> None:
@@ -144,7 +143,7 @@ def clone_model(
             "Expected any of: input_tensors, clone_function, call_function, "
             "recursive, copy_weights, device, name, compile."
         )
-    info = _dispatch.family_of(model)
+    info = family_of(model)  # NotAModelError first, as native
     _check_callable(clone_function, "clone_function")
     _check_callable(call_function, "call_function")
     _check_bool(recursive, "recursive")
@@ -154,36 +153,23 @@ def clone_model(
         raise InvalidArgumentError(
             f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
         )
-    adapter = _dispatch.adapter_for(info)
-    # Read and checked before anything is cloned: a source never compiled is refused here.
-    settings = _compile.read(adapter, model) if compile else None
     request = CloneRequest(
-        input_tensors, clone_function, call_function, recursive, device, name, info, copy_weights, settings
+        input_tensors=input_tensors,
+        clone_function=clone_function,
+        call_function=call_function,
+        recursive=recursive,
+        device=device,
+        name=name,
+        info=info,
+        copy_weights=copy_weights,
+        compile=compile,
     )
-    clone, layer_map = adapter.clone(model, request)
-    if copy_weights:
-        _copy(adapter, model, clone, layer_map)
-    return clone
+    return _driver.clone(model, request)
 
 
 # Marks `compat_clone`'s own entry point: `compat_clone._native` never takes it
 # for a native `clone_model`, and `patch()` never wraps it.
 clone_model.__compat_clone__ = True  # type: ignore[attr-defined]
-
-
-def _copy(
-    adapter: Any, source: Any, target: Any, layer_map: Optional[_weights.LayerMap], tau: float = 1.0
-) -> None:
-    if layer_map is None:  # copy_weights: often the same two models, step after step
-        pairs = _weights.plan_copy_cached(source, target, adapter.variable_spec)
-    else:
-        pairs = _weights.plan_copy(source, target, adapter.variable_spec, layer_map)
-    pairs = adapter.skip_prefilled(pairs)  # a clone that started from copies: checked, not written twice
-    if tau == 1.0:
-        adapter.assign_pairs(pairs)  # the exact copy: unchanged fast paths
-    else:
-        adapter.assign_pairs(pairs, tau)
-    _weights.refresh_derived_state(target)
 
 
 def _validate_tau(tau: Any) -> float:
@@ -258,9 +244,9 @@ def copy_weights(source: Any, target: Any, *, tau: float = 1.0) -> Any:
     >>> clone = compat_clone.copy_weights(model, clone, tau=0.005)  # soft update
     """
     tau = _validate_tau(tau)
-    src_info = _dispatch.family_of(source)
+    src_info = family_of(source)
     try:
-        tgt_info = _dispatch.family_of(target)
+        tgt_info = family_of(target)
     except NotAModelError as exc:
         raise NotAModelError(str(exc).replace("`model`", "`target`")) from None
     if (src_info.family, src_info.package) != (tgt_info.family, tgt_info.package):
@@ -270,7 +256,6 @@ def copy_weights(source: Any, target: Any, *, tau: float = 1.0) -> Any:
             f"{tgt_info.version} model ({tgt_info.family}). Expected two models "
             "of the same Keras; clone the source with `compat_clone.clone_model`."
         )
-    adapter = _dispatch.adapter_for(src_info)
-    _copy(adapter, source, target, None, tau)
+    _driver.copy_weights(source, target, src_info, tau)
     return target
 

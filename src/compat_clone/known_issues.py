@@ -51,7 +51,7 @@ class KnownIssue:
 _K2 = "compat_clone.families.keras2"
 _TF = "compat_clone.families.tf_keras"
 _K3 = "compat_clone.families.keras3"
-_CORE = "compat_clone.families._core"
+_CORE = "compat_clone.families._cloner"
 
 KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(

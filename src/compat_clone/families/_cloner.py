@@ -1,13 +1,16 @@
-"""One `clone_model` call, the same in every family: the layer cache, the user's
-callables, the graph walk and the Sequential / functional / subclassed dispatch.
+"""The cloning engine: one model cloned layer by layer, the same in every family.
 
-A family (`_core.Family`) supplies what differs; `Cloner` asks it.
+The layer cache (shared layers stay shared), `recursive`, the user's
+`clone_function` and `call_function` with their checks, the default config
+round trip with its fallback, the depth-ordered graph walk, and the
+Sequential / functional / subclassed dispatch. A family (`_core.Family`)
+supplies what differs; `Cloner` asks it. The phases around this one (compile
+settings, placement, weights) are run by `_driver.clone`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import (
     CloneFunctionError,
@@ -17,41 +20,14 @@ from compat_clone.errors import (
     add_note,
     layer_rebuild_note,
 )
+from compat_clone.families._core import Family
 from compat_clone.families._layers import holds_layer_of, restore_trainable
-from compat_clone.weights import LayerMap
+from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
 
-if TYPE_CHECKING:
-    from compat_clone.families._core import Family
-
-__all__ = ["CloneRequest", "Node", "Cloner"]
+__all__ = ["Cloner"]
 
 
-@dataclasses.dataclass(frozen=True)
-class CloneRequest:
-    """What `compat_clone.clone_model` asks of a family, already validated."""
-
-    input_tensors: Any = None
-    clone_function: Optional[Callable[[Any], Any]] = None
-    call_function: Optional[Callable[..., Any]] = None
-    recursive: bool = False
-    device: Any = None
-    name: Optional[str] = None
-    info: Any = None
-    copy_weights: bool = False
-    #: `compile=True`: the source's `_compile.CompileSettings`, read and checked already
-    compile: Any = None
-
-
-class Node(NamedTuple):
-    """One call in a functional graph, as `Family.nodes` reads it."""
-
-    layer: Any  # the source layer (or Keras 3 operation) that was called
-    inputs: List[Any]  # every source tensor the call needs, flat
-    outputs: List[Any]  # the source tensors it produced, flat
-    raw: Any  # the family's own node object
-
-
-class Cloner:
+class Cloner(LayerCloner):
     """One `clone_model` call: the layer map and the user's callables.
 
     Args:
@@ -65,6 +41,8 @@ class Cloner:
         self.call_function = request.call_function
         self.recursive = request.recursive
         self.layer_map: LayerMap = {}
+        #: (source, clone) of layers rebuilt from their constructor's arguments
+        self.rebuilt: List[Tuple[Any, Any]] = []
 
     # -- one layer -------------------------------------------------------------
 
@@ -82,12 +60,12 @@ class Cloner:
             # live layers (one unit still: no user callables inside). Its config
             # round trip would rebuild the function from bytecode, which loses
             # its module globals (every family) and is refused in safe mode.
-            new = Cloner(family, CloneRequest())._share(self.layer_map).clone_model(layer, None)
+            new = Cloner(family, CloneRequest())._share(self).clone_model(layer, None)
         elif self.clone_function is not None:
             new = self._user_clone(layer)
         else:
             try:
-                new = family.default_clone(layer)
+                new = self._default_clone(layer)
             except CompatCloneError:
                 raise
             except Exception as exc:  # TypeError (constructor args), ValueError...
@@ -118,9 +96,58 @@ class Cloner:
             for a, b in zip(old_layers, new_layers):
                 self.layer_map.setdefault(id(a), (a, b))
 
-    def _share(self, layer_map: LayerMap) -> "Cloner":
-        self.layer_map = layer_map
+    def _share(self, parent: "Cloner") -> "Cloner":
+        self.layer_map = parent.layer_map
+        self.rebuilt = parent.rebuilt
         return self
+
+    def _default_clone(self, layer: Any) -> Any:
+        """The config round trip; where it fails, a rebuild from the constructor's arguments."""
+        try:
+            return self.family.config_round_trip(layer)
+        except Exception:
+            rebuilt = self._from_constructor_arguments(layer)
+            if rebuilt is None:
+                raise
+            return rebuilt
+
+    def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
+        """A layer whose config does not round-trip, rebuilt from what its constructor received.
+
+        Keras 3 (and tf.keras / tf_keras since 2.13) record each layer's
+        constructor arguments (`_auto_config`; None where they were not
+        serializable). Arguments that hold layers or variables would be
+        shared with the source: then None. The rebuilt layer's weights are
+        checked against the source's once the clone is built (`check_rebuilt`).
+        """
+        auto = getattr(layer, "_auto_config", None)
+        arguments = dict(getattr(auto, "config", None) or {})
+        if auto is None or any(self._holds_state(v) for v in arguments.values()):
+            return None
+        arguments.setdefault("name", layer.name)
+        try:
+            new = layer.__class__(**arguments)
+        except Exception:
+            return None
+        self.rebuilt.append((layer, new))
+        return new
+
+    def _holds_state(self, value: Any) -> bool:
+        leaves = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
+        return any(isinstance(v, self.family.weight_owner_class()) or hasattr(v, "assign") for v in leaves)
+
+    def check_rebuilt(self) -> None:
+        """Raises where a layer rebuilt from its constructor's arguments differs from its source."""
+        for src, new in self.rebuilt:
+            expected = [tuple(v.shape) for v in src.weights]
+            got = [tuple(v.shape) for v in new.weights]
+            if expected != got:
+                raise UnsupportedModelError(
+                    f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
+                    "config does not round-trip, and rebuilt from its constructor's arguments it "
+                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
+                    "`clone_function` that builds this layer."
+                )
 
     def _user_clone(self, layer: Any) -> Any:
         assert self.clone_function is not None

@@ -11,40 +11,27 @@ A family reads what `model.compile` received, in its own spelling
   learning-rate schedule is part of the config), new loss and metric objects
   from their configs (never sharing state with the source's), functions and
   names passed by reference, every other compile keyword as recorded.
+
+Both run as phases of `_driver.clone`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Dict
 
 from compat_clone.errors import CompatCloneError, CompileError
+from compat_clone.families._core import Family
+from compat_clone.families._types import CompileSettings
 
-if TYPE_CHECKING:
-    from compat_clone.families._core import Family
-
-__all__ = ["CompileSettings", "read", "apply"]
+__all__ = ["read", "apply", "unprefix_metric_names"]
 
 #: the compile keywords whose values are structures of losses or metrics
 _RENEWED = ("loss", "metrics", "weighted_metrics")
 
 
-@dataclasses.dataclass(frozen=True)
-class CompileSettings:
-    """What the source's `compile` received, read by its family (live objects, not yet renewed).
-
-    Attributes:
-        optimizer: the source's optimizer object.
-        arguments: every other `compile` keyword, as the family records it.
-    """
-
-    optimizer: Any
-    arguments: Dict[str, Any]
-
-
-def read(family: "Family", model: Any) -> CompileSettings:
+def read(family: Family, model: Any) -> CompileSettings:
     """The source's compile settings, checked before anything is cloned.
 
     Raises:
@@ -66,7 +53,7 @@ def read(family: "Family", model: Any) -> CompileSettings:
     return settings
 
 
-def apply(family: "Family", clone: Any, settings: CompileSettings) -> None:
+def apply(family: Family, clone: Any, settings: CompileSettings) -> None:
     """Compiles `clone` like the source: new optimizer, losses and metrics, the same settings."""
     arguments = dict(settings.arguments)
     for key in _RENEWED:

@@ -1,23 +1,18 @@
-"""The cloning core: what every Keras family shares, and the contract each one fills in.
+"""The contract of a Keras family: what differs between Kerases, and nothing else.
 
 Read `Family` first: it is the whole contract. A family module (`keras2`,
 `tf_keras`, `keras3`) is one subclass that says how *its* Keras spells
 things: which classes are layers and models, how a functional graph's nodes
-are read, how an `Input` is made, which native `clone_model` call can be
-trusted. Everything else is written once, here and in `_cloner.py`:
+are read, how an `Input` and a model are made, which native `clone_model`
+call can be trusted, where variables are created, how compile settings are
+read and how variables are assigned. Where every Keras agrees, the default
+here is the one implementation (the `input_tensors` checks, `Input`
+re-creation, the `Lambda` fixes of the config round trip).
 
-* `Cloner.clone_layer`: one clone per source layer (shared layers stay
-  shared), `recursive=True`, the user's `clone_function` (its failures named),
-  the default config round trip (its failures explained);
-* `Cloner.call`: the user's `call_function`, its failures named and its result
-  checked;
-* `Cloner.walk`: the depth-ordered walk over a functional graph, for the
-  families and versions whose native walk cannot be used;
-* `Cloner.clone_model`: Sequential / functional / subclassed dispatch, the
-  refusals that apply to each, and `trainable` restored everywhere;
-* the `input_tensors` checks and `Input` re-creation (`Family` defaults);
-* `trainable` flags at every level (`_layers.py`), no wasted initializer
-  when the weights are copied next (`_skip_init.py`).
+`Family` never drives a clone. `_driver.clone` runs the phases of one
+`clone_model` call in order, and `_cloner.Cloner` does the layer-by-layer
+work, asking the family at each step; a hook that needs the clone under way
+receives it as a `LayerCloner` (`_types.py`).
 """
 
 from __future__ import annotations
@@ -27,25 +22,26 @@ import contextlib
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import (
-    UnsupportedModelError,
     CompatCloneError,
     InputTensorsError,
     layer_rebuild_error,
     subclassed_rebuild_error,
     subclassed_rebuild_note,
 )
-from compat_clone.families import _compile
-from compat_clone.families._cloner import Cloner, CloneRequest, Node
-from compat_clone.families._compile import CompileSettings
 from compat_clone.families._layers import holds_layer_of
-from compat_clone.families._skip_init import Prefill, zeros_initializers
-from compat_clone.weights import LayerMap
+from compat_clone.families._skip_init import Prefill
+from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
 
-__all__ = ["CloneRequest", "Family", "Node", "Cloner"]
+__all__ = ["Family", "own_get_config"]
 
 
 class Family(abc.ABC):
     """The contract of one Keras family: what differs, nothing else.
+
+    `_dispatch.adapter_for` makes one object per `clone_model` /
+    `copy_weights` call, so a family may keep what it learns during that
+    call (standalone Keras 2's checked device, Keras 3's compile-config
+    answer) on itself.
 
     Args:
         info: the model's `FamilyInfo` (family, package, version, backend).
@@ -56,10 +52,6 @@ class Family(abc.ABC):
 
     def __init__(self, info: Any) -> None:
         self.info = info
-        #: (source, clone) of layers rebuilt from their constructor's arguments
-        self.rebuilt: List[Tuple[Any, Any]] = []
-        #: with copy_weights=True: the clone's variables made as copies of the source's
-        self.prefilled: Optional[Prefill] = None
 
     # -- the family's classes ------------------------------------------------
 
@@ -73,9 +65,9 @@ class Family(abc.ABC):
         Never the public alias: `keras.models.clone_model` may hold
         `compat_clone.clone_model` (`compat_clone.patch()`, or by hand).
         """
-        from compat_clone import _native
+        from compat_clone._native import clone_model_of
 
-        return _native.clone_model_of(self.info.package)
+        return clone_model_of(self.info.package)
 
     @abc.abstractmethod
     def layer_class(self) -> Any:
@@ -141,55 +133,6 @@ class Family(abc.ABC):
             with self.unsafe_scope():
                 return layer.__class__.from_config(layer.get_config())
         return layer.__class__.from_config(layer.get_config())
-
-    def default_clone(self, layer: Any) -> Any:
-        """The config round trip; where it fails, a rebuild from the constructor's arguments."""
-        try:
-            return self.config_round_trip(layer)
-        except Exception:
-            rebuilt = self._from_constructor_arguments(layer)
-            if rebuilt is None:
-                raise
-            return rebuilt
-
-    def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
-        """A layer whose config does not round-trip, rebuilt from what its constructor received.
-
-        Keras 3 (and tf.keras / tf_keras since 2.13) record each layer's
-        constructor arguments (`_auto_config`; None where they were not
-        serializable). Arguments that
-        hold layers or variables would be shared with the source: then None.
-        The rebuilt layer's weights are checked against the source's once the
-        clone is built (`check_rebuilt`).
-        """
-        auto = getattr(layer, "_auto_config", None)
-        arguments = dict(getattr(auto, "config", None) or {})
-        if auto is None or any(self._holds_state(v) for v in arguments.values()):
-            return None
-        arguments.setdefault("name", layer.name)
-        try:
-            new = layer.__class__(**arguments)
-        except Exception:
-            return None
-        self.rebuilt.append((layer, new))
-        return new
-
-    def _holds_state(self, value: Any) -> bool:
-        leaves = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
-        return any(isinstance(v, self.weight_owner_class()) or hasattr(v, "assign") for v in leaves)
-
-    def check_rebuilt(self) -> None:
-        """Raises where a layer rebuilt from its constructor's arguments differs from its source."""
-        for src, new in self.rebuilt:
-            expected = [tuple(v.shape) for v in src.weights]
-            got = [tuple(v.shape) for v in new.weights]
-            if expected != got:
-                raise UnsupportedModelError(
-                    f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
-                    "config does not round-trip, and rebuilt from its constructor's arguments it "
-                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
-                    "`clone_function` that builds this layer."
-                )
 
     # -- a functional graph --------------------------------------------------
 
@@ -258,19 +201,19 @@ class Family(abc.ABC):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         """A functional model of the source's class where it can be, else the base class."""
 
-    def finish_functional(self, cloner: "Cloner", model: Any, new: Any) -> None:
+    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:
         """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
 
     # -- native calls that are right --------------------------------------------
 
-    def clone_functional_whole(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Optional[Any]:
+    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
         """A functional model cloned in one call (`input_tensors` checked already):
         the native clone where it is right, or a rebuild from config; None where
         the core's walk must run."""
         return None
 
     @abc.abstractmethod
-    def clone_sequential(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         """A Sequential model cloned with `cloner.clone_layer` for each layer."""
 
     def rebuild_from_config(self, model: Any) -> Optional[Any]:
@@ -313,19 +256,15 @@ class Family(abc.ABC):
     # -- placement and weights ----------------------------------------------------
 
     def placement(self, model: Any, request: CloneRequest) -> ContextManager[Any]:
-        """Where the clone's variables are created (`compat_clone.placement.scope`)."""
-        from compat_clone import placement
+        """The scope the clone is built in: where its variables are created.
 
-        return placement.scope(model, request.device, self.info)
+        It yields an object whose `finish(clone, layer_map)` runs before the
+        scope is left (`compat_clone.placement.Placement`). It checks
+        `request.device` before anything is built.
+        """
+        from compat_clone.placement import scope
 
-    def build(self, model: Any, request: CloneRequest, cloner: "Cloner") -> Any:
-        """Runs the clone inside the family's placement (and locks); compiles it if asked."""
-        with self.placement(model, request) as where:
-            new = cloner.clone_model(model, request.input_tensors)
-            where.finish(new, cloner.layer_map)
-            if request.compile is not None:
-                _compile.apply(self, new, request.compile)
-        return new
+        return scope(model, request.device, self.info)
 
     # -- compile=True --------------------------------------------------------------
 
@@ -357,53 +296,13 @@ class Family(abc.ABC):
         copy. Nothing may be written when the operation cannot run.
         """
 
-    def prefill(self, cloner: "Cloner", request: CloneRequest) -> Optional[Prefill]:
+    def prefill(self, cloner: LayerCloner, request: CloneRequest) -> Optional[Prefill]:
         """Where a clone with weights can start from copies of the source's variables (None: zeros)."""
         return None
-
-    def skip_prefilled(self, pairs: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
-        """The pairs left to copy after the clone was built: those it did not start from."""
-        done = self.prefilled.done if self.prefilled is not None else {}
-
-        def copied(src: Any, dst: Any) -> bool:
-            entry = done.get(id(dst))
-            return entry is not None and entry[0] is dst and entry[1] is src
-
-        return [(s, d) for s, d in pairs if not copied(s, d)]
-
-    # -- the public entry ------------------------------------------------------
 
     def weight_owner_class(self) -> Any:
         """The base class whose `add_weight` every layer's variables go through."""
         return self.layer_class()
-
-    def clone(self, model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
-        """Clones `model`; returns the clone and its layer map.
-
-        With `request.copy_weights` the clone's variables start as zeros (the
-        caller copies the source's values into every one of them next).
-        """
-        cloner = Cloner(self, request)
-        self.prefilled = self.prefill(cloner, request) if request.copy_weights else None
-        skip = (
-            zeros_initializers(self.weight_owner_class(), self.prefilled)
-            if request.copy_weights
-            else contextlib.nullcontext()
-        )
-        with skip:
-            new = self.build(model, request, cloner)
-        self.check_rebuilt()
-        if request.name is not None:
-            rename(new, request.name)
-        return new, cloner.layer_map
-
-
-def rename(model: Any, name: str) -> None:
-    """Gives a model a new name (Keras 3 has a setter, Keras 2 a private field)."""
-    try:
-        model.name = name
-    except AttributeError:
-        model._name = name
 
 
 def own_get_config(model: Any) -> bool:

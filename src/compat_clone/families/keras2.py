@@ -16,10 +16,11 @@ import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompileError, InputTensorsError, UnsupportedModelError
-from compat_clone.families import _compile
-from compat_clone.families._compile import CompileSettings
-from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
+from compat_clone.families._compile import unprefix_metric_names
+from compat_clone.families._core import Family, own_get_config
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
+from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.placement import Placement
 
 __all__ = ["Keras2"]
 
@@ -156,7 +157,7 @@ class Keras2(Family):
             out.append(x)
         return out
 
-    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
         # `keras2-subclass-lost`: a functional model of a Model subclass with
         # its own get_config comes back as a plain Model; rebuilt from its
         # config when nothing is asked of the graph. Otherwise our walk.
@@ -181,7 +182,7 @@ class Keras2(Family):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         return _k().models.Model(inputs, outputs, name=model.name)
 
-    def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         keras = _k()
         all_layers = list(getattr(model, "_layers", None) or model.layers)
         first = all_layers[0] if all_layers and isinstance(all_layers[0], self._input_layer_class()) else None
@@ -229,23 +230,27 @@ class Keras2(Family):
 
     # -- the whole call: device, lock, graph -----------------------------------
 
-    def build(self, model: Any, request: CloneRequest, cloner: Cloner) -> Any:
+    @contextlib.contextmanager
+    def placement(self, model: Any, request: CloneRequest) -> Iterator[Placement]:
+        """`device=` checked; the subclassed refused; then this family's lock and the source's graph.
+
+        Variables are placed layer by layer (`layer_scope`), so nothing is
+        left for `finish`; the clone is compiled inside this scope too (the
+        optimizer's variables belong in the clone's graph).
+        """
         backend = getattr(self.info, "backend", None) or _k().backend.backend()
         self.device = check_device(request.device, backend)
         if not self.is_sequential(model) and not self.is_functional(model):
-            return self.clone_subclassed(model)
+            self.clone_subclassed(model)  # raises: no layer graph to clone
         # Graph-mode building is not thread-safe (concurrent `tf.Variable`
         # creation on one graph trips TensorFlow's scope stacks): clones and
         # copies of this family take one process-wide lock.
         with _LOCK, graph_scope(self.flatten, model, request.input_tensors):
-            new = cloner.clone_model(model, request.input_tensors)
-            if request.compile is not None:  # in the clone's graph: the optimizer's variables too
-                _compile.apply(self, new, request.compile)
-            return new
+            yield Placement(self.device or "each layer's variables beside its source's")
 
     def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
         # 2.3 renames a metric object given for one output of several.
-        _compile.unprefix_metric_names(clone, arguments)
+        unprefix_metric_names(clone, arguments)
         clone.compile(optimizer=optimizer, **arguments)
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:

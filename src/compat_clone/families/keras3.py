@@ -1,7 +1,7 @@
 """Keras 3 (`keras.models.clone_model`), on TensorFlow, JAX and PyTorch.
 
 A thin family over the native call: Keras's own `clone_model` runs wherever
-it is right, and the core (`_core.py`) fills what it lacks. The native
+it is right, and the shared core (`_cloner.py`) fills what it lacks. The native
 problems it works around are rows of `compat_clone.known_issues`, cited by id.
 """
 
@@ -12,9 +12,9 @@ import inspect
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompileError, InputTensorsError, layer_rebuild_error
-from compat_clone.families._compile import CompileSettings
-from compat_clone.families._core import Cloner, CloneRequest, Family, Node, own_get_config
+from compat_clone.families._core import Family, own_get_config
 from compat_clone.families._skip_init import Prefill
+from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
 
 __all__ = ["Keras3"]
 
@@ -159,7 +159,7 @@ class Keras3(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
         if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
             # `keras3-subclass-lost`: a functional model of a subclass with a
             # constructor of its own (keras_hub backbones and tasks, a user's
@@ -182,7 +182,7 @@ class Keras3(Family):
             model, input_tensors=input_tensors, clone_function=cloner.clone_layer
         )
 
-    def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         if input_tensors is not None:
             return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
         first = model._layers[0] if model._layers else None
@@ -199,7 +199,7 @@ class Keras3(Family):
             input_tensors = self.make_input(_spec(spec, getattr(first, "name", None)))
         return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
-    def _sequential_on(self, cloner: Cloner, model: Any, tensor: Any) -> Any:
+    def _sequential_on(self, cloner: LayerCloner, model: Any, tensor: Any) -> Any:
         """A Sequential clone whose input is `tensor` (`keras3-sequential-input-tensors`).
 
         The native path wraps the tensor with `Input(tensor=...)` alone, which
@@ -286,18 +286,18 @@ class Keras3(Family):
         return tuple(variable.shape), str(variable.dtype)
 
     def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
-        from compat_clone import placement
+        from compat_clone.placement import assign_keras3
 
-        placement.assign_keras3(pairs, tau)
+        assign_keras3(pairs, tau)
 
-    def prefill(self, cloner: Cloner, request: CloneRequest) -> Optional[Prefill]:
+    def prefill(self, cloner: LayerCloner, request: CloneRequest) -> Optional[Prefill]:
         # JAX and torch: a clone layer's variables start as device copies of
         # its source layer's (no zeros made, then overwritten). Only where the
         # clone lives where the source does and no distribution lays variables
         # out (a layout would trace the initializer under `jax.jit`).
-        from compat_clone import placement
+        from compat_clone.placement import fresh_copy_keras3
 
-        fresh_copy = placement.fresh_copy_keras3(self.info.backend)
+        fresh_copy = fresh_copy_keras3(self.info.backend)
         if fresh_copy is None or request.device is not None or _distribution() is not None:
             return None
         reverse: Dict[int, Any] = {}

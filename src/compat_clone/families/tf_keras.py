@@ -1,7 +1,7 @@
 """tf.keras 2.4-2.15 (the `keras` 2.x package) and `tf_keras` (Keras 2 for TF 2.16+).
 
 A thin family over the native `clone_model`: it runs wherever it is right,
-and the core (`_core.py`) fills what it lacks. The native problems it works
+and the shared core (`_cloner.py`) fills what it lacks. The native problems it works
 around are rows of `compat_clone.known_issues`, cited by id.
 """
 
@@ -13,9 +13,9 @@ import inspect
 import sys
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from compat_clone.families import _compile
-from compat_clone.families._compile import CompileSettings
-from compat_clone.families._core import Cloner, Family, Node
+from compat_clone.families._compile import unprefix_metric_names
+from compat_clone.families._core import Family
+from compat_clone.families._types import CompileSettings, LayerCloner, Node
 
 __all__ = ["TfKeras"]
 
@@ -138,7 +138,7 @@ class TfKeras(Family):
             return model.__class__(new_inputs, new_outputs, name=model.name)
         return self.keras().Model(new_inputs, new_outputs, name=model.name)
 
-    def finish_functional(self, cloner: Cloner, model: Any, new: Any) -> None:
+    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:
         # Layers that feed no output (`add_loss` / `add_metric` on an inner
         # tensor) are re-inserted, as the native clone does, with its helper.
         created = [cloner.layer_map[id(layer)][1] for layer in model.layers if id(layer) in cloner.layer_map]
@@ -158,7 +158,7 @@ class TfKeras(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
         if not getattr(model.get_config, "_is_default", False) and cloner.asks_nothing_of_graph(input_tensors):
             # A Functional subclass with its own get_config, nothing asked of
             # the graph: the native call rebuilds it from config, and so do we.
@@ -167,14 +167,14 @@ class TfKeras(Family):
             return None  # `tf-keras-single-list-call`: the native walk loses the list
         return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
-    def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     # -- compile=True ----------------------------------------------------------
 
     def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
         # `compile` renames a metric object given for one output of several.
-        _compile.unprefix_metric_names(clone, arguments)
+        unprefix_metric_names(clone, arguments)
         clone.compile(optimizer=optimizer, **arguments)
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:
@@ -201,9 +201,9 @@ class TfKeras(Family):
         return tuple(variable.shape.as_list()), str(getattr(dtype, "name", dtype))
 
     def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
-        from compat_clone import placement
+        from compat_clone.placement import assign_tf
 
-        placement.assign_tf(pairs, tau)  # variable to variable: stays on the device
+        assign_tf(pairs, tau)  # variable to variable: stays on the device
 
 
 def _steps_per_execution(model: Any, keras: Any) -> Any:

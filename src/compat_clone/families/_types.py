@@ -1,0 +1,86 @@
+"""The data one clone passes between its rooms: what was asked, a graph's calls, compile settings.
+
+Nothing here clones: these are the types the driver (`_driver.py`), the
+cloning engine (`_cloner.py`), the contract (`_core.Family`) and the family
+modules share, so that each of them imports this module and none of them
+imports another to name a type.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+from compat_clone.weights import LayerMap
+
+__all__ = ["CloneRequest", "Node", "CompileSettings", "LayerCloner", "LayerMap"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloneRequest:
+    """What `compat_clone.clone_model` asks, already validated (`api.py`).
+
+    Attributes:
+        input_tensors: tensors to build the clone on, or None.
+        clone_function: the user's `fn(layer) -> new_layer`, or None.
+        call_function: the user's `fn(layer, *args, **kwargs) -> outputs`, or None.
+        recursive: whether nested models are cloned layer by layer.
+        device: where the clone's variables go (None: where the source's are).
+        name: the clone's new name, or None.
+        info: the model's `FamilyInfo`.
+        copy_weights: whether the source's variables are copied into the clone.
+        compile: whether the clone is compiled like its source.
+    """
+
+    input_tensors: Any = None
+    clone_function: Optional[Callable[[Any], Any]] = None
+    call_function: Optional[Callable[..., Any]] = None
+    recursive: bool = False
+    device: Any = None
+    name: Optional[str] = None
+    info: Any = None
+    copy_weights: bool = False
+    compile: bool = False
+
+
+class Node(NamedTuple):
+    """One call in a functional graph, as `Family.nodes` reads it."""
+
+    layer: Any  # the source layer (or Keras 3 operation) that was called
+    inputs: List[Any]  # every source tensor the call needs, flat
+    outputs: List[Any]  # the source tensors it produced, flat
+    raw: Any  # the family's own node object
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileSettings:
+    """What the source's `compile` received, read by its family (live objects, not yet renewed).
+
+    Attributes:
+        optimizer: the source's optimizer object.
+        arguments: every other `compile` keyword, as the family records it.
+    """
+
+    optimizer: Any
+    arguments: Dict[str, Any]
+
+
+class LayerCloner(abc.ABC):
+    """The clone under way, as a family's hooks see it (`_cloner.Cloner` is the one implementation).
+
+    A hook that hands the native `clone_model` a `clone_function` passes
+    `clone_layer`; one that rebuilds a model from its config asks
+    `asks_nothing_of_graph` first; one that pairs layers reads `layer_map`.
+    """
+
+    #: every layer cloned so far: id(source layer) -> (source layer, clone)
+    layer_map: LayerMap
+
+    @abc.abstractmethod
+    def clone_layer(self, layer: Any) -> Any:
+        """The clone of `layer`, made once: shared layers stay shared."""
+
+    @abc.abstractmethod
+    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
+        """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
