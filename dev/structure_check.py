@@ -44,25 +44,11 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Violations on main that other branches of issue 24 are removing in parallel:
-# listed here so that lint is green meanwhile, each with its owner. Whoever
-# merges those branches empties this list; an entry whose violation is gone
-# fails the check, so the list cannot outlive its reason. Nothing may be added
-# here for new code. Keys are the `key` of each Violation (see --strict).
-KNOWN: Dict[str, str] = {
-    # i24conv: compat_clone/convert/ and compat_clone/tools/convert/
-    "module compat_clone/convert/_describe.py": "i24conv",
-    "module compat_clone/convert/_rebuild.py": "i24conv",
-    "function compat_clone/tools/convert/cli.py:_plan": "i24conv",
-    "cycle compat_clone.convert._functions compat_clone.convert._tf_ops": "i24conv",
-    # i24core: api.py, families/, _patch.py, the package __init__ (its lazy
-    # `nox_sessions` export closes the circle through tools.matrix; the
-    # matrix's own edges into `compat_clone` are one way and stay)
-    "cycle compat_clone compat_clone._patch compat_clone.api compat_clone.families._cloner "
-    "compat_clone.families._compile compat_clone.families._core compat_clone.tools.matrix.install "
-    "compat_clone.tools.matrix.sessions": "i24core",
-    "init-imports-tools compat_clone/__init__.py": "i24core",
-}
+# Violations tolerated for a while, each with the branch that removes it, so
+# lint stays green while a fix lands elsewhere. Empty since issue 24 merged:
+# keep it that way. An entry whose violation is gone fails the check, so the
+# list cannot outlive its reason. Keys are the `key` of each Violation.
+KNOWN: Dict[str, str] = {}
 
 
 class Violation(NamedTuple):
