@@ -117,14 +117,15 @@ def test_known_entries_and_stale_ones(tmp_path: Path) -> None:
     assert gone == ["KNOWN lists 'cycle x y' (other), which is fixed: remove it from dev/structure_check.py"]
 
 
-def test_the_command_line(tmp_path: Path) -> None:
-    src = _package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451})
-    done = subprocess.run([sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(src), "--strict"],
+def _run(src: Path) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(src), "--strict"],
                           capture_output=True, text=True, timeout=60)
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    done = _run(_package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451}))
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["compat_clone/big.py:1: module has 451 lines (at most 450)",
                                         "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries"]
-    clean = _package(tmp_path / "clean", {"__init__.py": ""})
-    done = subprocess.run([sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(clean), "--strict"],
-                          capture_output=True, text=True, timeout=60)
+    done = _run(_package(tmp_path / "clean", {"__init__.py": ""}))
     assert done.returncode == 0, done.stdout + done.stderr
