@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, List, Set
 
+from compat_clone._walk import sublayers
+
 __all__ = [
     "CompatCloneError",
     "NotAModelError",
@@ -212,7 +214,7 @@ def _layer_rebuild_text(layer: object, exc: BaseException, register_hint: str) -
 def _custom_classes_inside(layer: object) -> List[str]:
     """Names of the non-Keras layer classes held by a wrapper or nested model."""
     found: List[str] = []
-    stack: List[Any] = [getattr(layer, "layer", None)] + list(getattr(layer, "layers", None) or [])
+    stack: List[Any] = [getattr(layer, "layer", None)] + list(sublayers(layer))
     seen: Set[int] = set()
     while stack:
         sub = stack.pop()
@@ -224,5 +226,5 @@ def _custom_classes_inside(layer: object) -> List[str]:
         if root not in ("keras", "tf_keras", "tensorflow") and klass.__name__ not in found:
             found.append(klass.__name__)
         stack.append(getattr(sub, "layer", None))
-        stack.extend(getattr(sub, "layers", None) or [])
+        stack.extend(sublayers(sub))  # the one "is a model" rule (`_walk`)
     return found

@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from compat_clone.convert._tf_ops import PendingOp
+from compat_clone._walk import MODEL_CLASS_NAMES
 from compat_clone.errors import UnconvertibleLayerError
 
 __all__ = ["MODEL_CLASSES", "functional", "first_node", "is_model_entry"]
 
-# Keras 2 class names of a model in a config (`MODEL_CLASS_NAMES` names the
-# classes of live objects; a config names only its own class).
-MODEL_CLASSES = ("Functional", "Model", "Sequential")
+# A config names only its own class: the model class names of `_walk` (the
+# one set, for live objects and configs alike).
+MODEL_CLASSES = MODEL_CLASS_NAMES
 
 
 def is_model_entry(class_name: str) -> bool:

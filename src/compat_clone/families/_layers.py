@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
+from compat_clone._walk import walk
 from compat_clone.weights import LayerMap
 
 __all__ = ["holds_layer_of", "restore_trainable"]
@@ -20,13 +21,7 @@ def holds_layer_of(layer: Any, cls: Any) -> bool:
     flatten = getattr(layer, "_flatten_layers", None)
     if flatten is not None:
         return any(isinstance(sub, cls) for sub in flatten(include_self=False))
-    stack = list(getattr(layer, "layers", None) or [])
-    while stack:
-        sub = stack.pop()
-        if isinstance(sub, cls):
-            return True
-        stack.extend(getattr(sub, "layers", None) or [])
-    return False
+    return any(isinstance(sub, cls) for _, sub in walk(layer, models=True))
 
 
 def _sublayers(layer: Any) -> List[Any]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from compat_clone._walk import MODEL_CLASS_NAMES
+
 # Modules whose `clone_model` this tool rewrites, as the fully qualified
 # import path a name resolves to (`import tensorflow as tf` makes
 # `tf.keras.models` resolve to `tensorflow.keras.models`).
@@ -148,8 +150,9 @@ KERAS_PACKAGE_ROOTS = (
 )
 # Hand-rolled clone functions, by the last part of their qualified name.
 MODEL_FROM = frozenset({"model_from_config", "model_from_json", "model_from_yaml"})
-# Keras classes whose `from_config(m.get_config())` rebuilds a model.
-MODEL_CLASSES = frozenset({"Model", "Sequential", "Functional"})
+# Keras classes whose `from_config(m.get_config())` rebuilds a model: the one
+# set of model class names.
+MODEL_CLASSES = MODEL_CLASS_NAMES
 
 
 def keras_root(qualified: str) -> Optional[str]:
