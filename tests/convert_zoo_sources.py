@@ -4,7 +4,7 @@ Run with a matrix environment's interpreter (standalone Keras 2.x, or tf.keras
 2.x / tf_keras); tests/test_convert_zoo_envs.py does, from a Keras 3 environment:
 
     python tests/convert_zoo_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | h5+optimizer
 
 Each zoo case the environment can build is saved in every FORMAT, loaded back
 the way `compat-clone convert` reads a file (its worker's `load_source`), and
@@ -31,6 +31,18 @@ from compat_clone.tools.convert._worker import keras_for, load_source  # noqa: E
 from tests import convert_zoo  # noqa: E402
 
 
+# FORMAT -> the file's suffix. `h5+optimizer`: the model compiled (Adam) and trained one step
+# before it is saved, so the file holds a training config and the optimizer's state, as the
+# files users kept from `model.fit` do; the other formats are saved uncompiled.
+_SUFFIX = {"h5": ".h5", "keras": ".keras", "h5+optimizer": ".optimizer.h5"}
+
+
+def _train_one_step(K: Any, model: Any, inputs: List[np.ndarray]) -> None:
+    model.compile(optimizer=K.optimizers.Adam(), loss="mse")
+    targets = [np.zeros_like(o) for o in _predict(model, inputs)]
+    model.train_on_batch(inputs if len(inputs) > 1 else inputs[0], targets if len(targets) > 1 else targets[0])
+
+
 def _save(K: Any, model: Any, path: str, fmt: str) -> None:
     if fmt == "keras" and K.__version__.startswith("2.12"):
         model.save(path, save_format="keras_v3")  # 2.12 writes HDF5 to a .keras name unless told
@@ -55,9 +67,17 @@ def main(out: str, family: str, formats: List[str]) -> None:
         objects = {type(layer).__name__: type(layer) for layer in case.model.layers
                    if type(layer).__name__ == "Scale"}
         entry: Dict[str, Any] = {"rtol": case.rtol, "atol": case.atol, "custom": sorted(objects), "files": {}}
-        for fmt in formats:
-            path = os.path.join(out, f"{name}.{fmt}")
+        # uncompiled formats first: training changes the model
+        for fmt in sorted(formats, key=lambda f: f == "h5+optimizer"):
+            path = os.path.join(out, name + _SUFFIX[fmt])
+            if fmt == "h5+optimizer":
+                _train_one_step(K, case.model, describe(case.model, seed=5).probes[0].inputs)
             _save(K, case.model, path, fmt)
+            if fmt == "h5+optimizer":
+                import h5py
+
+                with h5py.File(path, "r") as f:
+                    assert "optimizer_weights" in f and "training_config" in f.attrs, f"{name}: no optimizer state"
             loaded = load_source(K, family, path, objects, safe_mode=False)  # our own files
             description = describe(loaded, seed=3)
             probe = description.probes[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator
 
 import numpy as np
+from tests.py37 import zip_strict
 
 
 def walk_layers(model: Any) -> Iterator[Any]:
@@ -89,7 +90,7 @@ def assert_unchanged(before: Dict[str, Any], model: Any) -> None:
     for key in ("name", "trainable", "variables", "trainable_variables", "layers"):
         assert after[key] == before[key], f"{key} changed: {before[key]!r} -> {after[key]!r}"
     assert len(after["weights"]) == len(before["weights"])
-    for i, (old, new) in enumerate(zip(before["weights"], after["weights"], strict=True)):
+    for i, (old, new) in enumerate(zip_strict(before["weights"], after["weights"])):
         assert old.dtype == new.dtype and old.shape == new.shape, f"weight {i} changed kind"
         assert old.tobytes() == new.tobytes(), f"weight {i} changed value"
 
@@ -97,7 +98,7 @@ def assert_unchanged(before: Dict[str, Any], model: Any) -> None:
 def weights_equal(a: Any, b: Any) -> bool:
     wa, wb = a.get_weights(), b.get_weights()
     return len(wa) == len(wb) and all(
-        np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip(wa, wb, strict=True)
+        np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip_strict(wa, wb)
     )
 
 

@@ -5,8 +5,9 @@ masked Embedding -> Bidirectional(LSTM) -> TimeDistributed(Dense) tagger, GRU
 with both `reset_after`, Conv1D/2D/3D + BatchNormalization, multi-input
 multi-output, nested and shared layers, a Sequential with regularizers and
 constraints, a Lambda, a custom layer, mixed precision) is built in a Keras 2
-environment of the matrix, saved (standalone Keras 2.2.4 / 2.3.1: ``.h5``;
-tf.keras 2.12 / 2.15: ``.h5`` and ``.keras``), read back the way
+environment of the matrix, saved (standalone Keras 2.0.8 / 2.1.6 / 2.2.4 /
+2.3.1 on TensorFlow 1.15 and 2.2.4 / 2.3.1 on TF 2.15: ``.h5``, also with
+optimizer state; tf.keras 2.12 / 2.15: ``.h5`` and ``.keras``), read back the way
 `compat-clone convert` reads it and described there
 (tests/convert_zoo_sources.py). Here, in a Keras 3.15 environment, each
 description is rebuilt, proven against the source's outputs, written as
@@ -32,7 +33,18 @@ from tests.convert_envs import HERE, keras3_here, run_in_sibling, shared_builds
 SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
 
 # (source environment, format) -> the Keras 3.15 environments that rebuild it.
+# `h5+optimizer`: saved after compile and one training step (training config and
+# optimizer state in the file). The `-tf1` sources are files written by the old
+# releases where their users run them (TensorFlow 1.15 / Python 3.7).
 _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("keras-2.0.8-tf1", "h5"): ("keras-3.15-tf",),
+    ("keras-2.0.8-tf1", "h5+optimizer"): ("keras-3.15-jax",),
+    ("keras-2.1.6-tf1", "h5"): ("keras-3.15-jax",),
+    ("keras-2.1.6-tf1", "h5+optimizer"): ("keras-3.15-torch",),
+    ("keras-2.2.4-tf1", "h5"): ("keras-3.15-torch",),
+    ("keras-2.2.4-tf1", "h5+optimizer"): ("keras-3.15-tf",),
+    ("keras-2.3.1-tf1", "h5"): ("keras-3.15-torch",),
+    ("keras-2.3.1-tf1", "h5+optimizer"): ("keras-3.15-tf",),
     ("keras-2.2.4", "h5"): ("keras-3.15-torch",),
     ("keras-2.3.1", "h5"): ("keras-3.15-jax",),
     ("tf.keras-2.12", "h5"): ("keras-3.15-tf",),
@@ -41,9 +53,11 @@ _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     ("tf.keras-2.15", "keras"): ("keras-3.15-torch",),
 }
 _HOSTS = ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch")
+_STANDALONE = tuple(sorted({env for env, _ in _SOURCES if env.startswith("keras-2.")}))
 # Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it) and no
-# TFOpLambda (tf.keras 2.4).
-_NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1"), "tf_ops": ("keras-2.2.4", "keras-2.3.1")}
+# TFOpLambda (tf.keras 2.4); MobileNetV2 came with 2.2.0, GRU(reset_after=) after 2.0.
+_NOT_IN = {"mixed_precision": _STANDALONE, "tf_ops": _STANDALONE,
+           "mobilenet_v2": ("keras-2.0.8-tf1", "keras-2.1.6-tf1"), "gru_both": ("keras-2.0.8-tf1",)}
 
 
 def _runs_here(hosts: Tuple[str, ...]) -> bool:
@@ -150,7 +164,7 @@ print("LOADED")
 """
 
 
-@pytest.mark.parametrize("env", ["keras-2.2.4"])
+@pytest.mark.parametrize("env", ["keras-2.2.4-tf1", "keras-2.2.4"])
 def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any, tmp_path: Path) -> None:
     """Standalone Keras 2.0-2.2's LSTM computes `hard_sigmoid` as 0.2x + 0.5: the file names compat_clone's function.
 
@@ -166,7 +180,7 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     import subprocess
     import sys
 
-    hosts = [h for (e, fmt), h in _SOURCES.items() if e == env][0]
+    hosts = _SOURCES[(env, "h5")]
     if not _runs_here(hosts):
         pytest.skip(f"rebuilt in {', '.join(hosts)}")
     _, report = described(env)

@@ -21,6 +21,7 @@ import pytest
 
 import compat_clone
 from compat_clone import WeightsMismatchError
+from tests.py37 import zip_strict
 
 
 def _functional(K: Any, seed: int, units: int = 3, prefix: str = "") -> Any:
@@ -45,7 +46,7 @@ def _assert_same(source: Any, target: Any) -> None:
     want, got = _by_layer(source), _by_layer(target)
     assert sorted(want) == sorted(got)
     for name, values in want.items():
-        for a, b in zip(values, got[name], strict=True):
+        for a, b in zip_strict(values, got[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
@@ -105,7 +106,7 @@ def test_replaced_layer_gets_the_values(K: Any) -> None:
     _fill(source, 1)
     _fill(target, 2)
     compat_clone.copy_weights(source, target)  # the plan is made and remembered
-    for a, b in zip(source.get_weights(), target.get_weights(), strict=True):
+    for a, b in zip_strict(source.get_weights(), target.get_weights()):
         np.testing.assert_array_equal(a, b)
     old = _rebuild_layer(K, target, "last", 3, seed=3)  # held: its variables stay alive
     old_values = old.get_weights()
@@ -113,7 +114,7 @@ def test_replaced_layer_gets_the_values(K: Any) -> None:
     _fill(source, 4)
     compat_clone.copy_weights(source, target)
     _assert_same(source, target)  # the new layer's variables, not the replaced ones
-    for a, b in zip(old.get_weights(), old_values, strict=True):
+    for a, b in zip_strict(old.get_weights(), old_values):
         np.testing.assert_array_equal(a, b)  # a replaced layer is no longer written
 
 
@@ -138,11 +139,11 @@ def test_layer_changed_to_a_mismatch_raises_and_writes_nothing(K: Any) -> None:
     before = target.get_weights()
     with pytest.raises(WeightsMismatchError):
         compat_clone.copy_weights(source, target)
-    for a, b in zip(before, target.get_weights(), strict=True):
+    for a, b in zip_strict(before, target.get_weights()):
         np.testing.assert_array_equal(a, b)  # nothing written, the first layer included
     _rebuild_layer(K, target, "last", 3, seed=7)  # matching again: copied
     compat_clone.copy_weights(source, target)
-    for a, b in zip(source.get_weights(), target.get_weights(), strict=True):
+    for a, b in zip_strict(source.get_weights(), target.get_weights()):
         np.testing.assert_array_equal(a, b)
 
 
@@ -168,9 +169,9 @@ def test_layer_added_to_a_subclassed_target(K: Any) -> None:
     _fill(source, 2)
     compat_clone.copy_weights(source, target)  # a layer the source lacks: left alone (pairing by name)
     for name, values in _by_layer(source).items():
-        for a, b in zip(values, _by_layer(target)[name], strict=True):
+        for a, b in zip_strict(values, _by_layer(target)[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
-    for a, b in zip(extra.get_weights(), extra_before, strict=True):
+    for a, b in zip_strict(extra.get_weights(), extra_before):
         np.testing.assert_array_equal(a, b)
     wrong = K.layers.Dense(4, name="extra")  # the source's own `extra`, of another shape
     wrong.build((None, 3))
@@ -190,7 +191,7 @@ def test_layer_added_to_a_subclassed_target(K: Any) -> None:
 def _assert_equal_maps(want: Dict[str, List[np.ndarray]], got: Dict[str, List[np.ndarray]]) -> None:
     assert sorted(want) == sorted(got)
     for name, values in want.items():
-        for a, b in zip(values, got[name], strict=True):
+        for a, b in zip_strict(values, got[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
@@ -204,7 +205,7 @@ def test_new_models_with_the_same_names_and_ids(K: Any) -> None:
         reused += id(source) in seen_ids
         seen_ids.add(id(source))
         compat_clone.copy_weights(source, target)
-        for a, b in zip(source.get_weights(), target.get_weights(), strict=True):
+        for a, b in zip_strict(source.get_weights(), target.get_weights()):
             np.testing.assert_array_equal(a, b)
         del source
         gc.collect()
@@ -213,7 +214,7 @@ def test_new_models_with_the_same_names_and_ids(K: Any) -> None:
     for step in range(4):
         target = _functional(K, 20 + step)
         compat_clone.copy_weights(source, target)
-        for a, b in zip(source.get_weights(), target.get_weights(), strict=True):
+        for a, b in zip_strict(source.get_weights(), target.get_weights()):
             np.testing.assert_array_equal(a, b)
         del target
         gc.collect()
@@ -231,14 +232,14 @@ def test_same_id_different_shapes_raise(K: Any) -> None:
         before = target.get_weights()
         with pytest.raises(WeightsMismatchError):
             compat_clone.copy_weights(wrong, target)
-        for a, b in zip(before, target.get_weights(), strict=True):
+        for a, b in zip_strict(before, target.get_weights()):
             np.testing.assert_array_equal(a, b)
         del wrong
         gc.collect()
 
 
 def _blend(source: List[np.ndarray], target: List[np.ndarray], tau: float) -> List[np.ndarray]:
-    return [tau * s.astype(np.float64) + (1.0 - tau) * t.astype(np.float64) for s, t in zip(source, target, strict=True)]
+    return [tau * s.astype(np.float64) + (1.0 - tau) * t.astype(np.float64) for s, t in zip_strict(source, target)]
 
 
 def test_repeated_soft_updates_match_numpy(K: Any) -> None:
@@ -256,7 +257,7 @@ def test_repeated_soft_updates_match_numpy(K: Any) -> None:
         compat_clone.copy_weights(source, target, tau=tau)
         got = _by_layer(target)
         for name, expected in want.items():
-            for g, e in zip(got[name], expected, strict=True):
+            for g, e in zip_strict(got[name], expected):
                 np.testing.assert_allclose(g.astype(np.float64), e, rtol=1e-5, atol=1e-5, err_msg=name)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import compat_clone
 from compat_clone import _dispatch
+from tests.py37 import zip_strict
 
 FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "jax", "torch", "numpy")
 
@@ -133,7 +134,7 @@ def test_copy_weights_function_returns_target(K: Any) -> None:
     assert compat_clone.copy_weights(model, clone) is clone
     expected, got = model.get_weights(), clone.get_weights()
     assert len(got) == len(expected) == 2
-    for u, v in zip(expected, got, strict=True):
+    for u, v in zip_strict(expected, got):
         np.testing.assert_array_equal(u, v)
 
 
@@ -151,7 +152,7 @@ def test_copy_weights_mismatch_names_variable(K: Any) -> None:
     assert "'head'" in str(info.value) and "(4, 3)" in str(info.value) and "(4, 5)" in str(info.value)
     after = target.get_weights()
     assert len(after) == len(before) == 2
-    for u, v in zip(before, after, strict=True):
+    for u, v in zip_strict(before, after):
         np.testing.assert_array_equal(u, v)
 
 
@@ -174,5 +175,5 @@ def test_copy_weights_matches_by_layer_not_flat_order(K: Any) -> None:
     for name in ("a", "b"):
         expected, got = model.get_layer(name).get_weights(), clone.get_layer(name).get_weights()
         assert len(got) == len(expected) == 2, name  # kernel and bias
-        for u, v in zip(expected, got, strict=True):
+        for u, v in zip_strict(expected, got):
             np.testing.assert_array_equal(u, v)

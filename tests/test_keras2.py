@@ -1,8 +1,9 @@
 """Standalone Keras 2.0-2.3 (the `keras2` family), on the real old packages.
 
-Runs in the matrix environments with standalone Keras 2.2.4 / 2.2.5 / 2.3.1
-installed beside TensorFlow 2.15.1 and the `keras2_on_tf2` fix-up (see
-`compat_clone/_envfix`); skipped elsewhere. Every model is built with the
+Runs in the matrix environments with standalone Keras 2.0.8 / 2.1.6 / 2.2.4 /
+2.3.1 on TensorFlow 1.15 / Python 3.7, where their users run them, and 2.2.4 /
+2.2.5 / 2.3.1 installed beside TensorFlow 2.15.1 with the `keras2_on_tf2`
+fix-up (see `compat_clone/tools/envfix`); skipped elsewhere. Every model is built with the
 real `keras` package; nothing is mocked.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Callable, List
 
 import numpy as np
 import pytest
+from tests.py37 import zip_strict
 
 pytestmark = pytest.mark.keras2
 
@@ -58,13 +60,13 @@ def _predict_all(model: Any, x: Any) -> List[np.ndarray]:
 def _assert_same_predictions(a: Any, b: Any, x: Any) -> None:
     expected, got = _predict_all(a, x), _predict_all(b, x)
     assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
-    for p, q in zip(expected, got, strict=True):
+    for p, q in zip_strict(expected, got):
         np.testing.assert_array_equal(p, q)
 
 
 def _assert_same_weights(expected: List[np.ndarray], got: List[np.ndarray]) -> None:
     assert len(got) == len(expected), f"{len(got)} weights, expected {len(expected)}"
-    for a, b in zip(expected, got, strict=True):
+    for a, b in zip_strict(expected, got):
         np.testing.assert_array_equal(a, b)
 
 
@@ -191,14 +193,22 @@ def test_environment_is_standalone_keras2_and_runs() -> None:
     np.testing.assert_allclose(model.predict(x), model.predict(shifted), rtol=1e-5, atol=1e-6)
 
 
+def _tf_major() -> int:
+    import tensorflow as tf
+
+    return int(tf.__version__.split(".")[0])
+
+
 def test_envfix_hook_is_lazy() -> None:
-    """The `.pth` hook registers a finder; TensorFlow is not imported at start-up."""
+    """On TF 2 the `.pth` hook registers a finder; TensorFlow is not imported at start-up.
+    On TF 1.15, where these releases belong, no fix-up is installed at all."""
     code = (
         "import sys; print(any('lazy fix-up' in repr(f) for f in sys.meta_path)); "
         "print('tensorflow' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
+    hooked = "True" if _tf_major() >= 2 else "False"
+    assert out.stdout.split() == [hooked, "False"], out.stdout + out.stderr
 
 
 def test_envfix_install_into(tmp_path: Any) -> None:
@@ -370,6 +380,30 @@ def test_sequential_with_explicit_input_layer_keeps_its_input() -> None:
     assert clone.built and clone.inputs
     assert clone.layers[0].__class__.__name__ != "InputLayer"
     assert clone.input_shape == (None, 4)
+
+
+@pytest.mark.parametrize("kind", ["functional", "sequential"])
+def test_input_tensors_from_keras_input_native_and_ours(kind: str) -> None:
+    """Side by side: every 2.0-2.3 release's native clone_model builds onto `keras.Input(...)`
+    tensors, and so does ours (2.0 / 2.1 have no `K.is_tensor`: our check once refused them)."""
+    keras = _keras()
+    model = build_shared() if kind == "functional" else build_sequential()
+    _randomize(model)
+    x = [np.random.RandomState(2).standard_normal((3, 4)) for _ in model.inputs]
+
+    def fresh() -> Any:
+        made = [keras.Input((4,)) for _ in model.inputs]
+        return made if kind == "functional" else made[0]
+
+    native_inputs, our_inputs = fresh(), fresh()
+    native = keras.models.clone_model(model, input_tensors=native_inputs)
+    ours = _clone(model, input_tensors=our_inputs, copy_weights=True)
+    assert type(ours) is type(native), (type(ours), type(native))
+    assert ours.inputs == (our_inputs if kind == "functional" else [our_inputs])
+    assert [keras.backend.int_shape(t) for t in ours.outputs] == [keras.backend.int_shape(t) for t in native.outputs]
+    native.set_weights(model.get_weights())  # native copies no weights
+    _assert_same_predictions(native, ours, x if kind == "functional" else x[0])
+    _assert_same_predictions(model, ours, x if kind == "functional" else x[0])
 
 
 def test_functional_input_tensors_forms_and_errors() -> None:
@@ -547,7 +581,7 @@ def _trains(model: Any, x: Any, y: np.ndarray) -> None:
     assert np.isfinite(loss), loss
     after = model.get_weights()
     assert len(after) == len(before)
-    assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True)), "training changed nothing"
+    assert any(not np.array_equal(a, b) for a, b in zip_strict(before, after)), "training changed nothing"
 
 
 def test_keras225_clone_functional_model_scenarios() -> None:

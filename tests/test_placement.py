@@ -30,6 +30,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
+from tests.py37 import zip_strict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -113,7 +114,7 @@ def assert_same_weights(a: Any, b: Any) -> None:
 
     wa, wb = weights_np(a), weights_np(b)
     assert len(wa) == len(wb)
-    for x, y in zip(wa, wb, strict=True):
+    for x, y in zip_strict(wa, wb):
         assert x.dtype == y.dtype and x.shape == y.shape
         assert np.array_equal(x, y)
 
@@ -289,7 +290,7 @@ def _run_two_workers() -> List[Dict[str, Any]]:
                     p.kill()
                 pytest.fail("MultiWorkerMirroredStrategy workers did not finish in time")
         results = []
-        for out, log in zip(outs, logs, strict=True):
+        for out, log in zip_strict(outs, logs):
             if not os.path.exists(out):
                 pytest.fail(f"a worker wrote no results:\n{log[-6000:]}")
             with open(out, encoding="utf-8") as fh:
@@ -392,7 +393,7 @@ def test_copy_is_exact_and_not_shared(K: Any, family: str) -> None:
     model = build(K, seed=1)
     clone = compat_clone.clone_model(model, copy_weights=True)
     assert_same_weights(model, clone)
-    for src, dst in zip(model.weights, clone.weights, strict=True):
+    for src, dst in zip_strict(model.weights, clone.weights):
         assert src is not dst
         sv, dv = getattr(src, "value", src), getattr(dst, "value", dst)
         assert sv is not dv
@@ -405,7 +406,7 @@ def test_copy_is_exact_and_not_shared(K: Any, family: str) -> None:
     clone.set_weights(written)
     assert (weights_np(clone)[0] == 7).all()  # the write happened
     after = weights_np(model)
-    for x, y in zip(before, after, strict=True):
+    for x, y in zip_strict(before, after):
         assert (x == y).all()
 
 
@@ -492,7 +493,7 @@ def test_torch_cpu(device: Optional[str]) -> None:
     clone = compat_clone.clone_model(model, device=device, copy_weights=True)
     assert [v.value.device for v in clone.weights] == [expected] * len(clone.weights)
     assert_same_weights(model, clone)
-    for src, dst in zip(model.weights, clone.weights, strict=True):
+    for src, dst in zip_strict(model.weights, clone.weights):
         assert src.value.data_ptr() != dst.value.data_ptr()
 
 
@@ -614,24 +615,24 @@ def _worker_tf(out: str) -> None:
             assert all(_is_distributed(v) for v in model.weights)
             native = K.models.clone_model(model)
             clone = compat_clone.clone_model(model, copy_weights=True)  # outside the scope
-            for src, dst in zip(model.weights, clone.weights, strict=True):
+            for src, dst in zip_strict(model.weights, clone.weights):
                 assert _is_distributed(dst), type(_tf_var(dst))
                 assert _tf_var(dst)._distribute_strategy is strategy
                 assert [c.device for c in _tf_var(dst).values] == [c.device for c in _tf_var(src).values]
-                for c_src, c_dst in zip(_tf_var(src).values, _tf_var(dst).values, strict=True):
+                for c_src, c_dst in zip_strict(_tf_var(src).values, _tf_var(dst).values):
                     np.testing.assert_array_equal(c_src.numpy(), c_dst.numpy())
             np.testing.assert_array_equal(_outputs(model), _outputs(clone))  # callable outside the scope
             # copy_weights between two clones of the strategy, replica by replica.
             other = compat_clone.clone_model(model)
             compat_clone.copy_weights(model, other)
-            for src, dst in zip(model.weights, other.weights, strict=True):
+            for src, dst in zip_strict(model.weights, other.weights):
                 assert len(_tf_var(dst).values) == 2
-                for c_src, c_dst in zip(_tf_var(src).values, _tf_var(dst).values, strict=True):
+                for c_src, c_dst in zip_strict(_tf_var(src).values, _tf_var(dst).values):
                     np.testing.assert_array_equal(c_src.numpy(), c_dst.numpy())
             # A plain model copies into the mirrored clone (every replica written).
             plain = build(K, seed=8)
             compat_clone.copy_weights(plain, other)
-            for src, dst in zip(plain.weights, other.weights, strict=True):
+            for src, dst in zip_strict(plain.weights, other.weights):
                 assert len(_tf_var(dst).values) == 2
                 for c_dst in _tf_var(dst).values:
                     np.testing.assert_array_equal(np.array(src.numpy()), c_dst.numpy())
@@ -779,8 +780,8 @@ def _worker_jax(out: str) -> None:
         native = keras.models.clone_model(model)  # outside the scope
         fresh = compat_clone.clone_model(model)  # placement alone, no copy
         clone = compat_clone.clone_model(model, copy_weights=True)
-        pairs = list(zip(model.weights, clone.weights, strict=True))
-        pairs += list(zip(model.weights, fresh.weights, strict=True))
+        pairs = list(zip_strict(model.weights, clone.weights))
+        pairs += list(zip_strict(model.weights, fresh.weights))
         for src, dst in pairs:
             assert same_sharding(src.value.sharding, dst.value.sharding, len(src.shape)), (
                 src.path,
@@ -804,7 +805,7 @@ def _worker_jax(out: str) -> None:
         with distribution.scope():
             model = build(keras, seed=15)
         clone = compat_clone.clone_model(model)
-        for src, dst in zip(model.weights, clone.weights, strict=True):
+        for src, dst in zip_strict(model.weights, clone.weights):
             assert len(dst.value.sharding.device_set) == 4
             assert same_sharding(src.value.sharding, dst.value.sharding, len(src.shape))
 
@@ -833,7 +834,7 @@ def _worker_jax(out: str) -> None:
             source = build(keras, seed=18)
         target = compat_clone.clone_model(source, device="cpu:1")
         compat_clone.copy_weights(source, target)
-        for src, dst in zip(source.weights, target.weights, strict=True):
+        for src, dst in zip_strict(source.weights, target.weights):
             assert dst.value.sharding.device_set == {devices[1]}
             assert dst.value is not src.value
         assert_same_weights(source, target)

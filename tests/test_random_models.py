@@ -21,6 +21,7 @@ import compat_clone
 from features import family_name
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, build_model, describe, graph_specs, run_model, sample_inputs
+from tests.py37 import zip_strict
 
 
 @SETTINGS
@@ -45,7 +46,7 @@ def test_clone_with_copied_weights_predicts_like_the_source(K: Any, spec: Any) -
 
     got = run_model(clone, xs)
     assert len(got) == len(expected), describe(spec)
-    for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+    for i, (a, b) in enumerate(zip_strict(got, expected)):
         assert a.shape == b.shape, f"output {i}: {a.shape} != {b.shape}\n{describe(spec)}"
         np.testing.assert_array_equal(a, b, err_msg=f"output {i}\n{describe(spec)}")
     assert not {id(v) for v in source.weights} & {id(v) for v in clone.weights}, describe(spec)

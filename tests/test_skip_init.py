@@ -16,6 +16,7 @@ import pytest
 
 import compat_clone
 from features import data, predict
+from tests.py37 import zip_strict
 
 
 def _counting_model(K: Any, calls: List[int]) -> Any:
@@ -46,10 +47,10 @@ def test_clone_with_weights_runs_no_initializer(K: Any) -> None:
     assert built == 1, f"the source's build ran {built} counting initializers, expected 1"
     clone = compat_clone.clone_model(model, copy_weights=True)
     assert len(calls) == built, "an initializer ran although its values were overwritten by the copy"
-    for a, b in zip(model.get_weights(), clone.get_weights(), strict=True):
+    for a, b in zip_strict(model.get_weights(), clone.get_weights()):
         np.testing.assert_array_equal(a, b)  # bit for bit, BatchNorm statistics included
     x = data((3, 6))
-    for a, b in zip(predict(model, x), predict(clone, x), strict=True):
+    for a, b in zip_strict(predict(model, x), predict(clone, x)):
         np.testing.assert_array_equal(a, b)
 
 
@@ -155,10 +156,10 @@ def _assert_exact(source: Any, clone: Any, outputs_exact: bool = True) -> None:
     """Every weight bit for bit; the outputs too, or within float32 rounding where the layout may differ."""
     got, want = clone.get_weights(), source.get_weights()
     assert len(got) == len(want)
-    for i, (a, b) in enumerate(zip(want, got, strict=True)):
+    for i, (a, b) in enumerate(zip_strict(want, got)):
         np.testing.assert_array_equal(a, b, err_msg=f"weight {i}")
     x = data((4, 5))
-    for a, b in zip(predict(source, x), predict(clone, x), strict=True):
+    for a, b in zip_strict(predict(source, x), predict(clone, x)):
         if outputs_exact:
             np.testing.assert_array_equal(a, b)
         else:
@@ -170,7 +171,7 @@ def test_clone_with_weights_bit_exact_custom_layers(K: Any) -> None:
     before = [np.array(w) for w in model.get_weights()]
     clone = compat_clone.clone_model(model, copy_weights=True)
     _assert_exact(model, clone)
-    for a, b in zip(before, model.get_weights(), strict=True):
+    for a, b in zip_strict(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)  # the source untouched
 
 
@@ -203,7 +204,7 @@ def test_clone_with_weights_holds_its_own_values(K: Any) -> None:
     clone = compat_clone.clone_model(model, copy_weights=True)
     source_values = [np.array(w) for w in model.get_weights()]
     clone.set_weights([np.zeros_like(w) for w in clone.get_weights()])
-    for a, b in zip(source_values, model.get_weights(), strict=True):
+    for a, b in zip_strict(source_values, model.get_weights()):
         np.testing.assert_array_equal(a, b)
     model.set_weights([w + 1 for w in source_values])
     assert all(not np.any(w) for w in clone.get_weights())

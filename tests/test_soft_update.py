@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
+from tests.py37 import zip_strict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -111,7 +112,7 @@ def weights_np(model: Any) -> List[np.ndarray]:
 def blended(source: List[np.ndarray], target: List[np.ndarray], tau: float) -> List[np.ndarray]:
     """What a soft update must give: float64 arithmetic, integers copied."""
     out = []
-    for s, t in zip(source, target, strict=True):
+    for s, t in zip_strict(source, target):
         if np.issubdtype(s.dtype, np.integer):
             out.append(s)
         else:
@@ -121,7 +122,7 @@ def blended(source: List[np.ndarray], target: List[np.ndarray], tau: float) -> L
 
 def assert_blended(got: List[np.ndarray], want: List[np.ndarray], names: Sequence[str] = ()) -> None:
     assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+    for i, (g, w) in enumerate(zip_strict(got, want)):
         name = names[i] if i < len(names) else str(i)
         if np.issubdtype(g.dtype, np.integer):
             np.testing.assert_array_equal(g, w, err_msg=f"{name}: an integer variable must be copied exactly")
@@ -154,7 +155,7 @@ def test_blend_matches_numpy(K: Any, family: str, tau: float) -> None:
     assert compat_clone.copy_weights(source, target, tau=tau) is target
     got = weights_np(target)
     if tau == 1.0:
-        for g, s in zip(got, src, strict=True):
+        for g, s in zip_strict(got, src):
             assert g.dtype == s.dtype and g.tobytes() == s.tobytes()  # exact, bit for bit
     else:
         assert_blended(got, blended(src, tgt, tau))
@@ -210,7 +211,7 @@ def test_repeated_updates_converge_geometrically(K: Any, family: str) -> None:
     src, tgt = weights_np(source), weights_np(target)
     for _ in range(5):
         compat_clone.copy_weights(source, target, tau=0.5)
-    want = [s + 0.5**5 * (t.astype(np.float64) - s) for s, t in zip(src, tgt, strict=True)]
+    want = [s + 0.5**5 * (t.astype(np.float64) - s) for s, t in zip_strict(src, tgt)]
     assert_blended(weights_np(target), want)
 
 
@@ -399,7 +400,7 @@ def test_threads_soft_update_different_targets(K: Any, family: str) -> None:
     for i in range(threads_n):
         keep = (1.0 - taus[i]) ** rounds
         want = [s if np.issubdtype(s.dtype, np.integer) else s + keep * (t.astype(np.float64) - s)
-                for s, t in zip(src[i], tgt[i], strict=True)]
+                for s, t in zip_strict(src[i], tgt[i])]
         assert_blended(weights_np(targets[i]), want)
 
 
@@ -492,7 +493,7 @@ def _worker_tf(module: str, out: str) -> None:
         src, tgt = weights_np(source), weights_np(target)
         compat_clone.copy_weights(source, target, tau=0.7)
         want = blended(src, tgt, 0.7)
-        for v, w in zip(target.weights, _reorder(target, want), strict=True):
+        for v, w in zip_strict(target.weights, _reorder(target, want)):
             replicas = list(_unwrap(tf, v).values)
             assert len(replicas) == 2
             assert_blended([np.array(r.numpy()) for r in replicas], [w, w])
@@ -505,7 +506,7 @@ def _worker_tf(module: str, out: str) -> None:
         src, tgt = weights_np(source), weights_np(target)
         compat_clone.copy_weights(source, target, tau=0.4)
         want = blended(src, tgt, 0.4)
-        for v, w in zip(target.weights, _reorder(target, want), strict=True):
+        for v, w in zip_strict(target.weights, _reorder(target, want)):
             assert_blended([np.array(r.numpy()) for r in _unwrap(tf, v).values], [w, w])
 
     _record(out, {f"{family}:{fn.__name__}": fn for fn in (across_devices, mirrored_to_mirrored, plain_to_mirrored)})
@@ -590,7 +591,7 @@ def test_soft_update_with_a_shared_layer(K: Any, tau: float) -> None:
         compat_clone.copy_weights(source, target, tau=tau)
         assert_blended(weights_np(target), want)
         want = blended(weights_np(source), want, tau)
-    for a, b in zip(shared.get_weights(), shared_before, strict=True):
+    for a, b in zip_strict(shared.get_weights(), shared_before):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 

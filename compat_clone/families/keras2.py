@@ -130,8 +130,13 @@ class Keras2(Family):
         return (inputs[0] if len(inputs) == 1 else inputs,), _map_arguments(node.raw, tensor_map)
 
     def is_symbolic(self, value: Any) -> bool:
+        backend = _k().backend
         try:
-            if _k().backend.is_tensor(value):
+            if hasattr(backend, "is_tensor"):  # 2.2.0+
+                if backend.is_tensor(value):
+                    return True
+            else:  # 2.0-2.1: `is_keras_tensor` answers (True / False) for any backend
+                backend.is_keras_tensor(value)  # tensor and raises ValueError for anything else
                 return True
         except Exception:  # backend-specific failures on odd objects
             pass
@@ -250,8 +255,12 @@ class Keras2(Family):
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:
         # `compile` keeps its arguments as attributes; 2.3 renamed the metric
-        # lists (`metrics` became the list of Metric objects).
-        if not getattr(model, "_is_compiled", False) or getattr(model, "optimizer", None) is None:
+        # lists (`metrics` became the list of Metric objects). 2.0-2.1 have no
+        # `_is_compiled` flag: `compile` is what sets `optimizer` and `loss` there.
+        compiled = getattr(model, "_is_compiled", None)
+        if compiled is None:
+            compiled = hasattr(model, "loss")
+        if not compiled or getattr(model, "optimizer", None) is None:
             return None
         if getattr(model, "_function_kwargs", None):
             raise CompileError(
@@ -275,8 +284,8 @@ class Keras2(Family):
             {
                 "loss": model.loss,
                 "metrics": getattr(model, metrics_key, None),
-                "loss_weights": model.loss_weights,
-                "sample_weight_mode": model.sample_weight_mode,
+                "loss_weights": getattr(model, "loss_weights", None),
+                "sample_weight_mode": getattr(model, "sample_weight_mode", None),
                 "weighted_metrics": getattr(model, weighted_key, None),
             },
         )

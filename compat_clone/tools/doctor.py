@@ -18,9 +18,10 @@ import os
 import platform
 import time
 import traceback
-from importlib import import_module, metadata
+from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
+from compat_clone._compat import metadata
 from compat_clone._dispatch import family_for
 
 __all__ = ["add_arguments", "run", "collect"]

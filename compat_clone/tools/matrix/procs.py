@@ -12,6 +12,14 @@ from typing import IO, List, Mapping, Optional, Sequence, Set
 
 __all__ = ["default_jobs"]
 
+
+def _exit_code(status: int) -> int:
+    """A wait status as `subprocess` reports it: the exit code, or minus the signal (os.waitstatus_to_exitcode, 3.9)."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
 _GB = 1024**3
 
 
@@ -82,7 +90,7 @@ class _Procs:
         while True:
             pid, status, usage = wait4(proc.pid, os.WNOHANG)
             if pid:
-                proc.returncode = os.waitstatus_to_exitcode(status)
+                proc.returncode = _exit_code(status)
                 cpu.append(usage.ru_utime + usage.ru_stime)
                 return proc.returncode
             if deadline is not None and time.monotonic() >= deadline:

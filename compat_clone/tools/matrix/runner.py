@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -105,6 +106,33 @@ def _find_uv(project: Path, log: Optional[IO[str]] = None) -> List[str]:
 
 
 
+_VERSION_RE = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def _interpreter(request: str, log: Optional[IO[str]] = None) -> str:
+    """What ``uv venv -p`` gets for the table's `python`: a path as it is (``~`` expanded); for a
+    version ``X.Y``, pyenv's interpreter of that version where pyenv has one (uv finds pyenv's
+    versions only through shims, which answer for the global version alone), else the request
+    itself: uv looks on PATH and among its managed Pythons."""
+    if os.sep in request or request.startswith("~"):
+        return os.path.expanduser(request)
+    match = _VERSION_RE.match(request.strip())
+    pyenv = shutil.which("pyenv") if match else None
+    if match and pyenv:
+        try:
+            done = subprocess.run([pyenv, "prefix", request.strip()], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        if done is not None and done.returncode == 0:
+            for prefix in done.stdout.split(os.pathsep):
+                exe = Path(prefix.strip()) / "bin" / f"python{match.group(1)}.{match.group(2)}"
+                if prefix.strip() and exe.is_file():
+                    if log is not None:
+                        log.write(f"compat-clone matrix: python {request!r} is pyenv's {exe}\n")
+                    return str(exe)
+    return request
+
+
 def _site_packages(python: Path) -> str:
     out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -138,7 +166,7 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], log: IO[str]
 
 def _write_dist_info(site: Path) -> None:
     """The copied compat_clone's metadata: its version and entry points (the pytest plugin)."""
-    from importlib import metadata
+    from compat_clone._compat import metadata
 
     for old in site.glob("compat_clone-*.dist-info"):
         shutil.rmtree(old, ignore_errors=True)
@@ -177,13 +205,13 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
         if rc != 0:
             raise RuntimeError(f"`{' '.join(cmd[:4])} ...` exited with {rc}")
 
-    step(uv + ["venv", "--allow-existing", "-p", env.python, str(env_dir)])
+    step(uv + ["venv", "--allow-existing", "-p", _interpreter(env.python, log), str(env_dir)])
     packages = _expand_requirements(env.packages)
     if env.install_compat_clone:
         if source[0] == "editable":
             packages += ["-e", str(source[1])]
         else:
-            packages += ["packaging>=21", 'tomli; python_version < "3.11"']
+            packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
     step(uv + ["pip", "install", "--python", str(python)] + list(env.pip_args) + packages)
     if env.no_deps:
         step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + list(env.pip_args)
@@ -382,7 +410,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
             return out
         staging.mkdir(parents=True)
         say(env.name, f"running ({out.build} in {_fmt_s(out.build_s)})")
-        log.write(f"# environment: {json.dumps(dict(env.env) | env.expect_vars(), sort_keys=True)}\n")
+        log.write(f"# environment: {json.dumps({**dict(env.env), **env.expect_vars()}, sort_keys=True)}\n")
         start = time.monotonic()
         cpu: List[float] = []
         rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)

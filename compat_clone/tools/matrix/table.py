@@ -278,10 +278,10 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     ['keras-2.2.4', 'keras-2.2.5']
     """
     if path is None:
-        from importlib import resources
+        from compat_clone._compat import package_text
 
         source = "compat_clone/tools/matrix/matrix.toml"
-        text = resources.files("compat_clone.tools.matrix").joinpath("matrix.toml").read_text(encoding="utf-8")
+        text = package_text("compat_clone.tools.matrix", "matrix.toml")
     else:
         source = os.fspath(path)
         try:
