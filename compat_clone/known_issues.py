@@ -108,6 +108,12 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "level before 3.14", f"{_CORE}.Cloner.clone_layer", ("recursive_nested",),
     ),
     KnownIssue(
+        "keras2-sequential-name", "keras2", "<2.2",
+        "a nested Sequential comes back renamed (`sequential_N`): its config is "
+        "the bare list of its layers, without the name", f"{_K2}.Keras2.config_round_trip",
+        ("nested_sequential_name",),
+    ),
+    KnownIssue(
         "trainable-model", "keras2", "<2.4",
         "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
         ("trainable_false",),

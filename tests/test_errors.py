@@ -26,7 +26,7 @@ from compat_clone import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
-from features import family_name
+from features import family_name, skip_without_subclassed_models
 from model_state import other_family, other_family_input
 
 
@@ -226,6 +226,8 @@ def test_call_function_returns_non_tensor(K: Any) -> None:
 
 
 def test_subclassed_model_without_usable_get_config(K: Any) -> None:
+    skip_without_subclassed_models(K)
+
     class Holder(K.models.Model):
         def __init__(self, inner: Any, **kwargs: Any) -> None:
             super().__init__(**kwargs)

@@ -212,7 +212,10 @@ def _architecture(model: Any) -> Dict[str, Any]:
 
 
 def _is_graph(model: Any) -> bool:
-    return bool(getattr(model, "_is_graph_network", False)) or type(model).__name__ in (
+    flag = getattr(model, "_is_graph_network", None)
+    if flag is None:  # standalone Keras 2.0-2.1.2: every Model (a Container) is a graph of layers
+        flag = hasattr(model, "input_layers") and hasattr(model, "layers")
+    return bool(flag) or type(model).__name__ in (
         "Sequential",
         "Functional",
     )
@@ -307,7 +310,10 @@ def _is_module(value: Any) -> bool:
 def _input_specs(model: Any) -> List[Tuple[Tuple[Optional[int], ...], str, str]]:
     """(shape, dtype, name) of each model input."""
     specs = []
-    for tensor, layer in zip(model.inputs, model._input_layers if hasattr(model, "_input_layers") else model.input_layers):
+    layers = getattr(model, "_input_layers", None) or getattr(model, "input_layers", None)
+    if layers is None:  # a Sequential of standalone Keras 2.0: its inner model holds them
+        layers = [tensor._keras_history[0] for tensor in model.inputs]
+    for tensor, layer in zip(model.inputs, layers):
         shape = tensor.shape
         dims = tuple(None if d is None else int(d) for d in (
             shape.as_list() if hasattr(shape, "as_list") else shape))
@@ -322,7 +328,8 @@ def _embedding_limit(model: Any, input_name: str) -> Optional[int]:
     for layer in _all_layers(model):
         if type(layer).__name__ != "Embedding":
             continue
-        for node in getattr(layer, "_inbound_nodes", []):
+        # standalone Keras 2.0-2.1.2 spell it `inbound_nodes`
+        for node in getattr(layer, "_inbound_nodes", None) or getattr(layer, "inbound_nodes", None) or []:
             for source in _node_input_layers(node):
                 if getattr(source, "name", None) == input_name:
                     limits.append(int(layer.input_dim))

@@ -201,9 +201,19 @@ class Keras2(Family):
         for layer in head:
             new.add(layer)
         for layer in model.layers:
+            if layer is first:  # 2.0-2.1 list the InputLayer in `model.layers`: recreated above
+                continue
             clone = cloner.clone_layer(layer)
             with self.layer_scope(layer):
                 new.add(clone)
+        return new
+
+    def config_round_trip(self, layer: Any) -> Any:
+        new = super().config_round_trip(layer)
+        if self.is_sequential(layer) and isinstance(layer.get_config(), list):
+            # `keras2-sequential-name`: 2.0-2.1 write a Sequential's config as
+            # its list of layers, without the name; a nested one comes back renamed.
+            new.name = layer.name
         return new
 
     def _sequential_input(self, x: Any) -> Any:
