@@ -119,6 +119,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     import keras
 
     from compat_clone.convert import load, rebuild, verify
+    from compat_clone.errors import UnconvertibleLayerError
 
     folder, report = described(env)
     assert name in report["cases"], f"{env} did not describe {name}: {report['unavailable'].get(name)}"
@@ -126,6 +127,12 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     description = load(case["files"][fmt])
     assert description.source["family"] == ("keras2" if env.startswith("keras-2") else "tf_keras")
     custom = {"Scale": convert_zoo.keras3_scale_class(keras)} if case["custom"] else None
+    if name == "pure_lambda" and env.endswith("-tf1"):
+        # Python 3.7's bytecode: this Python cannot load it, and says so; the way out is
+        # the function itself, by the Lambda layer's name
+        with pytest.raises(UnconvertibleLayerError, match="Python 3.7 bytecode.*custom_objects"):
+            rebuild(description)
+        custom = {"affine": lambda t: t * 2.0 + 1.0}
     tolerance = {"rtol": case["rtol"], "atol": case["atol"]}
 
     model = rebuild(description, custom_objects=custom)
