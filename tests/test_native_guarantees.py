@@ -308,16 +308,27 @@ def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = N
 # -- behaviours ------------------------------------------------------------------
 
 
+def _deferred_sequential(K: Any, *layers: Any) -> Any:
+    """A Sequential of layers without an input shape; skips where Keras cannot make one
+    (standalone Keras 2.0: its first layer must get an `input_shape`)."""
+    try:
+        return K.models.Sequential(list(layers))
+    except ValueError as exc:
+        if "input_shape" not in str(exc):
+            raise
+        pytest.skip(f"{K.__name__} {K.__version__} has no Sequential without an input shape: {exc}")
+
+
 def test_unbuilt_sequential(K: Any) -> None:
     """Layers given without an input shape: the native clone is an unbuilt Sequential."""
-    source = K.models.Sequential([K.layers.Dense(4, activation="relu"), K.layers.Dense(2)])
+    source = _deferred_sequential(K, K.layers.Dense(4, activation="relu"), K.layers.Dense(2))
     x = data((3, 5))
     native, compat = side_by_side(K, source, x, build=lambda m: _features_predict(m, x))
     assert compat.layers[0] is not source.layers[0]
 
 
 def test_unbuilt_sequential_stays_unbuilt(K: Any) -> None:
-    source = K.models.Sequential([K.layers.Dense(4), K.layers.Dense(2)])
+    source = _deferred_sequential(K, K.layers.Dense(4), K.layers.Dense(2))
     native = native_clone(K)(source)
     compat = compat_clone.clone_model(source)
     assert getattr(compat, "built", True) == getattr(native, "built", True)
