@@ -6,13 +6,23 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-wide test-default lint report bench tools venv clean
+.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q --disable-pip-version-check "uv>=0.4"
 
 tools: $(UV)
+
+# This machine's own installer arguments, for every environment (a table holds no
+# machine's paths; docs/matrix.md): a local wheel folder where one exists, e.g. the
+# CPU build of torch in /opt/wheels on the project's machines. Elsewhere the torch
+# environment gets PyPI's torch (a CUDA build, several GB).
+LOCAL_WHEELS ?= /opt/wheels
+ifneq ($(wildcard $(LOCAL_WHEELS)/*.whl),)
+COMPAT_CLONE_PIP_ARGS ?= --find-links $(LOCAL_WHEELS)
+endif
+export COMPAT_CLONE_PIP_ARGS
 
 $(VENV)/.stamp: $(UV) pyproject.toml requirements/default.txt
 	$(UV) venv -q --allow-existing -p $(PYTHON) $(VENV)
@@ -34,13 +44,29 @@ demo: $(VENV)/.stamp
 # bench (pyproject.toml holds both configurations). `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
-	$(VENV)/bin/ruff check compat_clone tests bench
+	$(VENV)/bin/ruff check src tests bench
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
 
-# `make test`: our suite (pytest -n auto) in every environment of the version
-# matrix (compat_clone/tools/matrix/matrix.toml), built with uv under .matrix/<env>/ and run
+# `make dist`: the sdist and the wheel built from it (uv build), in dist/.
+DIST := dist
+dist: $(UV)
+	rm -rf $(DIST)
+	$(UV) build -q --out-dir $(DIST) .
+
+# `make packaging`: both artifacts hold every module and data file of src/, and
+# a fresh venv with only the wheel and its dependencies runs the command line
+# (tests/test_packaging.py, from the developer environment, once per run).
+packaging: $(VENV)/.stamp dist
+	COMPAT_CLONE_DIST=$(abspath $(DIST)) COMPAT_CLONE_UV=$(abspath $(UV)) \
+		$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_packaging.py
+
+# `make test`: builds the wheel (make dist), checks it (make packaging), then
+# runs our suite (pytest -n auto) in every environment of the version matrix
+# (src/compat_clone/tools/matrix/matrix.toml) with THAT WHEEL installed, not
+# the checkout (src/ layout: the tree is not importable from the project root).
+# Environments are built with uv under .matrix/<env>/ and run
 # min(cores, memory GB // 4) at a time; then COMPATIBILITY.md and the README
 # table are regenerated from the recorded feature results. Fails if any
 # environment fails to build, fails a test, or runs/passes no test.
@@ -48,19 +74,21 @@ test-default: $(VENV)/.stamp
 #   make test PYTEST_ARGS="-n 2 -q tests -x"        other pytest arguments
 MATRIX_ARGS ?= --timeout 1500
 PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
+WHEEL = $$(ls $(abspath $(DIST))/compat_clone-*.whl)
 
-test: $(VENV)/.stamp lint
-	COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
-		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
+test: $(VENV)/.stamp lint packaging
+	COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
+		--report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
 
 # `make test-wide`: the same in the wide matrix (`--tag wide`: every environment
 # of the table, also the ones `enabled = false` keeps out of `make test`: every
 # Keras 3 minor on TensorFlow, every tf_keras and tf.keras minor), with the whole
 # zoo on every backend (COMPAT_CLONE_ZOO_FULL=1: the models `make test` skips on
 # JAX for their XLA compile time).
-test-wide: $(VENV)/.stamp
-	COMPAT_CLONE_ZOO_FULL=1 COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
-		--report COMPATIBILITY.md --readme README.md -- python -m pytest $(PYTEST_ARGS)
+test-wide: $(VENV)/.stamp packaging
+	COMPAT_CLONE_ZOO_FULL=1 COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) \
+		$(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
+		--report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
 
 # Regenerate COMPATIBILITY.md / the README table from the last results, without running.
 report: $(VENV)/.stamp
@@ -87,4 +115,4 @@ bench: $(VENV)/.stamp $(BENCH_VENV)/.stamp
 		$(BENCH_VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .matrix
+	rm -rf $(VENV) $(TOOLS) .matrix $(DIST)

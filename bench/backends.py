@@ -7,7 +7,7 @@ a worker with only JAX or only torch never imports TensorFlow.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List
 
 
 class Ops:
@@ -50,6 +50,10 @@ class Ops:
         tensors = self.tensors(source)
         return lambda: [tf.raw_ops.DeepCopy(x=t) for t in tensors]
 
+    def soft_references(self, source: Any, target: Any, tau: float) -> Dict[str, Callable[[], Any]]:
+        """Other ways to blend the same variables, measured beside `copy_weights(tau=)` (none by default)."""
+        return {}
+
     def where(self, model: Any) -> str:
         t = self.tensors(model)[0]
         return str(getattr(t, "device", "") or getattr(t, "sharding", "") or "?")
@@ -76,6 +80,32 @@ class Keras2Ops(Ops):
 
         copied = tf.group(*[tf.raw_ops.DeepCopy(x=v.value()) for v in source.weights])
         return lambda: self.K.backend.get_session().run(copied)
+
+    def soft_references(self, source: Any, target: Any, tau: float) -> Dict[str, Callable[[], Any]]:
+        """The soft update's floor and its previous way, as raw TF1 graph ops on the same variables.
+
+        * ``one_pass``: `target -= tau * source`, one fused in-place kernel
+          (`ApplyGradientDescent`) per variable: it reads source and target
+          and writes the target once, the least memory traffic of any blend
+          in place. It is not a blend (it leaves out `- tau * target`): its
+          time is the floor a blend can reach.
+        * ``two_pass``: compat_clone's blend before the one-pass kernel: two
+          in-place passes, `target -= tau * target`, then `target -= -tau *
+          source`, the target read and written twice.
+        """
+        import tensorflow as tf  # the compat.v1 module the keras2_on_tf2 fix-up installs
+
+        pairs = list(zip(source.weights, target.weights))
+        alpha = tf.constant(tau, tf.float32)
+        floor = tf.group(*[tf.raw_ops.ApplyGradientDescent(var=d, alpha=alpha, delta=s) for s, d in pairs])
+        passes = []
+        for s, d in pairs:
+            first = tf.raw_ops.ApplyGradientDescent(var=d, alpha=alpha, delta=d)
+            with tf.control_dependencies([first]):
+                passes.append(tf.raw_ops.ApplyGradientDescent(var=d, alpha=-alpha, delta=s))
+        two = tf.group(*passes)
+        return {"one_pass": lambda: self.K.backend.get_session().run(floor),
+                "two_pass": lambda: self.K.backend.get_session().run(two)}
 
     def where(self, model: Any) -> str:
         return "default device (CPU)"

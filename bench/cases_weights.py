@@ -10,7 +10,9 @@
   (device work awaited, standalone Keras 2's variables initialized). Peak
   resident memory of each way is measured in a fresh process of its own.
 * ``soft``: `compat_clone.copy_weights(source, target, tau=0.01)` vs the NumPy
-  loop over `get_weights` / `set_weights` vs one raw copy of the same bytes.
+  loop over `get_weights` / `set_weights` vs one raw copy of the same bytes;
+  where the backend gives them (`Ops.soft_references`: standalone Keras 2),
+  also the floor of a blend in place and the previous two-pass blend.
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ def soft(ctx: Ctx) -> List[Dict[str, Any]]:
         target.set_weights([TAU * s + (1 - TAU) * t for s, t in zip(source.get_weights(), target.get_weights())])
 
     methods = {"tau": lambda: ctx.ops.settle(compat_clone.copy_weights(source, target, tau=TAU)),
-               "numpy_loop": numpy_loop, "raw": ctx.ops.raw_copy(source, target)}
-    times = interleave(methods, ctx.plan.heavy_reps + 2)
+               "raw": ctx.ops.raw_copy(source, target), **ctx.ops.soft_references(source, target, TAU)}
+    times = interleave(methods, ctx.plan.soft_reps)
+    # The NumPy loop is 10-100x slower than the rest: fewer runs, on their own.
+    times.update(interleave({"numpy_loop": numpy_loop}, ctx.plan.heavy_reps))
     return [{"available": True, "mb": _nbytes(source) / 1e6, "times": times, "exact": exact}]

@@ -33,13 +33,14 @@ class Plan:
     heavy_layers: int = 8           # the weight-heavy model: heavy_layers x Dense(heavy_width)
     heavy_width: int = 4096         # 8 x 4096 x 4096 float32: 537 MB
     heavy_reps: int = 3
+    soft_reps: int = 11             # soft update on the heavy model: ~0.1-1 s a call, and noisy
     gpu_chain: int = 300            # GPU clone overhead: a chain of Dense(64)
     import_runs: int = 15
     count_calls: bool = True        # cProfile'd clones: calls ratio and compat_clone's own share
 
 
 QUICK = Plan(pairs=2, growth=(100, 200, 400, 800), copy_mb=17.0, copy_reps=3, heavy_layers=2,
-             heavy_width=1024, heavy_reps=2, gpu_chain=30, import_runs=3, count_calls=False)
+             heavy_width=1024, heavy_reps=2, soft_reps=3, gpu_chain=30, import_runs=3, count_calls=False)
 
 
 # --------------------------------------------------------------------------- models

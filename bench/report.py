@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import verdicts as V
+from common import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "bench" / "clone_growth.png"
@@ -41,6 +42,20 @@ COPY_BOUNDS = (
     "(whose TF1 variables cannot share a buffer), while any real copy makes one. No copy can be 20× faster than "
     "the two it replaces; the 20× holds where the copy can be avoided (TensorFlow eager shares the buffer, "
     "copy-on-write), and on a GPU, where get/set goes through the host.")
+SOFT_FLOOR = (
+    "The floor of the soft update in standalone Keras 2 (TF1 reference variables, CPU): a blend in place must read "
+    "the source and the target and write the target, three streams of the model's bytes, where a raw copy reads the "
+    "source and writes a new buffer (two streams, and the first-touch faults of the new pages, which is why the floor can lie below 1×). TensorFlow has no kernel "
+    "that blends two variables in one pass, and an expression (`dst + tau * (src - dst)`, then `assign`) makes "
+    "temporaries of the model's size and copies them again, as does concatenating the variables per dtype into one "
+    "blend (measured while choosing the kernel, 2026-11-27 on this machine under load: 4.2× and 6.0× the CPU time of one raw copy). *One in-place pass* is the least traffic any "
+    "blend in place can make: `ApplyGradientDescent` (`dst -= tau * src`, one fused kernel) on the same variables, "
+    "not a blend itself. compat_clone now blends each float32/float64 target in one pass for `tau <= 0.5`: "
+    "`SparseApplyProximalGradientDescent` over every row, which subtracts `lr * src_row` from a target row and "
+    "divides it by `1 + l2 * lr` while the row is in cache; `lr = -tau / (1 - tau)` and `l2 = -1` make that the "
+    "blend. Its loop is single-threaded (large targets run in pieces side by side). The *previous two-pass blend* "
+    "(`dst -= tau * dst`, then `dst -= -tau * src`) reads and writes the target twice; it is still used above "
+    "`tau = 0.5` (where `tau / (1 - tau)` could overflow), for float16 / bfloat16 and for variables on a GPU.")
 METHODS = [
     "- **Clone time**: `compat_clone.clone_model(model)` against the family's own `clone_model(model)`, same model, "
     "same process, interleaved (A B, B A, ...), `gc.collect()` before each call, after warm-up clones of both. The "
@@ -136,15 +151,25 @@ def weights_section(rows: Sequence[Row]) -> List[str]:
         out += [f"Clone with weights ({_of(rows, 'heavy')[0]['layers']} × Dense({_of(rows, 'heavy')[0]['width']})):", ""]
         out += _table(["env", "Keras", "MB", "compat_clone, copy_weights=True ms", "native + get/set ms",
                        "native, no weights ms", "raw copy ms", "peak MB above the source: compat_clone / native"], heavy)
-    soft = [[r["env"], r["keras"], _ms(r["times"], "tau"), _ms(r["times"], "numpy_loop"), _ms(r["times"], "raw")]
-            for r in _of(rows, "soft") if r["available"]]
-    if soft:
-        out += ["Soft update, `copy_weights(source, target, tau=0.01)`, same model:", ""]
-        out += _table(["env", "Keras", "copy_weights(tau) ms", "NumPy loop ms", "raw copy ms"], soft)
+    measured = [r for r in _of(rows, "soft") if r["available"]]
+
+    def cell(t: Dict[str, Any], name: str) -> str:
+        return f"{_ms(t, name)} ({V.med(t, name) / V.med(t, 'raw'):.2f}×)" if name in t else "-"
+
+    if measured:
+        out += ["Soft update, `copy_weights(source, target, tau=0.01)`, same model (in brackets: the time of one raw "
+                "copy of the same bytes, ×):", ""]
+        out += _table(["env", "Keras", "copy_weights(tau) ms", "NumPy loop ms", "raw copy ms", "one in-place pass ms",
+                       "previous two-pass blend ms"],
+                      [[r["env"], r["keras"], cell(r["times"], "tau"), cell(r["times"], "numpy_loop"),
+                        _ms(r["times"], "raw"), cell(r["times"], "one_pass"), cell(r["times"], "two_pass")]
+                       for r in measured])
+        out += [SOFT_FLOOR, ""] if any("one_pass" in r["times"] for r in measured) else []
     return out
 
 
-def gpu_section(rows: Sequence[Row]) -> List[str]:
+def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
+    """The GPU table; where nothing was measured on a GPU, a section that says so, and why."""
     body = []
     for r in _of(rows, "gpu"):
         t = r.get("times", {})
@@ -157,10 +182,22 @@ def gpu_section(rows: Sequence[Row]) -> List[str]:
         elif t:
             ours, ref = ("copy_weights", "raw") if r["what"] == "copy" else ("tau", "fused")
             body.append([r["env"], "", f"{r['what']} ({ref})", _ms(t, ours), _ms(t, ref)])
-    return ["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body) if body else []
+    if body:
+        return ["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body)
+    why = [f"`{r['env']}`: {r['why']}" for r in _of(rows, "gpu") if r.get("what") == "skipped"]
+    why += [m for m in skipped if m.startswith("GPU")]
+    return ["## GPU", "", "**Not measured: no GPU** in this run.", "", *(f"- {w}" for w in why), *([""] if why else []),
+            f"The GPU targets, for a machine with one (`bench/verdicts.py`): `copy_weights` ≤ {V.GPU_COPY:g}× a raw "
+            f"device-to-device copy of the same tensors, the soft update ≤ {V.GPU_SOFT:g}× the fused raw op "
+            f"(`torch._foreach_lerp_`, one jitted JAX blend), clone time ≤ {V.GPU_CLONE:g}× native on a "
+            f"{Plan().gpu_chain}-layer chain, JAX's first clone in a fresh process ≤ {V.GPU_FIRST:g}× native. "
+            "`make bench` measures them where `nvidia-smi` lists a GPU (`python bench/run.py --cases gpu` for "
+            "those alone).", ""]
 
 
 def import_section(rows: Sequence[Row]) -> List[str]:
+    if not _of(rows, "import"):
+        return []
     out = ["## Import", ""]
     for r in _of(rows, "import"):
         ours = [m for m in r["added"] if m.startswith("compat_clone")]
@@ -230,7 +267,7 @@ def write(results: Path, out: Path) -> List[V.Verdict]:
     plot_path = PLOT if record else out.with_name(out.stem + ".clone_growth.png")
     link = os.path.relpath(plot_path, out.resolve().parent)
     md += clone_section(rows) + growth_section(rows, plot(rows, plot_path), link) + weights_section(rows)
-    md += gpu_section(rows) + import_section(rows)
+    md += gpu_section(rows, meta["skipped"]) + import_section(rows)
     mach, (load0, load1) = meta["machine"], (meta["load"] + ["?"])[:2]
     md += ["## Machine and software", "", f"- CPU: {mach['cpu']}, {mach['cores']} cores; RAM {mach['ram_gb']} GB; "
            f"{mach['os']}.", f"- Load average (1/5/15 min) at start {load0}, at end {load1}: the machine is shared, "

@@ -195,14 +195,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     for env in envs + [e for e in weight_envs if e not in envs]:
         chosen = [c for c in CPU_CASES.split(",") if c in cases and (env in envs or c in WEIGHT_CASES)
                   and (c != "import" or env == "default")]
-        out = results / f"{env}.json"
+        # Not `out`: that is the report's path, written once every environment has run.
+        env_json = results / f"{env}.json"
         if not chosen:
             continue
-        meta["files"].append(out.name)
-        if env in reuse and out.exists():
-            meta["reused"].append(f"{env}: results of {time.strftime('%Y-%m-%d %H:%M', time.localtime(out.stat().st_mtime))}")
+        meta["files"].append(env_json.name)
+        if env in reuse and env_json.exists():
+            mtime = time.localtime(env_json.stat().st_mtime)
+            meta["reused"].append(f"{env}: results of {time.strftime('%Y-%m-%d %H:%M', mtime)}")
             continue
-        failed = run_env(args, env, ",".join(chosen), out)
+        failed = run_env(args, env, ",".join(chosen), env_json)
         if failed:
             meta["failures"].append(failed)
     if "gpu" in cases and args.gpu != "no":

@@ -37,6 +37,11 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 
 FAMILIES = ("keras3", "tf_keras", "keras2")
 
+# The package's artifacts and the clean-venv check run once per `make test`,
+# from the developer environment, before the matrix (`make packaging`): the
+# environments themselves import the wheel it checked.
+collect_ignore = ["test_packaging.py"] if os.environ.get("COMPAT_CLONE_ENV") else []
+
 
 def expected_family() -> str | None:
     return os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
@@ -80,9 +85,12 @@ def keras_module(family: str) -> Any:
             return tf_keras
         except ImportError:
             # TF 2.12-2.15: tf.keras is the `keras` 2.x package (its lazy
-            # `tensorflow.keras` front has no `__version__`).
-            import keras
-
+            # `tensorflow.keras` front has no `__version__`); TF <= 2.5 has no
+            # `keras` package: its tf.keras is `tensorflow.keras`.
+            try:
+                import keras
+            except ImportError:
+                return importlib.import_module("tensorflow").keras
             return keras
     if family == "keras2":
         import keras
@@ -116,7 +124,16 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     # Soak checks run in one matrix env per family and backend (the table sets
     # COMPAT_CLONE_SOAK=1 there) and always outside the matrix.
     soak_here = not os.environ.get("COMPAT_CLONE_ENV") or os.environ.get("COMPAT_CLONE_SOAK") == "1"
+    # An environment kept as a conversion SOURCE only (tf.keras-2.4: TensorFlow 2.4's
+    # own SavedModels) sets COMPAT_CLONE_SUITE=framework-free: the tests that clone
+    # with its Keras (fixture K, a family marker) are not claimed there.
+    framework_free = os.environ.get("COMPAT_CLONE_SUITE") == "framework-free"
     for item in items:
+        if framework_free and ({"K", "family"} & set(getattr(item, "fixturenames", ()))
+                               or any(item.get_closest_marker(fam) for fam in FAMILIES)):
+            item.add_marker(pytest.mark.skip(reason=f"{os.environ.get('COMPAT_CLONE_ENV')} runs the "
+                                                    "framework-free tests only (COMPAT_CLONE_SUITE)"))
+            continue
         if item.get_closest_marker("soak") and not soak_here:
             item.add_marker(pytest.mark.skip(reason="soak check: runs in the matrix envs with COMPAT_CLONE_SOAK=1"))
         for fam in FAMILIES:

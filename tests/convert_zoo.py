@@ -135,6 +135,11 @@ def sequential(K: Any) -> Case:
     return Case(randomize(model))
 
 
+def affine(t: Any) -> Any:
+    """pure_lambda's function, for a Keras 3 of another Python (its bytecode does not load there)."""
+    return t * 2.0 + 1.0
+
+
 def pure_lambda(K: Any) -> Case:
     L = K.layers
     x = L.Input((3,))
@@ -255,6 +260,16 @@ def conv_variants(K: Any) -> Case:
     return Case(randomize(K.models.Model(x, L.GlobalAveragePooling1D()(h))), rtol=1e-4, atol=1e-5)
 
 
+def dict_outputs(K: Any) -> Case:
+    """``Model(i, {"score": ..., "probs": ...})``: it answers with a dict (keys are not the layers' names)."""
+    L = K.layers
+    features = L.Input((6,), name="features")
+    h = L.Dense(8, activation="relu", name="hidden")(features)
+    outputs = {"score": L.Dense(1, name="score_head")(h),
+               "probs": L.Dense(3, activation="softmax", name="probs_head")(h)}
+    return Case(randomize(K.models.Model(features, outputs, name="dict_outputs")))
+
+
 ZOO: Dict[str, Callable[[Any], Case]] = {
     "mobilenet_v2": mobilenet_v2,
     "tagger": tagger,
@@ -269,6 +284,7 @@ ZOO: Dict[str, Callable[[Any], Case]] = {
     "tf_ops": tf_ops,
     "slash_names": slash_names,
     "conv_variants": conv_variants,
+    "dict_outputs": dict_outputs,
 }
 
 
@@ -276,7 +292,9 @@ def available(name: str, K: Any) -> bool:
     """Whether zoo case `name` can be built with the Keras 2 module `K`."""
     if name == "mixed_precision":
         return hasattr(K, "mixed_precision") and hasattr(K.mixed_precision, "Policy")
-    if name == "tf_ops":  # standalone Keras 2 has no TFOpLambda (tf.keras 2.4 brought it)
+    if name in ("tf_ops", "dict_outputs"):
+        # standalone Keras 2 (<= 2.3) has no TFOpLambda (tf.keras 2.4 brought it)
+        # and takes outputs as a list only
         return tuple(int(part) for part in K.__version__.split(".")[:2]) >= (2, 4)
     if name == "mobilenet_v2":  # standalone Keras 2.2.0+
         import importlib

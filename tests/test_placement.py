@@ -30,7 +30,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-from tests.py37 import zip_strict
+from tests._py import zip_strict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -21,7 +21,8 @@ import compat_clone
 from features import family_name
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, build_model, describe, graph_specs, run_model, sample_inputs
-from tests.py37 import zip_strict
+from tests._py import zip_strict
+
 
 
 @SETTINGS

@@ -152,7 +152,8 @@ def test_a_keras3_export_is_not_a_keras_model(tmp_path: Path) -> None:
         ("tf_keras", "2.12.0", "tf.keras-2.12"),
         ("tf_keras", "2.13.1", "tf.keras-2.13"),  # its own minor, though only in the wide matrix
         ("tf_keras", "2.9.0", "tf.keras-2.12"),
-        ("tf_keras", "2.2.4-tf", "tf.keras-2.12"),  # tf.keras of TensorFlow 1.x
+        ("tf_keras", "2.2.4-tf", "tf.keras-2.4"),  # tf.keras of TensorFlow 1.x: the oldest tf.keras reader
+        ("tf_keras", "2.4.4", "tf.keras-2.4"),  # a TF 2.4 SavedModel records TensorFlow's version
         ("tf_keras", "2.16.0", "tf_keras-2.16"),
         ("tf_keras", "2.30.0", "tf_keras-2.21"),  # newer than any: the newest
         ("keras3", "3.15.1", "keras-3.15-tf"),

@@ -13,10 +13,10 @@ from typing import Any, List
 
 import numpy as np
 import pytest
+from tests._py import zip_strict
 
 import compat_clone
 from features import data, predict
-from tests.py37 import zip_strict
 
 
 def _counting_model(K: Any, calls: List[int]) -> Any:

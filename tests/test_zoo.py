@@ -10,9 +10,10 @@ compat_clone must pass every aspect. The native verdicts are asserted too:
 an aspect the native clone is known to fail (the case's `native_fails`) must
 fail, every other must pass, so the table's native column cannot rot. A case
 with `refused` holds a layer the native clone cannot rebuild: the native
-clone must fail, and compat_clone must either refuse the model with
-`UnsupportedModelError` naming that layer and the `clone_function` escape,
-or clone it passing every aspect.
+clone must fail, and compat_clone must either refuse the model (with
+`UnsupportedModelError`, or with the exception type the native call lets
+through, explained in a note) naming that layer and the `clone_function`
+escape, or clone it passing every aspect.
 """
 
 from __future__ import annotations
@@ -67,11 +68,15 @@ def _judge_refusal(case: Case, native: SideResult, compat: SideResult) -> List[s
     if err is None:  # compat_clone rebuilt it: then every aspect must hold
         problems += [f"compat_clone fails {aspect}: {detail}"
                      for aspect, (outcome, detail) in compat.aspects.items() if outcome != "pass"]
-    elif not isinstance(err, compat_clone.UnsupportedModelError):
-        problems.append(f"compat_clone was expected to refuse {case.name} with UnsupportedModelError; "
-                        f"it raised {type(err).__name__}: {err}")
+    elif not isinstance(err, compat_clone.UnsupportedModelError) and (
+            native.clone_error is None or type(err) is not type(native.clone_error)):
+        # `native-exception-type`: a failed native round trip goes on as the
+        # native call's own exception type, explained in a note.
+        native_type = type(native.clone_error).__name__ if native.clone_error is not None else None
+        problems.append(f"compat_clone was expected to refuse {case.name} with UnsupportedModelError "
+                        f"or the native {native_type}; it raised {type(err).__name__}: {err}")
     else:
-        message = str(err)
+        message = "\n".join([str(err), *getattr(err, "__notes__", [])])
         for needed in (repr(case.refused), "clone_function"):
             if needed not in message:
                 problems.append(f"the refusal does not name {needed}: {message[:300]}")

@@ -51,8 +51,9 @@ class Case:
     ``(reason, applies(K))``: where `applies` holds, the native clone is known
     to fail that aspect, and the test asserts it does. `refused` names a
     layer the native clone cannot rebuild from its config: there the native
-    clone must fail, and compat_clone must refuse with `UnsupportedModelError`
-    naming that layer and the `clone_function` escape, or clone it right.
+    clone must fail, and compat_clone must refuse (`UnsupportedModelError`, or
+    the native exception type with a note) naming that layer and the
+    `clone_function` escape, or clone it right.
     `context(K)` wraps the build and both clones (mixed precision); `rtol` /
     `atol` compare outputs. `too_slow_on` maps a Keras 3 backend to why the
     case does not run there (time budget: the model exists there, so nothing

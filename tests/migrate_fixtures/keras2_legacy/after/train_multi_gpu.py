@@ -26,7 +26,7 @@ except ValueError:
 parallel.compile("sgd", "mse")
 
 backup = clone(model)
-backup.set_weights(model.get_weights())
+compat_clone.copy_weights(model, backup)
 
 # exponential moving average of the weights, kept in a twin
 ema = compat_clone.clone_model(model, copy_weights=True)

@@ -28,11 +28,7 @@ class Agent:
         return frozen
 
     def soft_update(self):
-        mixed = [
-            self.tau * w + (1.0 - self.tau) * t
-            for w, t in zip(self.online.get_weights(), self.target.get_weights())
-        ]
-        self.target.set_weights(mixed)
+        compat_clone.copy_weights(self.online, self.target, tau=self.tau)
 
 
 agent = Agent()

@@ -1,0 +1,553 @@
+"""The Keras 3 half of a conversion: a `Description` back into a live model.
+
+`rebuild` reads only the description (no Keras 2 object), so it runs in any
+Keras 3 environment and on any backend. The model is built by calling Keras 3
+layers on Keras 3 tensors in the order of the source's graph, so masks,
+shared layers (one layer, several nodes) and nested models come out as Keras 3
+builds them; then every weight is written, in Keras 3's variable order.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import importlib
+import marshal
+import sys
+import types
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from compat_clone.convert._describe import Description
+from compat_clone.convert._functions import keras2_function
+from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
+from compat_clone.convert._tf_ops import OPS, check_call, describe_use, op_layer_class
+from compat_clone.errors import InvalidArgumentError, UnconvertibleLayerError
+
+__all__ = ["rebuild"]
+
+_MODEL_CLASSES = ("Functional", "Model", "Sequential")
+# Layers tf.keras 2.4+ recorded for TensorFlow functions called on Keras tensors.
+_TF_OP_CLASSES = ("TFOpLambda", "SlicingOpLambda")
+# Config keys holding a wrapped layer (Bidirectional, TimeDistributed, RNN).
+_LAYER_KEYS = ("layer", "backward_layer", "cell")
+
+
+def rebuild(
+    description: Description,
+    *,
+    custom_objects: Optional[Mapping[str, Any]] = None,
+    changes: Optional[List[str]] = None,
+) -> Any:
+    """Builds the Keras 3 model a `Description` describes, weights included.
+
+    Args:
+        description: from `describe` (or `load`).
+        custom_objects: Keras 3 replacements, by name: a custom layer's class
+            name -> its Keras 3 class; a `Lambda` layer's name -> a Keras 3
+            function (or layer) to use in its place; a function name used by
+            a `Lambda` -> its Keras 3 function.
+        changes: when given, what the conversion changed on purpose is
+            appended to it, one line each.
+
+    Returns:
+        A Keras 3 Functional or Sequential model, on the active backend.
+
+    Raises:
+        UnconvertibleLayerError: a layer with no Keras 3 counterpart, a
+            `Lambda` whose function calls TensorFlow, a custom class missing
+            from `custom_objects`, or an argument Keras 3 does not take.
+        WeightsMismatchError: a layer's weights do not fit its Keras 3
+            counterpart.
+
+    Example:
+
+    >>> from compat_clone.convert import load, rebuild
+    >>> model = rebuild(load("/tmp/model.npz"))   # doctest: +SKIP
+    """
+    if not isinstance(description, Description):
+        raise InvalidArgumentError(
+            "Expected a `Description` (from `compat_clone.convert.describe` or `load`). "
+            f"Received: {type(description).__name__}."
+        )
+    import keras
+
+    from compat_clone.convert._weights import write_weights
+
+    builder = _Builder(keras, description, dict(custom_objects or {}), changes if changes is not None else [])
+    arch = description.architecture
+    model = builder.model(arch["class_name"], arch["config"], "", None)
+    line = describe_use(builder.tf_ops)
+    if line:
+        builder.changes.append(line)
+    write_weights(model, description, builder.origin)
+    return model
+
+
+class _Builder:
+    """Builds layers and models from Keras 2 configs, in Keras 3."""
+
+    def __init__(self, keras: Any, description: Description, custom: Dict[str, Any], changes: List[str]) -> None:
+        self.keras = keras
+        self.description = description
+        self.custom = custom
+        self.changes = changes
+        # id of each rebuilt layer -> the path of its source layer (the two
+        # differ where a source name is not a valid Keras 3 name)
+        self.origin: Dict[int, str] = {}
+        # TensorFlow function name -> how many TFOpLambda layers called it
+        self.tf_ops: Dict[str, int] = {}
+
+    # -- classes and activations -------------------------------------------
+
+    def activation(self, name: str) -> Any:
+        return keras2_function(name)
+
+    def layer_class(self, class_name: str, path: str) -> Any:
+        short = class_name.rpartition(">")[2]
+        for key in (class_name, short):
+            if key in self.custom:
+                return self.custom[key]
+        found = getattr(self.keras.layers, short, None)
+        if isinstance(found, type) and class_name == short:
+            return found
+        found = self.application_class(short, path)
+        if found is not None:
+            return found
+        if short in REMOVED_LAYERS:
+            since, advice = REMOVED_LAYERS[short]
+            raise UnconvertibleLayerError(
+                f"Layer {path!r} is a {short}, which Keras has no longer had since {since}: "
+                f"{advice}. Or pass a Keras 3 class in `custom_objects={{{short!r}: ...}}`."
+            )
+        raise UnconvertibleLayerError(
+            f"Layer {path!r} is of class {class_name!r}, which is not a Keras "
+            f"{self.keras.__version__} layer (a custom layer of the source model). "
+            f"Pass its Keras 3 implementation: `convert(model, custom_objects={{{short!r}: "
+            "MyLayerForKeras3})`."
+        )
+
+    def application_class(self, class_name: str, path: str) -> Any:
+        """Keras 3's own class for a layer class of a Keras 2 `keras.applications` model.
+
+        ConvNeXt's `LayerScale` and `StochasticDepth` and InceptionResNetV2's
+        `CustomScaleLayer` live in their application's module, in Keras 2 and
+        in Keras 3 alike (same arguments, same weights; the proof checks).
+        """
+        for note in self.description.notes_for(path):
+            if note["kind"] != "application_class" or note["class"] != class_name:
+                continue
+            application = note["module"].rpartition(".applications.")[2]
+            try:
+                module = importlib.import_module(f"keras.src.applications.{application}")
+            except ImportError:
+                return None
+            found = getattr(module, class_name, None)
+            if isinstance(found, type):
+                self.changes.append(
+                    f"{path}: {class_name} of {note['module']} rebuilt as Keras "
+                    f"{self.keras.__version__}'s own (keras.src.applications.{application})"
+                )
+                return found
+        return None
+
+    # -- one layer ---------------------------------------------------------
+
+    def layer(self, entry: Dict[str, Any], path: str, keras3_name: Optional[str] = None) -> Any:
+        """One layer (or nested model) of the source, built in Keras 3.
+
+        Args:
+            entry: its ``{"class_name", "config", ...}``.
+            path: its source path, for messages and its weights.
+            keras3_name: the name it gets (`keras3_names`); by default its
+                source name made valid.
+        """
+        class_name = entry["class_name"]
+        config = entry["config"]
+        name = str(config.get("name", path.rsplit("/", 1)[-1]))
+        new_name = keras3_name or _valid_name(name)
+        if class_name in _MODEL_CLASSES or class_name.endswith(">Functional"):
+            return self.model(class_name, config, path + "/", new_name)
+        built = self.leaf(entry, path, name, new_name)
+        self.origin[id(built)] = path
+        return built
+
+    def leaf(self, entry: Dict[str, Any], path: str, name: str, new_name: str) -> Any:
+        class_name = entry["class_name"]
+        config = dict(entry["config"], name=new_name)
+        if class_name == "Lambda":
+            return self.lambda_layer(dict(config, name=name), path, new_name)
+        if class_name in _TF_OP_CLASSES and name not in self.custom:
+            return self.tf_op(config, path, new_name)
+        if name in self.custom and not isinstance(self.custom[name], type):
+            replacement = self.custom[name]
+            self.changes.append(f"{path}: replaced by custom_objects[{name!r}]")
+            return replacement
+        cls = self.layer_class(class_name, path)
+        is_custom = cls is not getattr(self.keras.layers, class_name.rpartition(">")[2], None)
+        mapped = map_config(class_name, config, path, cls, self.changes, self.activation)
+        for key, value in mapped.items():
+            # Keras 3.0 deserializes some initializers by their new class name
+            # only (`OrthogonalInitializer`): build the ones its module names.
+            if key.endswith("_initializer") and isinstance(value, dict) and "class_name" in value:
+                initializer: Any = getattr(self.keras.initializers, value["class_name"], None)
+                if initializer is not None and hasattr(initializer, "from_config"):
+                    mapped[key] = initializer.from_config(value.get("config", {}))
+        for key in _LAYER_KEYS:
+            inner = mapped.get(key)
+            if isinstance(inner, dict) and "class_name" in inner:
+                mapped[key] = self.layer(inner, path + "/" + str(inner["config"].get("name", key)))
+        if isinstance(mapped.get("cells"), list):
+            mapped["cells"] = [self.layer(c, f"{path}/{c['config'].get('name', i)}") for i, c in enumerate(mapped["cells"])]
+        try:
+            if is_custom and hasattr(cls, "from_config"):
+                return cls.from_config(mapped)
+            built = cls(**mapped)
+        except UnconvertibleLayerError:
+            raise
+        except Exception as exc:  # Keras 3 refused the mapped arguments
+            raise UnconvertibleLayerError(
+                f"Layer {path!r}: Keras {self.keras.__version__}'s {cls.__name__} refused the "
+                f"converted config ({type(exc).__name__}: {exc}). Pass a Keras 3 layer for it "
+                f"in `custom_objects={{{name!r}: ...}}`."
+            ) from exc
+        return built
+
+    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "_PendingOp":
+        """A `TFOpLambda` / `SlicingOpLambda`: built at its call (`op_call`)."""
+        function = str(config.get("function"))
+        if function not in OPS:
+            check_call(function, path, {})
+        self.tf_ops[function] = self.tf_ops.get(function, 0) + 1
+        return _PendingOp(function, new_name, path)
+
+    def op_call(self, pending: "_PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
+        """Calls a TensorFlow function's Keras 3 layer; its constants go in its config."""
+        kwargs = {k: v for k, v in kwargs.items() if k != "name"}  # a TensorFlow op name only
+        check_call(pending.function, pending.path, kwargs)
+        tensors = {k: v for k, v in kwargs.items() if _holds_tensor(self.keras, v)}
+        constants = {k: v for k, v in kwargs.items() if k not in tensors}
+        if pending.layer is None:
+            pending.layer = op_layer_class()(function=pending.function, arguments=constants, name=pending.name)
+            self.origin[id(pending.layer)] = pending.path
+        elif pending.layer.arguments != constants:
+            raise UnconvertibleLayerError(
+                f"Layer {pending.path!r} calls `tf.{pending.function}` twice with different "
+                f"constant arguments ({pending.layer.arguments} and {constants}); rebuild the "
+                "source so that each call has its own layer."
+            )
+        return pending.layer(args, tensors) if tensors else pending.layer(args)
+
+    def lambda_layer(self, config: Dict[str, Any], path: str, new_name: str) -> Any:
+        name = config.get("name", path)
+        replacement = self.custom.get(name)
+        if replacement is not None:
+            self.changes.append(f"{path}: Lambda replaced by custom_objects[{name!r}]")
+            if callable(replacement) and not isinstance(replacement, self.keras.layers.Layer):
+                return self.keras.layers.Lambda(replacement, name=new_name)
+            return replacement
+        framework = [n for n in self.description.notes_for(path) if n["kind"] == "lambda_framework"]
+        if framework:
+            uses = ", ".join(f"`{n['name']}` ({n['module']})" for n in framework)
+            raise UnconvertibleLayerError(
+                f"Lambda layer {path!r} calls the source framework directly: its function uses "
+                f"{uses}, which a Keras 3 model cannot run. Rewrite the function with "
+                f"`keras.ops` and pass it as `custom_objects={{{name!r}: new_function}}`."
+            )
+        function = self.lambda_function(config, "function", path)
+        kwargs: Dict[str, Any] = {"function": function, "name": new_name}
+        if config.get("arguments"):
+            kwargs["arguments"] = config["arguments"]
+        shape = config.get("output_shape")
+        if shape is not None:
+            if config.get("output_shape_type", "raw") == "raw":
+                kwargs["output_shape"] = tuple(shape) if isinstance(shape, list) else shape
+            else:
+                self.changes.append(
+                    f"{path}: the Lambda's `output_shape` function was not carried over "
+                    "(Keras 3 infers the shape by running the function)"
+                )
+        dtype = map_config("Lambda", {"dtype": config.get("dtype")}, path, object, self.changes, self.activation)
+        if dtype.get("dtype") is not None:
+            kwargs["dtype"] = dtype["dtype"]
+        return self.keras.layers.Lambda(**kwargs)
+
+    def lambda_function(self, config: Dict[str, Any], key: str, path: str) -> Any:
+        kind = config.get(key + "_type", "lambda")
+        value = config[key]
+        if kind != "lambda":  # a module-level function, saved by name
+            fn = self.custom.get(value)
+            if fn is None:
+                raise UnconvertibleLayerError(
+                    f"Lambda layer {path!r} calls the function {value!r} by name; it is not "
+                    f"part of the description. Pass its Keras 3 version as "
+                    f"`custom_objects={{{value!r}: function}}`."
+                )
+            return fn
+        python = self.description.source.get("python")
+        here = "%d.%d" % sys.version_info[:2]
+        if python != here:
+            raise UnconvertibleLayerError(
+                f"Lambda layer {path!r} holds Python {python} bytecode; this is Python {here}, "
+                "which cannot load it. Rebuild with the same Python, or pass the function "
+                f"as `custom_objects={{{config.get('name', path)!r}: function}}`."
+            )
+        code_text, defaults, closure = (list(value) + [None, None])[:3]
+        code = marshal.loads(base64.b64decode(code_text.encode("ascii")))
+        scope: Dict[str, Any] = {"__builtins__": builtins}
+        for note in self.description.notes_for(path):
+            if note["kind"] == "lambda_module":
+                scope[note["name"]] = importlib.import_module(note["module"])
+            elif note["kind"] == "lambda_constant":
+                scope[note["name"]] = note["value"]
+            elif note["kind"] == "lambda_global":
+                raise UnconvertibleLayerError(
+                    f"Lambda layer {path!r} reads the global `{note['name']}` "
+                    f"({note['detail']}), which the description cannot carry. Pass the "
+                    f"function as `custom_objects={{{config.get('name', path)!r}: function}}`."
+                )
+        cells = tuple(types.CellType(v) for v in closure) if closure else None
+        return types.FunctionType(code, scope, code.co_name, tuple(defaults) if defaults else None, cells)
+
+    # -- models -----------------------------------------------------------
+
+    def model(self, class_name: str, config: Any, prefix: str, name: Optional[str]) -> Any:
+        if name is None and isinstance(config, dict) and config.get("name") is not None:
+            name = _valid_name(str(config["name"]))
+        if class_name == "Sequential":
+            return self.sequential(config, prefix, name)
+        return self.functional(config, prefix, name)
+
+    def keras3_names(self, names: List[str], prefix: str) -> Dict[str, str]:
+        """Keras 3 names for one model's layers: the source's, made valid.
+
+        Keras 2 let a name hold ``/`` (`keras.applications` DenseNet and
+        MobileNetV3, TF1 name scopes); Keras 3 refuses it. Such names get
+        ``_`` in its place (``conv1/conv`` -> ``conv1_conv``, as Keras 3's own
+        applications write them), numbered where that meets another name,
+        and the renames are reported once per model.
+        """
+        taken = set(names)
+        result: Dict[str, str] = {}
+        renamed: List[Tuple[str, str]] = []
+        for name in names:
+            new = _valid_name(name)
+            if new != name:
+                base, n = new, 1
+                while new in taken:
+                    new, n = f"{base}_{n}", n + 1
+                taken.add(new)
+                renamed.append((name, new))
+            result[name] = new
+        if renamed:
+            shown = ", ".join(f"{a!r} -> {b!r}" for a, b in renamed[:3])
+            more = f" and {len(renamed) - 3} more" if len(renamed) > 3 else ""
+            where = f"model {prefix.rstrip('/')!r}" if prefix else "the model"
+            self.changes.append(
+                f"{where}: {len(renamed)} layer name(s) held '/', which Keras 3 names cannot: "
+                f"renamed {shown}{more}"
+            )
+        return result
+
+    def input_layer(self, config: Dict[str, Any], path: str, keras3_name: Optional[str] = None) -> Any:
+        mapped = map_config("InputLayer", config, path, self.keras.layers.InputLayer, self.changes, self.activation)
+        shape = config.get("batch_input_shape", config.get("batch_shape"))
+        if shape is None:
+            raise UnconvertibleLayerError(
+                f"Input layer {path!r} has no shape in the description (config {config!r}). "
+                "Describe a model built on `Input(shape=...)`."
+            )
+        name = config.get("name")
+        kwargs: Dict[str, Any] = {
+            "batch_shape": tuple(shape),
+            "name": keras3_name or (None if name is None else _valid_name(str(name))),
+        }
+        if mapped.get("dtype") is not None:
+            kwargs["dtype"] = mapped["dtype"]
+        if mapped.get("sparse"):
+            kwargs["sparse"] = True
+        return self.keras.Input(**kwargs)
+
+    def sequential(self, config: Any, prefix: str, name: Optional[str]) -> Any:
+        entries = config if isinstance(config, list) else config["layers"]
+        names = self.keras3_names([str(e["config"].get("name", "")) for e in entries], prefix)
+        layers: List[Any] = []
+        first = True
+        for entry in entries:
+            cfg = entry["config"]
+            path = prefix + cfg.get("name", "")
+            if entry["class_name"] == "InputLayer":
+                layers.append(self.input_layer(cfg, path, names.get(cfg.get("name", ""))))
+                first = False
+                continue
+            if first and cfg.get("batch_input_shape") is not None:
+                layers.append(self.input_layer(
+                    {"batch_input_shape": cfg["batch_input_shape"], "dtype": cfg.get("dtype"),
+                     "name": cfg["name"] + "_input"}, path))
+            first = False
+            layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
+        return self.keras.Sequential(layers, name=name)
+
+    def functional(self, config: Dict[str, Any], prefix: str, model_name: Optional[str]) -> Any:
+        keras = self.keras
+        entries = config["layers"]
+        names = self.keras3_names([str(e.get("name", e["config"].get("name"))) for e in entries], prefix)
+        # (layer name, node index) -> the node's output tensors
+        outputs: Dict[Tuple[str, int], List[Any]] = {}
+        built: Dict[str, Any] = {}
+        done: Dict[str, int] = {}
+        offset: Dict[str, int] = {}
+        for entry in entries:
+            name = entry.get("name", entry["config"].get("name"))
+            if entry["class_name"] == "InputLayer":
+                tensor = self.input_layer(entry["config"], prefix + name, names[name])
+                outputs[(name, 0)] = [tensor]
+                done[name] = len(entry.get("inbound_nodes") or []) or 1
+            else:
+                built[name] = self.layer(entry, prefix + name, names[name])
+                done[name] = 0
+                offset[name] = self.first_node(entry)
+        pending = True
+        while pending:
+            pending = False
+            progressed = False
+            for entry in entries:
+                name = entry.get("name", entry["config"].get("name"))
+                if entry["class_name"] == "InputLayer":
+                    continue
+                nodes = _nodes(entry.get("inbound_nodes") or [])
+                while done[name] < len(nodes):
+                    node = nodes[done[name]]
+                    call = self.node_call(node, outputs)
+                    if call is None:
+                        pending = True
+                        break
+                    args, kwargs = call
+                    if isinstance(built[name], _PendingOp):
+                        result = self.op_call(built[name], args, kwargs)
+                    else:
+                        result = built[name](args, **kwargs)
+                    result_list = list(result) if isinstance(result, (list, tuple)) else [result]
+                    outputs[(name, done[name] + offset.get(name, 0))] = result_list
+                    done[name] += 1
+                    progressed = True
+            if pending and not progressed:
+                raise UnconvertibleLayerError(
+                    f"The graph of model {config.get('name')!r} cannot be rebuilt: some nodes "
+                    "wait for inputs that no layer produces. The description is incomplete; "
+                    "describe the model again."
+                )
+        inputs = [outputs[(r[0], r[1])][r[2]] for r in _refs(config["input_layers"])]
+        wanted = config["output_layers"]
+        if isinstance(wanted, dict):
+            # Model(i, {"score": ..., "probs": ...}) (tf.keras 2.4+ writes the dict): kept a dict.
+            graph_out: Any = {key: outputs[(r[0], r[1])][r[2]] for key, r in wanted.items()}
+        else:
+            outs = [outputs[(r[0], r[1])][r[2]] for r in _refs(wanted)]
+            graph_out = outs if _is_list(wanted) else outs[0]
+        return keras.Model(
+            inputs=inputs if _is_list(config["input_layers"]) else inputs[0],
+            outputs=graph_out,
+            name=model_name,
+        )
+
+    def first_node(self, entry: Dict[str, Any]) -> int:
+        """The index the config gives a layer's first call in this graph.
+
+        Every Keras 2 family counts a nested model's own first node (the one
+        its `Input` made) in the indices it writes, so the calls of a model
+        built on its own `Input` start at 1 (a Sequential built without an
+        input shape has no such node).
+        """
+        if entry["class_name"] not in _MODEL_CLASSES and not entry["class_name"].endswith(">Functional"):
+            return 0
+        inner = entry["config"]
+        layers = inner if isinstance(inner, list) else inner.get("layers", [])
+        if not layers:
+            return 0
+        first = layers[0]
+        return int(first.get("class_name") == "InputLayer" or "batch_input_shape" in first.get("config", {}))
+
+    def node_call(self, node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
+        """The arguments of one call, or None when an input is not built yet."""
+        tensors = []
+        kwargs: Dict[str, Any] = {}
+        for ref in node:
+            key = (ref[0], int(ref[1]))
+            if key not in outputs:
+                return None
+            tensors.append(outputs[key][int(ref[2])])
+            if len(ref) > 3 and ref[3]:
+                kwargs.update(ref[3])
+        resolved: Dict[str, Any] = {}
+        for argument, value in kwargs.items():
+            found, val = self.resolve(value, outputs)
+            if not found:
+                return None
+            resolved[argument] = val
+        return (tensors[0] if len(tensors) == 1 else tensors), resolved
+
+    def resolve(self, value: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Tuple[bool, Any]:
+        """Tensor references inside call kwargs (``[layer, node, tensor]``) made tensors."""
+        if _is_ref(value):
+            key = (value[0], int(value[1]))
+            if key not in outputs:
+                return False, None
+            return True, outputs[key][int(value[2])]
+        if isinstance(value, list):
+            items = [self.resolve(v, outputs) for v in value]
+            return all(ok for ok, _ in items), [v for _, v in items]
+        return True, value
+
+
+class _PendingOp:
+    """A TensorFlow function's layer, made at its first call (it needs the call's constants)."""
+
+    def __init__(self, function: str, name: str, path: str) -> None:
+        self.function = function
+        self.name = name
+        self.path = path
+        self.layer: Any = None
+
+
+def _holds_tensor(keras: Any, value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(keras, v) for v in value)
+    return isinstance(value, keras.KerasTensor)
+
+
+def _valid_name(name: str) -> str:
+    """A source layer name as Keras 3 accepts it (no ``/``)."""
+    return name.replace("/", "_")
+
+
+def _nodes(inbound: List[Any]) -> List[List[Any]]:
+    """Keras 2 inbound nodes, each a list of ``[layer, node, tensor, kwargs]``."""
+    nodes = []
+    for node in inbound:
+        if isinstance(node, dict):
+            raise UnconvertibleLayerError(
+                "A node of the description uses the Keras 3 call format; expected a Keras 2 "
+                f"model's description. Received node {node!r}."
+            )
+        # A call on one tensor may be written as the bare reference
+        # (`TFOpLambda`): ``["x", 0, 0, {...}]`` instead of ``[["x", 0, 0, {...}]]``.
+        nodes.append([node] if node and isinstance(node[0], str) else node)
+    return nodes
+
+
+def _is_ref(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and isinstance(value[1], int)
+        and isinstance(value[2], int)
+    )
+
+
+def _is_list(refs: Any) -> bool:
+    return not _is_ref(refs)
+
+
+def _refs(refs: Any) -> List[List[Any]]:
+    return [refs] if _is_ref(refs) else list(refs)

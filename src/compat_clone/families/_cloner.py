@@ -1,0 +1,258 @@
+"""One `clone_model` call, the same in every family: the layer cache, the user's
+callables, the graph walk and the Sequential / functional / subclassed dispatch.
+
+A family (`_core.Family`) supplies what differs; `Cloner` asks it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+
+from compat_clone.errors import (
+    CloneFunctionError,
+    CompatCloneError,
+    InputTensorsError,
+    UnsupportedModelError,
+    add_note,
+    layer_rebuild_note,
+)
+from compat_clone.families._layers import holds_layer_of, restore_trainable
+from compat_clone.weights import LayerMap
+
+if TYPE_CHECKING:
+    from compat_clone.families._core import Family
+
+__all__ = ["CloneRequest", "Node", "Cloner"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CloneRequest:
+    """What `compat_clone.clone_model` asks of a family, already validated."""
+
+    input_tensors: Any = None
+    clone_function: Optional[Callable[[Any], Any]] = None
+    call_function: Optional[Callable[..., Any]] = None
+    recursive: bool = False
+    device: Any = None
+    name: Optional[str] = None
+    info: Any = None
+    copy_weights: bool = False
+    #: `compile=True`: the source's `_compile.CompileSettings`, read and checked already
+    compile: Any = None
+
+
+class Node(NamedTuple):
+    """One call in a functional graph, as `Family.nodes` reads it."""
+
+    layer: Any  # the source layer (or Keras 3 operation) that was called
+    inputs: List[Any]  # every source tensor the call needs, flat
+    outputs: List[Any]  # the source tensors it produced, flat
+    raw: Any  # the family's own node object
+
+
+class Cloner:
+    """One `clone_model` call: the layer map and the user's callables.
+
+    Args:
+        family: the family's `Family`.
+        request: the validated request.
+    """
+
+    def __init__(self, family: Family, request: CloneRequest) -> None:
+        self.family = family
+        self.clone_function = request.clone_function
+        self.call_function = request.call_function
+        self.recursive = request.recursive
+        self.layer_map: LayerMap = {}
+
+    # -- one layer -------------------------------------------------------------
+
+    def clone_layer(self, layer: Any) -> Any:
+        """The clone of `layer`, made once: shared layers stay shared."""
+        entry = self.layer_map.get(id(layer))
+        if entry is not None:
+            return entry[1]
+        family = self.family
+        nested = family.is_functional(layer) or family.is_sequential(layer)
+        if nested and self.recursive:
+            new = self.clone_model(layer, None)
+        elif nested and self.clone_function is None and holds_layer_of(layer, family.lambda_class()):
+            # A nested model holding a `Lambda`, default clone: rebuilt from its
+            # live layers (one unit still: no user callables inside). Its config
+            # round trip would rebuild the function from bytecode, which loses
+            # its module globals (every family) and is refused in safe mode.
+            new = Cloner(family, CloneRequest())._share(self.layer_map).clone_model(layer, None)
+        elif self.clone_function is not None:
+            new = self._user_clone(layer)
+        else:
+            try:
+                new = family.default_clone(layer)
+            except CompatCloneError:
+                raise
+            except Exception as exc:  # TypeError (constructor args), ValueError...
+                # `native-exception-type`: the failing call is the native
+                # default, `from_config(get_config())` (compat_clone's own
+                # steps raise `UnsupportedModelError` themselves): the same
+                # object goes on, its type the one native lets through.
+                raise layer_rebuild_note(layer, exc, family.register_hint)
+        self.layer_map[id(layer)] = (layer, new)
+        return new
+
+    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
+        """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
+        return (
+            input_tensors is None
+            and self.clone_function is None
+            and self.call_function is None
+            and not self.recursive
+        )
+
+    def pair_layers(self, model: Any, new: Any) -> None:
+        """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
+        old_layers = list(getattr(model, "layers", None) or [])
+        new_layers = list(getattr(new, "layers", None) or [])
+        if len(old_layers) == len(new_layers) and all(
+            type(a) is type(b) for a, b in zip(old_layers, new_layers)
+        ):
+            for a, b in zip(old_layers, new_layers):
+                self.layer_map.setdefault(id(a), (a, b))
+
+    def _share(self, layer_map: LayerMap) -> "Cloner":
+        self.layer_map = layer_map
+        return self
+
+    def _user_clone(self, layer: Any) -> Any:
+        assert self.clone_function is not None
+        try:
+            new = self.clone_function(layer)
+        except CompatCloneError:
+            raise
+        except Exception as exc:
+            # `wrapped-user-exception`: the same object, as the native call
+            # lets it through (a library's `except` must still catch it).
+            raise add_note(
+                exc,
+                f"compat_clone: raised by `clone_function` on layer {layer.name!r} "
+                f"({type(layer).__name__}).",
+            )
+        if not isinstance(new, self.family.layer_class()):
+            raise CloneFunctionError(
+                "`clone_function` must return a Keras layer of the model's Keras; for "
+                f"layer {layer.name!r} it returned {type(new).__name__}: {new!r}. Return "
+                "`layer.__class__.from_config(layer.get_config())` or another layer."
+            )
+        return new
+
+    # -- one call --------------------------------------------------------------
+
+    def call(self, source_layer: Any, layer: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        """Calls a cloned layer, through the user's `call_function` if given."""
+        with self.family.layer_scope(source_layer):
+            if self.call_function is None:
+                return layer(*args, **kwargs)
+            return self._user_call(source_layer, layer, args, kwargs)
+
+    def _user_call(self, source_layer: Any, layer: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+        assert self.call_function is not None
+        try:
+            outputs = self.call_function(layer, *args, **kwargs)
+        except CompatCloneError:
+            raise
+        except Exception as exc:
+            raise add_note(  # `wrapped-user-exception`: the same object, with a note
+                exc,
+                f"compat_clone: raised by `call_function` on layer "
+                f"{getattr(source_layer, 'name', source_layer)!r}.",
+            )
+        flat = self.family.flatten(outputs)
+        if not flat or not all(self.family.is_symbolic(x) for x in flat):
+            raise CloneFunctionError(
+                "`call_function` must return the symbolic output(s) of calling the "
+                f"layer; for layer {getattr(layer, 'name', layer)!r} it returned "
+                f"{type(outputs).__name__}: {outputs!r}. Return "
+                "`layer(*args, **kwargs)` (or tensors computed from it)."
+            )
+        return outputs
+
+    # -- one model -------------------------------------------------------------
+
+    def clone_model(self, model: Any, input_tensors: Any) -> Any:
+        """Clones a Sequential, functional or subclassed model; `trainable` kept."""
+        family = self.family
+        if family.is_sequential(model):
+            if self.call_function is not None:
+                raise CloneFunctionError(
+                    "`call_function` is not supported with Sequential models: their "
+                    f"layers are listed, not called. Received the Sequential model "
+                    f"{model.name!r}; convert it to a functional model first."
+                )
+            if input_tensors is not None:
+                flat = family.flatten(input_tensors)
+                if len(flat) != 1:
+                    raise InputTensorsError(
+                        "Expected `input_tensors` to hold exactly one tensor for a "
+                        f"Sequential model. Received {len(flat)}."
+                    )
+                if not family.is_symbolic(flat[0]):
+                    raise family.not_symbolic_error(flat[0])
+            new = family.clone_sequential(self, model, input_tensors)
+        elif family.is_functional(model):
+            new = self._clone_functional(model, input_tensors)
+        else:
+            if self.clone_function is not None or input_tensors is not None or self.call_function is not None:
+                raise UnsupportedModelError(
+                    "`clone_function`, `call_function` and `input_tensors` need a "
+                    "Functional or Sequential model, whose layer graph is known. "
+                    f"Received a subclassed model of type {type(model).__name__}. "
+                    "Rebuild it with `model.__class__.from_config(model.get_config())`."
+                )
+            new = family.clone_subclassed(model)
+            self.pair_layers(model, new)
+        restore_trainable(model, new, self.layer_map, deep=self.clone_function is None)
+        return new
+
+    def _clone_functional(self, model: Any, input_tensors: Any) -> Any:
+        family = self.family
+        given = None if input_tensors is None else family.check_input_tensors(model, input_tensors)
+        if self.call_function is None:
+            native = family.clone_functional_whole(self, model, input_tensors)
+            if native is not None:
+                if not self.layer_map:  # rebuilt from its config: no layer was cloned one by one
+                    self.pair_layers(model, native)
+                return native
+        if given is not None:  # wrapped only for our walk: the native call wraps its own
+            inputs = family.wrap_inputs(model, given)
+        else:
+            inputs = [family.make_input(s) for s in family.input_specs(model)]
+        new = family.build_functional(model, inputs, self.walk(model, inputs))
+        family.finish_functional(self, model, new)
+        return new
+
+    def walk(self, model: Any, inputs: List[Any]) -> List[Any]:
+        """Replays the model's graph on `inputs` with cloned layers; returns its outputs."""
+        family = self.family
+        tensor_map: Dict[int, Any] = {}
+        for x, y in zip(model.inputs, inputs):
+            tensor_map[id(x)] = y
+        for node in family.nodes(model):
+            if any(id(x) not in tensor_map for x in node.inputs):
+                continue  # a branch that does not start from the model's inputs
+            layer = self.clone_layer(node.layer)
+            args, kwargs = family.arguments(node, tensor_map)
+            outputs = family.flatten(self.call(node.layer, layer, args, kwargs))
+            if len(outputs) != len(node.outputs):
+                raise CloneFunctionError(
+                    f"The clone of layer {getattr(node.layer, 'name', node.layer)!r} returned "
+                    f"{len(outputs)} output(s) where the source returns {len(node.outputs)}. "
+                    "Expected `clone_function` / `call_function` to keep the layer's outputs."
+                )
+            for old, new in zip(node.outputs, outputs):
+                tensor_map[id(old)] = new
+        missing = [x for x in model.outputs if id(x) not in tensor_map]
+        if missing:
+            raise CloneFunctionError(
+                f"Could not compute output {missing[0]} of model {model.name!r}: a layer "
+                "was not reached. Is the model's graph connected to its inputs?"
+            )
+        return [tensor_map[id(x)] for x in model.outputs]

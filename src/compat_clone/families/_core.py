@@ -1,0 +1,419 @@
+"""The cloning core: what every Keras family shares, and the contract each one fills in.
+
+Read `Family` first: it is the whole contract. A family module (`keras2`,
+`tf_keras`, `keras3`) is one subclass that says how *its* Keras spells
+things: which classes are layers and models, how a functional graph's nodes
+are read, how an `Input` is made, which native `clone_model` call can be
+trusted. Everything else is written once, here and in `_cloner.py`:
+
+* `Cloner.clone_layer`: one clone per source layer (shared layers stay
+  shared), `recursive=True`, the user's `clone_function` (its failures named),
+  the default config round trip (its failures explained);
+* `Cloner.call`: the user's `call_function`, its failures named and its result
+  checked;
+* `Cloner.walk`: the depth-ordered walk over a functional graph, for the
+  families and versions whose native walk cannot be used;
+* `Cloner.clone_model`: Sequential / functional / subclassed dispatch, the
+  refusals that apply to each, and `trainable` restored everywhere;
+* the `input_tensors` checks and `Input` re-creation (`Family` defaults);
+* `trainable` flags at every level (`_layers.py`), no wasted initializer
+  when the weights are copied next (`_skip_init.py`).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from compat_clone.errors import (
+    UnsupportedModelError,
+    CompatCloneError,
+    InputTensorsError,
+    layer_rebuild_error,
+    subclassed_rebuild_error,
+    subclassed_rebuild_note,
+)
+from compat_clone.families import _compile
+from compat_clone.families._cloner import Cloner, CloneRequest, Node
+from compat_clone.families._compile import CompileSettings
+from compat_clone.families._layers import holds_layer_of
+from compat_clone.families._skip_init import Prefill, zeros_initializers
+from compat_clone.weights import LayerMap
+
+__all__ = ["CloneRequest", "Family", "Node", "Cloner"]
+
+
+class Family(abc.ABC):
+    """The contract of one Keras family: what differs, nothing else.
+
+    Args:
+        info: the model's `FamilyInfo` (family, package, version, backend).
+    """
+
+    #: how a custom class is registered, for error messages
+    register_hint = "`@keras.saving.register_keras_serializable()`"
+
+    def __init__(self, info: Any) -> None:
+        self.info = info
+        #: (source, clone) of layers rebuilt from their constructor's arguments
+        self.rebuilt: List[Tuple[Any, Any]] = []
+        #: with copy_weights=True: the clone's variables made as copies of the source's
+        self.prefilled: Optional[Prefill] = None
+
+    # -- the family's classes ------------------------------------------------
+
+    @abc.abstractmethod
+    def keras(self) -> Any:
+        """The family's Keras module (`keras`, `tf_keras`, `tf.keras`)."""
+
+    def native_clone_model(self) -> Any:
+        """The family's own `clone_model`, from its defining module (`native-alias-rebound`).
+
+        Never the public alias: `keras.models.clone_model` may hold
+        `compat_clone.clone_model` (`compat_clone.patch()`, or by hand).
+        """
+        from compat_clone import _native
+
+        return _native.clone_model_of(self.info.package)
+
+    @abc.abstractmethod
+    def layer_class(self) -> Any:
+        """What a `clone_function` must return."""
+
+    @abc.abstractmethod
+    def lambda_class(self) -> Any:
+        """The family's `Lambda` layer class."""
+
+    @abc.abstractmethod
+    def is_sequential(self, layer: Any) -> bool:
+        """Whether `layer` is a Sequential model."""
+
+    @abc.abstractmethod
+    def is_functional(self, layer: Any) -> bool:
+        """Whether `layer` is a functional (graph) model that is not Sequential."""
+
+    # -- one layer ---------------------------------------------------------
+
+    def lambda_base_config(self, layer: Any) -> Dict[str, Any]:
+        """The `Lambda`'s config without its callables' serialized forms."""
+        return dict(layer.get_config())
+
+    def clone_lambda(self, layer: Any) -> Any:
+        """A `Lambda` rebuilt from its live function: nothing is deserialized.
+
+        compat_clone's own step (native deserializes the function): where it
+        fails, `UnsupportedModelError` (`native-exception-type`).
+        """
+        try:
+            config = self.lambda_base_config(layer)
+            config.update(
+                function=layer.function,
+                output_shape=getattr(layer, "_output_shape", None),
+                mask=getattr(layer, "mask", None),
+                arguments=dict(getattr(layer, "arguments", None) or {}),
+            )
+            return layer.__class__(**config)
+        except CompatCloneError:
+            raise
+        except Exception as exc:
+            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+
+    def layer_scope(self, source_layer: Any) -> ContextManager[Any]:
+        """Where a cloned layer's variables are created when it is called."""
+        return contextlib.nullcontext()
+
+    def unsafe_scope(self) -> ContextManager[Any]:
+        """Safe mode off for this thread and this call (families that have it)."""
+        return contextlib.nullcontext()
+
+    def config_round_trip(self, layer: Any) -> Any:
+        """The native default, a config round trip, with the `Lambda` fixes.
+
+        An exception of the round trip itself is the native call's and passes
+        through unchanged; a step of compat_clone's own raises
+        `UnsupportedModelError` (`native-exception-type`).
+        """
+        lambda_cls = self.lambda_class()
+        if isinstance(layer, lambda_cls) and _same_from_config(type(layer), lambda_cls):
+            return self.clone_lambda(layer)
+        if holds_layer_of(layer, lambda_cls):  # e.g. TimeDistributed(Lambda(...))
+            with self.unsafe_scope():
+                return layer.__class__.from_config(layer.get_config())
+        return layer.__class__.from_config(layer.get_config())
+
+    def default_clone(self, layer: Any) -> Any:
+        """The config round trip; where it fails, a rebuild from the constructor's arguments."""
+        try:
+            return self.config_round_trip(layer)
+        except Exception:
+            rebuilt = self._from_constructor_arguments(layer)
+            if rebuilt is None:
+                raise
+            return rebuilt
+
+    def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
+        """A layer whose config does not round-trip, rebuilt from what its constructor received.
+
+        Keras 3 (and tf.keras / tf_keras since 2.13) record each layer's
+        constructor arguments (`_auto_config`; None where they were not
+        serializable). Arguments that
+        hold layers or variables would be shared with the source: then None.
+        The rebuilt layer's weights are checked against the source's once the
+        clone is built (`check_rebuilt`).
+        """
+        auto = getattr(layer, "_auto_config", None)
+        arguments = dict(getattr(auto, "config", None) or {})
+        if auto is None or any(self._holds_state(v) for v in arguments.values()):
+            return None
+        arguments.setdefault("name", layer.name)
+        try:
+            new = layer.__class__(**arguments)
+        except Exception:
+            return None
+        self.rebuilt.append((layer, new))
+        return new
+
+    def _holds_state(self, value: Any) -> bool:
+        leaves = value if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else [value]
+        return any(isinstance(v, self.weight_owner_class()) or hasattr(v, "assign") for v in leaves)
+
+    def check_rebuilt(self) -> None:
+        """Raises where a layer rebuilt from its constructor's arguments differs from its source."""
+        for src, new in self.rebuilt:
+            expected = [tuple(v.shape) for v in src.weights]
+            got = [tuple(v.shape) for v in new.weights]
+            if expected != got:
+                raise UnsupportedModelError(
+                    f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
+                    "config does not round-trip, and rebuilt from its constructor's arguments it "
+                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
+                    "`clone_function` that builds this layer."
+                )
+
+    # -- a functional graph --------------------------------------------------
+
+    @abc.abstractmethod
+    def flatten(self, structure: Any) -> List[Any]:
+        """The leaves of a nested structure, in the family's order."""
+
+    @abc.abstractmethod
+    def nodes(self, model: Any) -> Iterator[Node]:
+        """The model's calls, deepest first; input nodes left out."""
+
+    @abc.abstractmethod
+    def arguments(self, node: Node, tensor_map: Dict[int, Any]) -> Tuple[Sequence[Any], Dict[str, Any]]:
+        """The node's call arguments, each source tensor replaced by `tensor_map[id(tensor)]`."""
+
+    @abc.abstractmethod
+    def is_symbolic(self, value: Any) -> bool:
+        """Whether `value` is a symbolic tensor a clone can be built on."""
+
+    @abc.abstractmethod
+    def input_specs(self, model: Any) -> List[Dict[str, Any]]:
+        """`Input(...)` keyword arguments for each model input, flags included."""
+
+    def make_input(self, spec: Dict[str, Any]) -> Any:
+        """One new `Input`, passing only the flags this Keras knows and that are set."""
+        return self.keras().Input(**{k: v for k, v in spec.items() if v is not None and v is not False})
+
+    def check_input_tensors(self, model: Any, input_tensors: Any) -> List[Any]:
+        """The flat `input_tensors`, checked; raises `InputTensorsError`."""
+        flat = self.flatten(input_tensors)
+        expected = len(model.inputs)
+        if len(flat) != expected:
+            raise InputTensorsError(
+                f"Expected `input_tensors` to hold {expected} tensor(s), one per "
+                f"model input ({[getattr(x, 'name', '?') for x in model.inputs]}). "
+                f"Received {len(flat)}."
+            )
+        for value in flat:
+            if not self.is_symbolic(value):
+                raise self.not_symbolic_error(value)
+        return flat
+
+    def not_symbolic_error(self, value: Any) -> InputTensorsError:
+        cls = type(value)
+        text = repr(value)
+        text = text if len(text) <= 120 else text[:117] + "..."
+        keras = self.keras().__name__
+        owner = cls.__module__.partition(".")[0]
+        hint = (
+            f" It comes from a different Keras (`{owner}`) than the model's."
+            if owner in ("keras", "tf_keras") and owner != keras.partition(".")[0]
+            else ""
+        )
+        return InputTensorsError(
+            "Expected `input_tensors` to hold symbolic tensors of the model's Keras "
+            f"(`{keras}.Input(...)`). Received: {cls.__module__}.{cls.__qualname__} "
+            f"{text}.{hint} Create them with `{keras}.Input(shape=...)` of the same "
+            "Keras as the model."
+        )
+
+    def wrap_inputs(self, model: Any, flat: List[Any]) -> List[Any]:
+        """Turns accepted non-Keras tensors into model inputs (standalone Keras 2)."""
+        return flat
+
+    @abc.abstractmethod
+    def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
+        """A functional model of the source's class where it can be, else the base class."""
+
+    def finish_functional(self, cloner: "Cloner", model: Any, new: Any) -> None:
+        """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
+
+    # -- native calls that are right --------------------------------------------
+
+    def clone_functional_whole(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Optional[Any]:
+        """A functional model cloned in one call (`input_tensors` checked already):
+        the native clone where it is right, or a rebuild from config; None where
+        the core's walk must run."""
+        return None
+
+    @abc.abstractmethod
+    def clone_sequential(self, cloner: "Cloner", model: Any, input_tensors: Any) -> Any:
+        """A Sequential model cloned with `cloner.clone_layer` for each layer."""
+
+    def rebuild_from_config(self, model: Any) -> Optional[Any]:
+        """`model.__class__.from_config(model.get_config())`, or None where it fails."""
+        try:
+            return model.__class__.from_config(model.get_config())
+        except CompatCloneError:
+            raise
+        except Exception:  # the caller falls back to what the native call returns
+            return None
+
+    def clone_subclassed(self, model: Any) -> Any:
+        """A subclassed model, rebuilt from its config.
+
+        Where this fails, the native `clone_model` says whose call it was
+        (`native-exception-type`, feature detection on the failure path only):
+        where it fails with the same exception type (tf.keras 2.7+ and tf_keras
+        rebuild a subclassed model with this same round trip), the original
+        exception goes on, the advice in a note; where native refuses the
+        model (older tf.keras: a ValueError), the rebuild was compat_clone's
+        own work and fails with `UnsupportedModelError`, a ValueError too.
+        """
+        try:
+            return model.__class__.from_config(model.get_config())
+        except CompatCloneError:
+            raise
+        except Exception as exc:  # NotImplementedError (no get_config), TypeError...
+            if self._native_fails_alike(model, exc):
+                raise subclassed_rebuild_note(model, exc)
+            raise subclassed_rebuild_error(model, exc) from exc
+
+    def _native_fails_alike(self, model: Any, exc: BaseException) -> bool:
+        """Whether the native clone of `model` fails with `exc`'s type (it makes the same call)."""
+        try:
+            self.native_clone_model()(model)
+        except Exception as native:  # the native refusal or the same round trip's failure
+            return type(native) is type(exc)
+        return False
+
+    # -- placement and weights ----------------------------------------------------
+
+    def placement(self, model: Any, request: CloneRequest) -> ContextManager[Any]:
+        """Where the clone's variables are created (`compat_clone.placement.scope`)."""
+        from compat_clone import placement
+
+        return placement.scope(model, request.device, self.info)
+
+    def build(self, model: Any, request: CloneRequest, cloner: "Cloner") -> Any:
+        """Runs the clone inside the family's placement (and locks); compiles it if asked."""
+        with self.placement(model, request) as where:
+            new = cloner.clone_model(model, request.input_tensors)
+            where.finish(new, cloner.layer_map)
+            if request.compile is not None:
+                _compile.apply(self, new, request.compile)
+        return new
+
+    # -- compile=True --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        """What `model.compile` received, as this Keras records it; None if never compiled.
+
+        Live objects (the source's optimizer, losses, metrics): `_compile`
+        re-creates them for the clone. Raises `CompileError` for a setting
+        this Keras records but that cannot be carried to a clone.
+        """
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        """Compiles the clone with a new optimizer and the (renewed) settings."""
+        clone.compile(optimizer=optimizer, **arguments)
+
+    @abc.abstractmethod
+    def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
+        """(shape, dtype name) of a variable, for the copy's checks."""
+
+    @abc.abstractmethod
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
+        """Copies checked (source, target) variable pairs, device to device.
+
+        `tau` (already validated, in (0, 1]) below 1 asks for a soft update:
+        every floating-point target becomes `tau * source + (1 - tau) * target`
+        in one fused operation where the backend has one, every other target
+        (counters, seed states) is copied exactly; `tau == 1.0` is the exact
+        copy. Nothing may be written when the operation cannot run.
+        """
+
+    def prefill(self, cloner: "Cloner", request: CloneRequest) -> Optional[Prefill]:
+        """Where a clone with weights can start from copies of the source's variables (None: zeros)."""
+        return None
+
+    def skip_prefilled(self, pairs: List[Tuple[Any, Any]]) -> List[Tuple[Any, Any]]:
+        """The pairs left to copy after the clone was built: those it did not start from."""
+        done = self.prefilled.done if self.prefilled is not None else {}
+
+        def copied(src: Any, dst: Any) -> bool:
+            entry = done.get(id(dst))
+            return entry is not None and entry[0] is dst and entry[1] is src
+
+        return [(s, d) for s, d in pairs if not copied(s, d)]
+
+    # -- the public entry ------------------------------------------------------
+
+    def weight_owner_class(self) -> Any:
+        """The base class whose `add_weight` every layer's variables go through."""
+        return self.layer_class()
+
+    def clone(self, model: Any, request: CloneRequest) -> Tuple[Any, LayerMap]:
+        """Clones `model`; returns the clone and its layer map.
+
+        With `request.copy_weights` the clone's variables start as zeros (the
+        caller copies the source's values into every one of them next).
+        """
+        cloner = Cloner(self, request)
+        self.prefilled = self.prefill(cloner, request) if request.copy_weights else None
+        skip = (
+            zeros_initializers(self.weight_owner_class(), self.prefilled)
+            if request.copy_weights
+            else contextlib.nullcontext()
+        )
+        with skip:
+            new = self.build(model, request, cloner)
+        self.check_rebuilt()
+        if request.name is not None:
+            rename(new, request.name)
+        return new, cloner.layer_map
+
+
+def rename(model: Any, name: str) -> None:
+    """Gives a model a new name (Keras 3 has a setter, Keras 2 a private field)."""
+    try:
+        model.name = name
+    except AttributeError:
+        model._name = name
+
+
+def own_get_config(model: Any) -> bool:
+    """Whether the model's class (not Keras itself) defines `get_config`."""
+    for klass in type(model).__mro__:
+        if "get_config" in klass.__dict__:
+            return (klass.__module__ or "").partition(".")[0] not in ("keras", "tf_keras", "tensorflow")
+    return False
+
+
+def _same_from_config(cls: type, base: type) -> bool:
+    mine = getattr(getattr(cls, "from_config"), "__func__", None)
+    return mine is not None and mine is getattr(getattr(base, "from_config"), "__func__", None)

@@ -1,0 +1,230 @@
+"""tf.keras 2.4-2.15 (the `keras` 2.x package) and `tf_keras` (Keras 2 for TF 2.16+).
+
+A thin family over the native `clone_model`: it runs wherever it is right,
+and the core (`_core.py`) fills what it lacks. The native problems it works
+around are rows of `compat_clone.known_issues`, cited by id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from compat_clone.families import _compile
+from compat_clone.families._compile import CompileSettings
+from compat_clone.families._core import Cloner, Family, Node
+
+__all__ = ["TfKeras"]
+
+
+def _tf() -> Any:
+    import tensorflow as tf
+
+    return tf
+
+
+def _class_named(obj: Any, name: str) -> Optional[type]:
+    for klass in type(obj).__mro__:
+        if klass.__name__ == name:
+            return klass
+    return None
+
+
+class TfKeras(Family):
+    """tf.keras 2.x and tf_keras."""
+
+    def keras(self) -> Any:
+        if self.info.package == "tensorflow":  # the in-tree tf.python.keras (TF <= 2.5)
+            return _tf().keras
+        return importlib.import_module(self.info.package)
+
+    @property
+    def register_hint(self) -> str:  # type: ignore[override]
+        keras = self.keras()
+        name = getattr(keras, "__name__", "tf_keras")
+        if hasattr(getattr(keras, "saving", None), "register_keras_serializable"):
+            return f"`@{name}.saving.register_keras_serializable()`"
+        return f"`@{name}.utils.register_keras_serializable()`"
+
+    def layer_class(self) -> Any:
+        return self.keras().layers.Layer
+
+    def lambda_class(self) -> Any:
+        return self.keras().layers.Lambda
+
+    def is_sequential(self, layer: Any) -> bool:
+        return _class_named(layer, "Sequential") is not None
+
+    def is_functional(self, layer: Any) -> bool:
+        return (
+            bool(getattr(layer, "_is_graph_network", False))
+            and _class_named(layer, "Model") is not None
+            and not self.is_sequential(layer)
+        )
+
+    def clone_lambda(self, layer: Any) -> Any:
+        # A top-level `Lambda.from_config` runs outside safe mode here, and its
+        # bytecode round trip is the native behaviour: kept.
+        return layer.__class__.from_config(layer.get_config())
+
+    def unsafe_scope(self) -> ContextManager[Any]:
+        # A nested `from_config` runs in safe mode where the release has one;
+        # `serialization_lib.SAFE_MODE` is a threading.local: this thread, this call.
+        lambda_cls = self.lambda_class()
+        lib = getattr(sys.modules.get(lambda_cls.__module__), "serialization_lib", None)
+        scope = getattr(lib, "SafeModeScope", None)
+        return scope(False) if scope is not None else contextlib.nullcontext()
+
+    # -- graphs ----------------------------------------------------------------
+
+    def flatten(self, structure: Any) -> List[Any]:
+        return list(_tf().nest.flatten(structure))
+
+    def nodes(self, model: Any) -> Iterator[Node]:
+        for depth in sorted(model._nodes_by_depth.keys(), reverse=True):
+            for node in model._nodes_by_depth[depth]:
+                if not node.is_input:
+                    yield Node(node.layer, self.flatten(node.keras_inputs), self.flatten(node.outputs), node)
+
+    def arguments(self, node: Node, tensor_map: Dict[int, Any]) -> Tuple[Sequence[Any], Dict[str, Any]]:
+        def swap(value: Any) -> Any:
+            return tensor_map.get(id(value), value)
+
+        nest = _tf().nest
+        return nest.map_structure(swap, node.raw.call_args), nest.map_structure(swap, node.raw.call_kwargs)
+
+    def is_symbolic(self, value: Any) -> bool:
+        try:
+            if self.keras().backend.is_keras_tensor(value):
+                return True
+        except ValueError:  # not a tensor at all
+            return False
+        # a graph tensor / placeholder (accepted natively, wrapped by `wrap_inputs`)
+        return bool(_tf().is_tensor(value) and not hasattr(value, "numpy"))
+
+    def input_specs(self, model: Any) -> List[Dict[str, Any]]:
+        specs = []
+        for layer in model._input_layers:
+            config = layer.get_config()
+            specs.append(
+                {
+                    "batch_shape": config.get("batch_input_shape") or config.get("batch_shape"),
+                    "dtype": config.get("dtype"),
+                    "sparse": config.get("sparse", False),
+                    "ragged": config.get("ragged", False),
+                    "name": config.get("name"),
+                }
+            )
+        return specs
+
+    def wrap_inputs(self, model: Any, flat: List[Any]) -> List[Any]:
+        keras = self.keras()
+        return [
+            x if keras.backend.is_keras_tensor(x) else keras.Input(tensor=x, name="input_wrapper_for_" + layer.name)
+            for x, layer in zip(flat, model._input_layers)
+        ]
+
+    def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
+        nest = _tf().nest
+        new_inputs = nest.pack_sequence_as(model._nested_inputs, inputs)
+        new_outputs = nest.pack_sequence_as(model._nested_outputs, outputs)
+        functional = _class_named(model, "Functional")
+        like = getattr(sys.modules.get(functional.__module__) if functional else None,
+                       "has_functional_like_constructor", None)
+        if like is not None and like(model.__class__):
+            return model.__class__(new_inputs, new_outputs, name=model.name)
+        return self.keras().Model(new_inputs, new_outputs, name=model.name)
+
+    def finish_functional(self, cloner: Cloner, model: Any, new: Any) -> None:
+        # Layers that feed no output (`add_loss` / `add_metric` on an inner
+        # tensor) are re-inserted, as the native clone does, with its helper.
+        created = [cloner.layer_map[id(layer)][1] for layer in model.layers if id(layer) in cloner.layer_map]
+        ancillary = [layer for layer in created if layer not in new.layers]
+        cloning = sys.modules.get(self.native_clone_model().__module__)
+        insert = getattr(cloning, "_insert_ancillary_layers", None)
+        functional = sys.modules.get(getattr(_class_named(model, "Functional"), "__module__", ""))
+        skip_first = getattr(functional, "_should_skip_first_node", None)
+        if not ancillary or insert is None or skip_first is None:
+            return
+        nodes = [
+            node
+            for layer in created
+            for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)
+        ]
+        insert(new, ancillary, model.metrics_names, nodes)
+
+    # -- native calls ----------------------------------------------------------
+
+    def clone_functional_whole(self, cloner: Cloner, model: Any, input_tensors: Any) -> Optional[Any]:
+        if not getattr(model.get_config, "_is_default", False) and cloner.asks_nothing_of_graph(input_tensors):
+            # A Functional subclass with its own get_config, nothing asked of
+            # the graph: the native call rebuilds it from config, and so do we.
+            return self.clone_subclassed(model)
+        if _has_single_list_call(model):
+            return None  # `tf-keras-single-list-call`: the native walk loses the list
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+
+    def clone_sequential(self, cloner: Cloner, model: Any, input_tensors: Any) -> Any:
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+
+    # -- compile=True ----------------------------------------------------------
+
+    def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
+        # `compile` renames a metric object given for one output of several.
+        _compile.unprefix_metric_names(clone, arguments)
+        clone.compile(optimizer=optimizer, **arguments)
+
+    def compile_settings(self, model: Any) -> Optional[CompileSettings]:
+        # `_get_compile_args` is what the native `clone_and_build_model` and
+        # saving read: optimizer, the user's losses, loss weights and metrics.
+        if not getattr(model, "_is_compiled", False) or not hasattr(model, "_get_compile_args"):
+            return None
+        arguments = dict(model._get_compile_args())
+        optimizer = arguments.pop("optimizer")
+        params = inspect.signature(model.compile).parameters
+        if "run_eagerly" in params:
+            arguments["run_eagerly"] = getattr(model, "_run_eagerly", None)
+        if "steps_per_execution" in params:
+            arguments["steps_per_execution"] = _steps_per_execution(model, self.keras())
+        for key in ("jit_compile", "pss_evaluation_shards"):  # 2.8+ / 2.12+
+            if key in params and hasattr(model, "_" + key):
+                arguments[key] = getattr(model, "_" + key)
+        return CompileSettings(optimizer, arguments)
+
+    # -- weights ---------------------------------------------------------------
+
+    def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
+        dtype = getattr(variable.dtype, "base_dtype", variable.dtype)
+        return tuple(variable.shape.as_list()), str(getattr(dtype, "name", dtype))
+
+    def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
+        from compat_clone import placement
+
+        placement.assign_tf(pairs, tau)  # variable to variable: stays on the device
+
+
+def _steps_per_execution(model: Any, keras: Any) -> Any:
+    """The `steps_per_execution` the model was compiled with ("auto" where it tunes it)."""
+    if getattr(model, "_autotune_steps_per_execution", False):  # 2.13+
+        return "auto"
+    variable = getattr(model, "_steps_per_execution", None)
+    if variable is None:
+        return None
+    # eager (TF 2's default) reads the variable directly; a TF 1.x graph via the session
+    return int(variable.numpy() if _tf().executing_eagerly() else keras.backend.get_value(variable))
+
+
+def _has_single_list_call(model: Any) -> bool:
+    """True when a node called its layer on a one-element list (keras #17700)."""
+    for nodes in model._nodes_by_depth.values():
+        for node in nodes:
+            args = getattr(node, "call_args", None)
+            if args and isinstance(args[0], (list, tuple)) and len(args[0]) == 1:
+                return True
+    return False
+
+
+FAMILY = TfKeras

@@ -1,0 +1,295 @@
+"""What each family's native `clone_model` gets wrong: the one table of it.
+
+Data, not code. One row per upstream problem: an id (cited by the code that
+handles it, in a comment), the family, the versions where the native call
+misbehaves (a `packaging` specifier over the owning package's version), the
+symptom, the place that handles it, and the feature checks that show it
+(named checks of the test suite's `tests/features.py`).
+
+The table is the only place a version claim about a native bug is written:
+`compat-clone doctor` prints the rows that apply to the installed versions,
+and `tests/test_native_bugs.py` is generated from it: in every matrix
+environment each row's checks must fail natively *exactly* where the row's
+versions say (and pass elsewhere), and pass through `compat_clone` everywhere,
+so the table cannot drift from what the releases do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Tuple
+
+__all__ = ["KnownIssue", "KNOWN_ISSUES", "WrapperRule", "WRAPPER_RULES", "affects", "issues_for", "issue"]
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownIssue:
+    """One upstream problem of a native `clone_model`.
+
+    Attributes:
+        id: short stable name, cited by the code that handles it.
+        family: ``"keras2"``, ``"tf_keras"`` or ``"keras3"``.
+        versions: where the native call misbehaves: a specifier over the
+            version of the package that owns the model (``keras``,
+            ``tf_keras``), e.g. ``"<2.2.5"``; ``" | "`` joins ranges (a
+            problem fixed, then brought back by a later patch).
+        symptom: what the user sees.
+        handled_by: the module (and function) of compat_clone that fixes it.
+        checks: the feature checks (``tests/features.py``) that show it.
+        upstream: the upstream report, where there is one.
+    """
+
+    id: str
+    family: str
+    versions: str
+    symptom: str
+    handled_by: str
+    checks: Tuple[str, ...]
+    upstream: str = ""
+
+
+_K2 = "compat_clone.families.keras2"
+_TF = "compat_clone.families.tf_keras"
+_K3 = "compat_clone.families.keras3"
+_CORE = "compat_clone.families._core"
+
+KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
+    KnownIssue(
+        "keras2-12202-masks", "keras2", "<2.2.5",
+        "a layer with several outputs and no mask support gets one mask for all of "
+        "them; the clone fails with 'Could not compute output'",
+        f"{_K2}._map_arguments (masks recomputed per output by the core walk)",
+        ("multi_output_no_mask", "lambda_pair_into_add"),
+        "keras-team/keras #12202, fixed by #12205 in 2.2.5",
+    ),
+    KnownIssue(
+        "keras2-rnn-state-twice", "keras2", "<2.2.5",
+        "an RNN called with `initial_state=` is called again with its states both in "
+        "its input list and as `initial_state=`: the clone fails an assertion",
+        f"{_K2}.Keras2.arguments", ("rnn_initial_state",),
+    ),
+    KnownIssue(
+        "keras2-subclass-lost", "keras2", "<2.4",
+        "a functional model of a `Model` subclass with its own `get_config` comes back "
+        "as a plain Model",
+        f"{_K2}.Keras2.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
+    ),
+    KnownIssue(
+        "keras2-no-clone-function", "keras2", "<2.4",
+        "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only "
+        "for functional models)",
+        f"{_CORE}.Cloner.clone_layer", ("clone_function_every_layer",),
+    ),
+    KnownIssue(
+        "no-call-function", "keras2", "<2.4",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+    ),
+    KnownIssue(
+        "no-call-function", "tf_keras", ">=2.0",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+    ),
+    KnownIssue(
+        "no-call-function", "keras3", "<3.3.3",
+        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+    ),
+    KnownIssue(
+        "no-recursive", "keras2", "<2.4",
+        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        ("recursive_nested",),
+    ),
+    KnownIssue(
+        "no-recursive", "tf_keras", ">=2.0",
+        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        ("recursive_nested",),
+    ),
+    KnownIssue(
+        "no-recursive", "keras3", "<3.14",
+        "no `recursive` argument before 3.3.3, and it stops after the first nesting "
+        "level before 3.14", f"{_CORE}.Cloner.clone_layer", ("recursive_nested",),
+    ),
+    KnownIssue(
+        "keras2-sequential-name", "keras2", "<2.2",
+        "a nested Sequential comes back renamed (`sequential_N`): its config is "
+        "the bare list of its layers, without the name", f"{_K2}.Keras2.config_round_trip",
+        ("nested_sequential_name",),
+    ),
+    KnownIssue(
+        "trainable-model", "keras2", "<2.4",
+        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        ("trainable_false",),
+    ),
+    KnownIssue(
+        "trainable-model", "tf_keras", ">=2.0",
+        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        ("trainable_false",),
+    ),
+    KnownIssue(
+        "trainable-model", "keras3", ">=3.3",
+        "`model.trainable = False` on a functional model is lost by the clone",
+        f"{_CORE}.restore_trainable", ("trainable_false",),
+    ),
+    KnownIssue(
+        "tf-keras-single-list-call", "tf_keras", ">=2.0",
+        "a layer called on a one-element list (`Concatenate()([x])`) fails to clone",
+        f"{_TF}.TfKeras.clone_functional_whole (the core walk keeps the call's structure)",
+        ("single_input_concatenate",), "keras-team/keras #17700",
+    ),
+    KnownIssue(
+        "lambda-safe-mode", "keras3", "<3.3 | ==3.12.4 | >=3.15.1",
+        "a `Lambda` holding a Python lambda is refused by the config round trip "
+        "(safe-mode deserialization, enforced again by the 3.12.4 and 3.15.1 "
+        "patches); turning safe mode off globally would be unsafe",
+        f"{_CORE}.Family.default_clone (rebuilt from the live function)",
+        ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
+    ),
+    KnownIssue(
+        "keras3-sequential-input-tensors", "keras3", "<3.7",
+        "cloning a Sequential model onto `input_tensors` fails with 'A symbolic "
+        "KerasTensor cannot be used as a boolean'",
+        f"{_K3}.Keras3._sequential_on", ("sequential_input_tensors",),
+    ),
+    KnownIssue(
+        "keras3-functional-output-list", "keras3", "==3.4.*",
+        "a nested single-output Functional model comes back from `from_config` with a "
+        "one-element list as its output, so a clone of `TimeDistributed(<model>)` "
+        "fails with \"Cannot convert '3' to a shape\"",
+        f"{_K3}.Keras3.config_round_trip (_restore_single_outputs)", ("timedistributed_nested_model",),
+    ),
+    KnownIssue(
+        "keras3-subclass-lost", "keras3", ">=3.3",
+        "a functional model of a `Model` subclass with its own constructor (keras_hub "
+        "backbones and tasks, a user's subclass) comes back as a plain Functional",
+        f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
+    ),
+    KnownIssue(
+        "keras3-sparse-inputs", "keras3", ">=3.3",
+        "`sparse=True` / `ragged=True` inputs come back dense",
+        f"{_K3}.Keras3.input_specs", ("sparse_input",),
+    ),
+    KnownIssue(
+        "keras3-compiled-clone-config", "keras3", "<3.3 | >=3.9",
+        "cloning a compiled model compiles the clone from the source's serialized compile "
+        "config: an unregistered loss, metric or optimizer class fails the whole clone "
+        "with TypeError 'Could not locate function'",
+        f"{_K3}.Keras3.compile_config_loads (our walk, no compile from config)",
+        ("compiled_custom_loss",),
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class WrapperRule:
+    """What a drop-in wrapper of the native `clone_model` must keep, in every family.
+
+    Not an upstream bug: each row is a way a wrapper (compat_clone included,
+    before these rows) is worse than the native call it wraps, the code that
+    prevents it (citing the id) and the tests that show it side by side.
+
+    Attributes:
+        id: short stable name, cited by the code that keeps the rule.
+        symptom: what the user saw where the rule was broken.
+        handled_by: the module (and function) of compat_clone that keeps it.
+        tests: the tests that check it against the native call.
+    """
+
+    id: str
+    symptom: str
+    handled_by: str
+    tests: Tuple[str, ...]
+
+
+WRAPPER_RULES: Tuple[WrapperRule, ...] = (
+    WrapperRule(
+        "native-alias-rebound",
+        "`keras.models.clone_model = compat_clone.clone_model` (by hand or by "
+        "`compat_clone.patch()`) made every clone raise RecursionError (tf_keras 2.21, "
+        "Keras 3.15): the wrapper called the public name it had replaced",
+        "compat_clone._native.clone_model_of (the native function from its defining module); "
+        "compat_clone._patch never rebinds a defining module that compat_clone calls",
+        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses",
+         "tests/test_patch.py"),
+    ),
+    WrapperRule(
+        "wrapped-user-exception",
+        "an exception raised by the user's `clone_function` / `call_function` came back "
+        "as `CloneFunctionError` (a ValueError): a library's `except RuntimeError` (tfmot's "
+        "missing QuantizeConfig) no longer caught it; the native call lets it through",
+        "compat_clone.families._cloner.Cloner._user_clone / _user_call (the same "
+        "object re-raised, a note naming the layer added with compat_clone.errors.add_note)",
+        ("tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
+         "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively"),
+    ),
+    WrapperRule(
+        "native-exception-type",
+        "a layer whose config round trip (`layer.__class__.from_config(layer.get_config())`, "
+        "the native default clone) failed came back as `UnsupportedModelError` (a ValueError) "
+        "where the native `clone_model` lets the original through (e.g. a TypeError from "
+        "`from_config`), and the same for Keras 3's native rebuild of a subclassed model. "
+        "The rule: a call the native clone also makes lets its exception through, the same "
+        "object with compat_clone's advice as a note; a step native does not make (a `Lambda` "
+        "rebuilt from its live function, a subclassed-model rebuild where native refuses the "
+        "model: standalone Keras 2, tf.keras before 2.7) raises compat_clone's own error",
+        "compat_clone.families._cloner.Cloner.clone_layer (errors.layer_rebuild_note), "
+        "compat_clone.families.keras3.Keras3.clone_subclassed and "
+        "compat_clone.families._core.Family.clone_subclassed (errors.subclassed_rebuild_note; "
+        "the latter asks the native call, on the failure path only, whether it fails alike); "
+        "Family.clone_lambda and Keras3.config_round_trip keep UnsupportedModelError for "
+        "their own steps",
+        ("tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
+         "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument"),
+    ),
+    WrapperRule(
+        "copy-shared-variable",
+        "`copy_weights(source, target, tau=)` where a target variable is also a source "
+        "variable (models sharing a layer, pairs by order) read it after writing it on "
+        "TensorFlow 2 and torch: a wrong blend. The native `target.set_weights("
+        "source.get_weights())` reads every value first",
+        "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
+        "compat_clone.placement.torch (_target_storage): aliased sources read before any write",
+        ("tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
+         "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights"),
+    ),
+)
+
+
+def issue(issue_id: str) -> List[KnownIssue]:
+    """The rows with id `issue_id` (one per family it affects)."""
+    rows = [row for row in KNOWN_ISSUES if row.id == issue_id]
+    if not rows:
+        raise KeyError(f"no known issue {issue_id!r}; ids: {sorted({r.id for r in KNOWN_ISSUES})}")
+    return rows
+
+
+def issues_for(family: str, version: str) -> List[KnownIssue]:
+    """The known native problems of `family` at `version`.
+
+    Args:
+        family: ``"keras2"``, ``"tf_keras"`` or ``"keras3"``.
+        version: the owning package's version, e.g. ``"3.15.1"``.
+
+    Returns:
+        The rows whose family matches and whose versions contain `version`.
+
+    Example:
+
+    >>> [row.id for row in issues_for("keras2", "2.2.4")][:2]
+    ['keras2-12202-masks', 'keras2-rnn-state-twice']
+    """
+    return [row for row in KNOWN_ISSUES if row.family == family and affects(row, version)]
+
+
+def affects(row: KnownIssue, version: str) -> bool:
+    """Whether `version` of the row's package lies in one of the row's ranges.
+
+    Example:
+
+    >>> affects(issue("lambda-safe-mode")[0], "3.12.4"), affects(issue("lambda-safe-mode")[0], "3.13.2")
+    (True, False)
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    parsed = Version(version)
+    return any(
+        SpecifierSet(part.strip()).contains(parsed, prereleases=True) for part in row.versions.split("|")
+    )

@@ -1,0 +1,348 @@
+"""The `compat-clone convert` command line: a saved Keras 2 model to a proven Keras 3 `.keras` file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from compat_clone.errors import CompatCloneError, InvalidArgumentError
+
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "add_arguments", "run"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the conversion or its proof failed: nothing written
+EXIT_USAGE = 2   # bad arguments, unreadable model, missing environment
+
+_BACKENDS = ("tensorflow", "jax", "torch")
+_WORKER = "compat_clone.tools.convert._worker"
+_RESULT_MARK = "COMPAT_CLONE_RESULT "
+
+_DESCRIPTION = (
+    "Convert a saved Keras 2 model (standalone Keras 2.x, tf.keras, tf_keras: .h5, .keras or a "
+    "SavedModel folder) to a Keras 3 .keras file. The model is read in an environment of its own "
+    "family (detected from the file, or --from), described as neutral data, rebuilt in a Keras 3 "
+    "environment (--to), and its outputs compared with the source's on probe inputs. NEW.keras is "
+    "written only if every output is within --rtol/--atol. Exit status: 0 converted; 1 the "
+    "conversion or its proof failed (nothing written); 2 usage error."
+)
+
+_EPILOG = """\
+--from / --to take an environment of the matrix table (`compat-clone matrix --list`), built with uv
+as `compat-clone matrix` builds it, in the per-user cache (~/.cache/compat-clone/envs on Linux;
+$COMPAT_CLONE_ENVS_DIR or --envs-dir to choose) and reused by every later run and project; or a
+path: a virtualenv folder or a python interpreter, used as it is.
+
+--custom-objects module:name is resolved in each environment: `module` is imported there (from the
+current folder or the environment's packages) and its attribute `name` registered under that name;
+an attribute that is a dict is used as a whole custom_objects mapping. The source environment needs
+the Keras 2 class, the target its Keras 3 counterpart: one module can serve both by checking which
+Keras it finds (`keras.__version__`), or the variable COMPAT_CLONE_CONVERT_SIDE (source | target) that
+the worker sets before importing it (for an environment that has both Kerases).
+
+Example:
+  compat-clone convert old.h5 -o new.keras
+  compat-clone convert saved_model/ -o new.keras --from tf.keras-2.15 --backend jax
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the `convert` options to `parser`.
+
+    Args:
+        parser: the subcommand's parser; its description and epilog are set too.
+    """
+    parser.description = textwrap.fill(_DESCRIPTION, 100)
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add = parser.add_argument
+    add("source", metavar="OLD", help="the saved Keras 2 model: .h5 / .keras file or SavedModel folder")
+    add("-o", "--output", required=True, metavar="NEW.keras", help="the Keras 3 file to write")
+    add("--from", dest="source_env", metavar="ENV",
+        help="environment that reads OLD (default: the matrix environment of the family and version "
+             "recorded in the file)")
+    add("--to", dest="target_env", metavar="ENV",
+        help="Keras 3 environment that rebuilds it (default: the newest Keras 3 of the table on --backend: "
+             "keras-3.15-tf, keras-3.15-jax, keras-3.15-torch)")
+    add("--backend", choices=_BACKENDS,
+        help="Keras 3 backend of the default --to (default: $KERAS_BACKEND, else tensorflow)")
+    add("--custom-objects", action="append", nargs="+", default=[], metavar="MODULE:NAME",
+        help="custom layers / functions, resolved in each environment (see below)")
+    add("--inputs", metavar="FILE.npz",
+        help="inputs of your own to prove the conversion on, INSTEAD of the random probes (np.savez: one "
+             "array per model input, in order, or named after the inputs); the proof line says which it used")
+    add("--no-safe-mode", action="store_true",
+        help="read OLD with safe_mode=False: a .keras file of tf.keras 2.13+ holding Lambda layers runs their "
+             "stored Python code only so (Keras refuses it by default); only for files you trust")
+    add("--rtol", type=float, default=1e-5, help="relative tolerance of the proof (default: 1e-5)")
+    add("--atol", type=float, default=1e-6, help="absolute tolerance of the proof (default: 1e-6)")
+    add("--envs-dir", "--matrix-dir", dest="matrix_dir", metavar="DIR",
+        help="where the table's environments are built and reused (default: $COMPAT_CLONE_ENVS_DIR, else "
+             "$COMPAT_CLONE_MATRIX_DIR inside `compat-clone matrix`, else the per-user cache, "
+             "~/.cache/compat-clone/envs on Linux)")
+    add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
+    add("--no-build", action="store_true", help="refuse instead of building a missing environment")
+    add("--force", action="store_true", help="replace NEW.keras if it exists")
+
+
+def _say(name: str, text: str) -> None:
+    print(f"compat-clone convert: {name}: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `compat-clone convert`.
+
+    Args:
+        args: the parsed options of `add_arguments`.
+
+    Returns:
+        `EXIT_OK`, `EXIT_FAILED` (conversion or proof failed, nothing
+        written) or `EXIT_USAGE`.
+
+    Example:
+
+    >>> from compat_clone.tools.cli import main
+    >>> main(["convert", "old.h5", "-o", "new.keras"])  # doctest: +SKIP
+    proof: 1 output on 4 probe samples, max |Δ| 6.0e-08, max rel 1.9e-07 (rtol 1e-05, atol 1e-06): OK
+    wrote new.keras
+    0
+    """
+    try:
+        plan = _plan(args)
+    except CompatCloneError as e:
+        print(f"compat-clone convert: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    source, target, family, output, co = plan
+    with tempfile.TemporaryDirectory(prefix="compat-clone-convert-") as tmp:
+        desc_path = os.path.join(tmp, "description.npz")
+        model_path = os.path.join(tmp, "model.keras")
+        # The workers run in this folder: paths are passed as given, and said so in their messages.
+        cmd = ["describe", "--family", family, "--model", args.source, "--out", desc_path]
+        if args.inputs:
+            cmd += ["--inputs", args.inputs]
+        if args.no_safe_mode:
+            cmd += ["--no-safe-mode"]
+        rc, described = _worker(source, cmd + _co_args(co))
+        if described is None:
+            print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        print(f"read {args.source} in {source.label}: {described['family']} {described['version']}, "
+              f"{described['layers']} layers")
+        rc, rebuilt = _worker(target, ["rebuild", "--description", desc_path, "--out", model_path,
+                                       "--rtol", repr(args.rtol), "--atol", repr(args.atol)] + _co_args(co))
+        if rebuilt is None:
+            print(f"compat-clone convert: rebuilding in {target.label} failed (exit {rc}); nothing written.",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        _print_proof(rebuilt.get("proof"))
+        if not rebuilt.get("ok"):
+            print(f"compat-clone convert: {rebuilt.get('error')}\nNothing written: {args.output} is unchanged. "
+                  "Check the changes above, or loosen --rtol/--atol if the differences are rounding.",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        try:
+            _publish(model_path, output)
+        except OSError as e:  # the destination changed since it was checked (filled, made read-only)
+            print(f"compat-clone convert: the model converted and passed its proof, but writing {args.output!r} "
+                  f"failed ({e.strerror or e}); nothing written. Free space or choose another -o.",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
+    registered = rebuilt.get("formulas") or []
+    formulas = [name for name in registered if ">keras2_" in name]
+    layers = [name for name in registered if name not in formulas]
+    if formulas:
+        print(f"note: {args.output} computes Keras 2 formulas Keras 3 changed with compat_clone's functions "
+              f"({', '.join(formulas)}): load it with keras.models.load_model(path, "
+              "custom_objects=compat_clone.convert.custom_objects())")
+    if layers:
+        print(f"note: {args.output} computes TensorFlow functions of the source's graph with compat_clone's "
+              f"layers ({', '.join(layers)}): load it with keras.models.load_model(path, "
+              "custom_objects=compat_clone.convert.custom_objects())")
+    if rebuilt.get("lambdas"):
+        print(f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
+              "with keras.models.load_model(path, safe_mode=False)")
+    return EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
+    """Validates the arguments and resolves both environments (building them if needed)."""
+    from compat_clone.tools.convert._envs import default_matrix_dir, resolve
+    from compat_clone.tools.matrix.table import TableError, load_table
+    from compat_clone.tools.saved_models import detect
+
+    output = Path(args.output)
+    if output.suffix != ".keras":
+        raise InvalidArgumentError(
+            f"Expected -o to name a .keras file (Keras 3's format). Received: {args.output!r}."
+        )
+    if output.exists() and not args.force:
+        raise InvalidArgumentError(
+            f"{args.output!r} exists. Expected a new file; pass --force to replace it."
+        )
+    if not output.resolve().parent.is_dir():
+        raise InvalidArgumentError(f"The folder of -o {args.output!r} does not exist. Create it first.")
+    if output.is_dir():
+        raise InvalidArgumentError(f"-o {args.output!r} is a folder. Expected the path of a .keras file.")
+    for label, value in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if not value >= 0:
+            raise InvalidArgumentError(f"Expected {label} to be a number >= 0. Received: {value!r}.")
+    if args.inputs and not os.path.isfile(args.inputs):
+        raise InvalidArgumentError(f"--inputs {args.inputs!r}: no such file. Expected an .npz written by np.savez.")
+    co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
+    for spec in co:
+        module, sep, name = spec.partition(":")
+        if not (module and sep and name):
+            raise InvalidArgumentError(
+                f"Expected --custom-objects as module:name (e.g. my_layers:Scale). Received: {spec!r}."
+            )
+    try:
+        table = load_table(args.table)
+    except TableError as e:
+        raise InvalidArgumentError(str(e)) from e
+    info = detect(args.source, table)
+    print(f"{args.source}: {info.describe()}")
+    _validate_destination(args.output, output, _size_of(args.source))
+    if info.family == "keras3":
+        raise InvalidArgumentError(
+            f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
+            "Load it with keras.models.load_model (save it as .keras there if it is an .h5)."
+        )
+    matrix_dir = Path(args.matrix_dir).resolve() if args.matrix_dir else default_matrix_dir()
+    build = not args.no_build
+    if args.source_env is None and (info.problem is not None or info.env is None):
+        raise InvalidArgumentError(
+            f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}."
+        )
+    source = resolve(args.source_env or str(info.env), table=table, matrix_dir=matrix_dir, build=build,
+                     role="--from", say=_say)
+    family = source.family or info.family
+    if family not in ("keras2", "tf_keras"):
+        raise InvalidArgumentError(
+            f"--from {source.label!r} serves {family or 'an unknown family'}; expected a Keras 2 environment "
+            "(keras2 or tf_keras) to read the model in. Name one with --from."
+        )
+    if info.family is not None and source.family is not None and info.family != source.family:
+        raise InvalidArgumentError(
+            f"{args.source!r} was written by {info.family} {info.version}, but --from {source.label!r} is a "
+            f"{source.family} environment. Expected an environment of the model's family, e.g. {info.env}."
+        )
+    backend = args.backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
+    if backend not in _BACKENDS:
+        raise InvalidArgumentError(
+            f"Expected KERAS_BACKEND to be one of {', '.join(_BACKENDS)}. Received: {backend!r}; pass --backend."
+        )
+    target = resolve(args.target_env or _default_target(table, backend), table=table, matrix_dir=matrix_dir, build=build,
+                     role="--to", say=_say)
+    if target.family is not None and target.family != "keras3":
+        raise InvalidArgumentError(
+            f"--to {target.label!r} is a {target.family} environment; expected a Keras 3 one "
+            f"(e.g. {_default_target(table, backend)})."
+        )
+    if target.backend is not None and args.backend and target.backend != args.backend:
+        raise InvalidArgumentError(
+            f"--to {target.label!r} runs Keras 3 on {target.backend}, not --backend {args.backend}. "
+            "Drop one of the two options."
+        )
+    if target.family is None and args.backend:
+        target.environ["KERAS_BACKEND"] = args.backend
+    return source, target, family, output, co
+
+
+def _size_of(path: str) -> int:
+    """Bytes of a file, or of every file under a folder (a SavedModel)."""
+    if not os.path.isdir(path):
+        return os.path.getsize(path) if os.path.isfile(path) else 0
+    return sum(os.path.getsize(os.path.join(here, name)) for here, _, names in os.walk(path) for name in names)
+
+
+def _validate_destination(label: str, output: Path, needed: int) -> None:
+    """Refuses a destination that cannot take the file, before any conversion.
+
+    A file is created and removed next to `output` (a read-only folder or
+    file system refuses it, whoever runs the command, root included); the
+    free space there must hold `needed` bytes (the source's size: the
+    converted file holds the same weights, without optimizer state).
+    """
+    folder = output.resolve().parent
+    try:
+        handle, probe = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".check", dir=folder)
+    except OSError as e:
+        raise InvalidArgumentError(
+            f"Cannot write -o {label!r}: creating a file in {str(folder)!r} fails ({e.strerror or e}). "
+            "Expected a folder you can write to; choose another -o, or fix the folder's permissions."
+        ) from e
+    os.close(handle)
+    os.unlink(probe)
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        raise InvalidArgumentError(
+            f"Cannot write -o {label!r}: the file system of {str(folder)!r} has {free:,} bytes free, and the "
+            f"converted model needs about {needed:,} (the size of the source). Free some space or choose "
+            "another -o."
+        )
+
+
+def _default_target(table: Sequence[Any], backend: str) -> str:
+    """The newest Keras 3 environment of the table on `backend` (keras-3.15-tf, -jax, -torch)."""
+    from compat_clone.tools.saved_models import _release
+
+    found = [(_release(dict(e.expect).get("version", "")), e.enabled, e.name) for e in table
+             if dict(e.expect).get("family") == "keras3" and dict(e.expect).get("backend") == backend]
+    if not found:
+        raise InvalidArgumentError(
+            f"The matrix table has no Keras 3 environment on {backend}. Name one with --to ENV (or a virtualenv)."
+        )
+    return str(max(found)[2])
+
+
+def _co_args(co: Sequence[str]) -> List[str]:
+    return ["--custom-objects", *co] if co else []
+
+
+def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]]:
+    """Runs one worker step in `interp`; (exit status, its result or None when it refused or crashed)."""
+    environ = dict(interp.environ)
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    proc = subprocess.run([interp.python, "-m", _WORKER, *argv], env=environ, capture_output=True, text=True)
+    result = None
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(_RESULT_MARK):
+            result = json.loads(line[len(_RESULT_MARK):])
+            break
+    if result is None:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        # A refusal is one message on the last line; a crash shows its traceback's end.
+        tail = lines[-1:] if proc.returncode == 1 and lines and "Error: " in lines[-1] else lines[-25:]
+        for ln in tail:
+            print(f"  {interp.label}: {ln}", file=sys.stderr)
+    return proc.returncode, result
+
+
+def _print_proof(proof: Optional[Dict[str, Any]]) -> None:
+    if proof is None:
+        return
+    for change in proof["changes"]:
+        print(f"  changed: {change}")
+    for o in proof["outputs"]:
+        print(f"  {o['text']}")
+    print(proof["line"])
+
+
+def _publish(built: str, output: Path) -> None:
+    """Moves the proven file into place in one rename (a partial NEW.keras never exists)."""
+    staging = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(built, staging)
+        os.replace(staging, output)
+    finally:
+        if staging.exists():
+            staging.unlink()

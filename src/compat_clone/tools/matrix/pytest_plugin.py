@@ -1,0 +1,158 @@
+"""The pytest plugin shipped with compat_clone (entry point ``pytest11``: ``compat_clone``).
+
+It is off, and does nothing, unless pytest runs in a matrix environment
+(``COMPAT_CLONE_ENV`` is set, as `compat-clone matrix` does) or with
+``--compat-results``. When on, it
+
+1. checks at session start, in a separate interpreter (`claim`), that the
+   Keras the project imports is the family / version / backend the
+   environment claims (``COMPAT_CLONE_EXPECT_*``, ``_MODULE`` naming the
+   module the project imports it from), and stops the session with exit
+   status 4 and the reason when it is not: a mislabeled environment fails
+   instead of passing on the wrong Keras. The check's result also goes to
+   ``$COMPAT_CLONE_CLAIM_FILE`` when set (the matrix runner reads it: its
+   status ``MISLABELED``, the "loaded" column of its summary);
+2. names the environment, its claim and the Keras it loaded in the report
+   header and, whatever the options (``-q`` hides the header), in a line
+   of the closing summary: the proof of what the tests ran on;
+3. with ``--compat-results``, writes one JSON line per test to
+   ``$COMPAT_CLONE_RESULTS/<env>.tests.jsonl`` (default folder
+   ``.matrix/_results``; created at the first test, so a session stopped
+   before any test leaves the last results in place), which ``compat-clone
+   matrix --report`` / ``--merge`` turn into a test x environment table.
+
+Importing this module imports no framework: pytest loads it in every
+environment where compat_clone is installed. ``-p no:compat_clone`` turns it
+off entirely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from compat_clone.tools.matrix.claim import claim_from_environ
+
+__all__ = ["pytest_addoption", "pytest_configure"]
+
+_CHECK_TIMEOUT_S = 600
+_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR: the environment is not what it says
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("compat_clone", "compat-clone matrix environments")
+    group.addoption(
+        "--compat-results", action="store_true", default=False,
+        help="write one JSON line per test to $COMPAT_CLONE_RESULTS/<env>.tests.jsonl "
+             "(default folder .matrix/_results) for `compat-clone matrix --report`",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    asked = bool(config.getoption("compat_results", False))
+    if os.environ.get("COMPAT_CLONE_ENV") or asked:
+        config.pluginmanager.register(_MatrixEnvironment(config, write_results=asked), "compat_clone_matrix_env")
+
+
+def _run_check() -> Dict[str, Any]:
+    """`claim.main` in a fresh interpreter of this environment: its last stdout line."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "compat_clone.tools.matrix.claim"], capture_output=True,
+                              text=True, timeout=_CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "loaded": "nothing", "problems": [f"the check did not finish in {_CHECK_TIMEOUT_S}s"]}
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    try:
+        result: Dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        return {"ok": False, "loaded": "nothing", "problems": ["the check crashed: " + " | ".join(tail)]}
+    return result
+
+
+def _write_claim_file(env: str, claim: Dict[str, str], result: Dict[str, Any]) -> None:
+    """The check's result for the matrix runner, at ``$COMPAT_CLONE_CLAIM_FILE`` (when set)."""
+    path = os.environ.get("COMPAT_CLONE_CLAIM_FILE")
+    if path:
+        record = {"env": env, "claim": claim, **result}
+        Path(path).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _detail(report: pytest.TestReport) -> str:
+    """One line on why a test failed or skipped: the exception's message, or the skip's reason."""
+    longrepr: Any = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, reason)
+        text = str(longrepr[2])
+    else:
+        crash = getattr(longrepr, "reprcrash", None)
+        text = str(getattr(crash, "message", "") or report.longreprtext)
+    return " ".join(text.split())[:300]
+
+
+class _MatrixEnvironment:
+    """The plugin's state in one pytest session (in the controller, not in xdist workers)."""
+
+    def __init__(self, config: pytest.Config, *, write_results: bool) -> None:
+        self.config = config
+        self.env = os.environ.get("COMPAT_CLONE_ENV") or "default"
+        self.claim = claim_from_environ()
+        self.loaded: Optional[str] = None
+        self.results: Optional[Path] = None
+        self._started = False  # the results file is truncated by the first record
+        self.worker = hasattr(config, "workerinput")
+        if write_results and not self.worker:
+            folder = Path(os.environ.get("COMPAT_CLONE_RESULTS") or Path(".matrix") / "_results")
+            self.results = folder / f"{self.env}.tests.jsonl"
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.worker or not self.claim:
+            return
+        if "family" not in self.claim:
+            pytest.exit(f"compat-clone: environment {self.env!r} claims {self.claim} but no family: set "
+                        "`expect.family` in the matrix table.", returncode=_USAGE_ERROR)
+        result = _run_check()
+        self.loaded = str(result.get("loaded", "nothing"))
+        _write_claim_file(self.env, self.claim, result)
+        if not result.get("ok"):
+            claim = ", ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
+            problems = "; ".join(str(p) for p in result.get("problems", ()))
+            pytest.exit(
+                f"compat-clone: environment {self.env!r} is not what it claims ({claim}): {problems}. "
+                "Fix its pins or its `expect` in the matrix table.",
+                returncode=_USAGE_ERROR,
+            )
+
+    def pytest_report_header(self, config: pytest.Config) -> List[str]:
+        claim = " ".join(f"{k}={v}" for k, v in sorted(self.claim.items())) or "no claim"
+        loaded = f"; loaded {self.loaded}" if self.loaded else ""
+        where = f"; results -> {self.results}" if self.results else ""
+        return [f"compat-clone matrix env: {self.env} ({claim}{loaded}){where}"]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.worker or not self.loaded:
+            return
+        claim = " ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
+        terminalreporter.write_line(f"compat-clone matrix env: {self.env} ({claim}); loaded {self.loaded}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.results is None:
+            return
+        # One line per test: its call, or the setup that failed or skipped it.
+        if report.when != "call" and not (report.when == "setup" and not report.passed):
+            return
+        outcome = "pass" if report.passed else "fail" if report.failed else "n/a"
+        detail = "" if report.passed else _detail(report)
+        record = {"env": self.env, "feature": report.nodeid, "side": "test", "outcome": outcome,
+                  "detail": detail, "keras": self.loaded or ""}
+        if not self._started:
+            self.results.parent.mkdir(parents=True, exist_ok=True)
+            self.results.write_text("", encoding="utf-8")  # this run replaces the last one
+            self._started = True
+        with open(self.results, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")

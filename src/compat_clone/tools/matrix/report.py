@@ -1,0 +1,568 @@
+"""COMPATIBILITY.md: the feature x environment table, native vs compat_clone.
+
+The test suite (``tests/test_features.py``) appends one JSON line per feature
+and side to ``$COMPAT_CLONE_RESULTS/<env>.jsonl`` in every matrix environment::
+
+    {"env": "tf_keras-2.21", "feature": "copy_weights", "description": "...",
+     "side": "native" | "compat_clone", "outcome": "pass" | "fail" | "n/a" | "missing",
+     "detail": "...", "keras": "tf_keras 2.21.0"}
+
+(one record holding both sides, ``{"native": ..., "compat": ...}``, is read as
+well). `write` aggregates every environment's file into ``COMPATIBILITY.md``
+and, when the README has the markers ``<!-- compat-table:start -->`` /
+``<!-- compat-table:end -->``, rewrites the table between them.
+
+Run it through ``compat-clone matrix --report COMPATIBILITY.md [--readme
+README.md]`` (after a matrix run, or alone with no command).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from compat_clone.tools.matrix.table import BUILTIN_TABLE
+
+__all__ = ["ReportError", "load_results", "load_statuses", "render_table", "render_report", "parse_report",
+           "update_readme", "write"]
+
+START_MARKER = "<!-- compat-table:start -->"
+END_MARKER = "<!-- compat-table:end -->"
+_SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone", "test": "test"}
+_OUTCOMES = ("pass", "fail", "missing", "n/a")
+# When several records meet in one cell (a default env testing two families,
+# a rerun appending), the worst wins.
+_SEVERITY = {"fail": 3, "missing": 2, "pass": 1, "n/a": 0}
+_SYMBOL = {"pass": "✅", "fail": "❌", "missing": "➖", "n/a": "·", None: " "}
+
+# env -> feature -> side -> (outcome, detail)
+Results = Dict[str, Dict[str, Dict[str, Tuple[str, str]]]]
+
+
+class ReportError(ValueError):
+    """A results file holds a line that is not a feature record."""
+
+
+def _merge(cell: Dict[str, Tuple[str, str]], side: str, outcome: str, detail: str) -> None:
+    old = cell.get(side)
+    if old is None or _SEVERITY[outcome] > _SEVERITY[old[0]]:
+        cell[side] = (outcome, detail)
+
+
+@dataclasses.dataclass
+class _Run:
+    """What result folders hold for one table: results, descriptions, and per environment the
+    Keras it loaded and when its results were produced; environments of other tables skipped."""
+
+    results: Results = dataclasses.field(default_factory=dict)
+    descriptions: Dict[str, str] = dataclasses.field(default_factory=dict)
+    versions: Dict[str, str] = dataclasses.field(default_factory=dict)
+    dates: Dict[str, str] = dataclasses.field(default_factory=dict)
+    foreign: Dict[str, Set[str]] = dataclasses.field(default_factory=dict)  # env -> other tables seen
+
+
+def _file_time(path: Path) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+
+
+def _load_file(path: Path, run: _Run, table: Optional[str]) -> Set[str]:
+    """Adds one ``.jsonl`` file's records of `table` (None: any); returns the environments it holds."""
+    envs: Set[str] = set()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise ReportError(f"{where} is not a JSON line ({e}). Received: {line[:120]!r}.") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("feature"), str):
+            raise ReportError(f"Expected {where} to be an object with a `feature` string. Received: {line[:120]!r}.")
+        env = str(rec.get("env") or path.name.split(".")[0])
+        if table is not None and rec.get("table") not in (None, table):
+            run.foreign.setdefault(env, set()).add(str(rec["table"]))
+            continue
+        envs.add(env)
+        feature = rec["feature"]
+        cell = run.results.setdefault(env, {}).setdefault(feature, {})
+        pairs: List[Tuple[str, Any]] = [(str(rec["side"]), rec.get("outcome"))] if "side" in rec else []
+        pairs += [(key, rec[key]) for key in ("native", "compat", "compat_clone") if key in rec]
+        if not pairs:
+            raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
+        for side, outcome in pairs:
+            if side not in _SIDES or outcome not in _OUTCOMES:
+                raise ReportError(
+                    f"Expected {where} to have side in {sorted(set(_SIDES))} and outcome in "
+                    f"{list(_OUTCOMES)}. Received: side={side!r}, outcome={outcome!r}."
+                )
+            _merge(cell, _SIDES[side], outcome, str(rec.get("detail", "")))
+        if isinstance(rec.get("description"), str):
+            run.descriptions.setdefault(feature, rec["description"])
+        if isinstance(rec.get("keras"), str) and rec["keras"]:
+            run.versions.setdefault(env, rec["keras"])
+        produced = str(rec.get("produced") or _file_time(path))
+        if produced > run.dates.get(env, ""):
+            run.dates[env] = produced
+    return envs
+
+
+def _result_files(folder: Path) -> List[Path]:
+    """Every ``*.jsonl`` under `folder`, at any depth, outside hidden (staging) folders."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.jsonl")
+                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def _load_run(folders: Sequence[Path], table: Optional[str]) -> _Run:
+    run = _Run()
+    origin: Dict[str, Path] = {}
+    for folder in folders:
+        for path in _result_files(folder):
+            for env in _load_file(path, run, table):
+                if origin.setdefault(env, path.parent) != path.parent:
+                    raise ReportError(
+                        f"Environment {env!r} has results in both {origin[env]} and {path.parent}: merge one run "
+                        "per environment (drop the duplicate folder)."
+                    )
+    return run
+
+
+def load_results(*folders: Path, table: Optional[str] = None) -> Tuple[Results, Dict[str, str], Dict[str, str]]:
+    """Reads every ``<env>.jsonl`` (and ``<env>.tests.jsonl``) under the folders.
+
+    One folder is one run's ``.matrix/_results``; several are results
+    collected from several machines (CI artifacts, one folder per job).
+
+    Args:
+        *folders: folders searched at any depth; a folder that does not exist
+            holds nothing.
+        table: read only records of this table (`table_id`; records that
+            name no table are read too); None reads every record.
+
+    Returns:
+        ``(results, descriptions, keras_versions)``: results per env, feature
+        and side; a description per feature; the ``keras`` field per env.
+
+    Raises:
+        ReportError: a line that is not JSON, or lacks the fields above; or
+            one environment's results in two folders (two runs of it).
+    """
+    run = _load_run(folders, table)
+    return run.results, run.descriptions, run.versions
+
+
+def load_statuses(*folders: Path, table: Optional[str] = None) -> Dict[str, str]:
+    """env -> the status of its last run (``<env>.outcome.json``, written by the runner), of `table` only
+    when given (outcomes that name no table are read too)."""
+    return {env: str(rec.get("status", "?")) for env, rec in _load_outcomes(folders, table).items()}
+
+
+def _load_outcomes(folders: Sequence[Path], table: Optional[str]) -> Dict[str, Dict[str, Any]]:
+    outcomes: Dict[str, Dict[str, Any]] = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*.outcome.json")) if folder.is_dir() else []:
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or not isinstance(rec.get("env"), str):
+                continue
+            if table is not None and rec.get("table") not in (None, table):
+                continue
+            outcomes[rec["env"]] = rec
+    return outcomes
+
+
+def _env_order(results: Results, env_names: Sequence[str]) -> List[str]:
+    return [e for e in env_names if e in results] + sorted(e for e in results if e not in env_names)
+
+
+def _group_of(feature: str) -> Optional[str]:
+    """``zoo_app_resnet.outputs`` -> ``zoo``: features named ``<group>_<case>.<aspect>``."""
+    if "." not in feature:
+        return None
+    return feature.split("_", 1)[0] if "_" in feature.split(".", 1)[0] else None
+
+
+def _summary_cell(cells: Mapping[str, Dict[str, Tuple[str, str]]], group: str) -> str:
+    """``native/compat`` counts of cases whose every aspect passes, out of the cases that exist."""
+    cases: Dict[str, Dict[str, List[str]]] = {}
+    for feature, cell in cells.items():
+        if _group_of(feature) != group:
+            continue
+        case = feature.split(".", 1)[0]
+        for side in ("native", "compat_clone"):
+            cases.setdefault(case, {}).setdefault(side, []).append(cell.get(side, ("missing", ""))[0])
+    present = {c: sides for c, sides in cases.items()
+               if any(o != "n/a" for o in sides.get("compat_clone", []))}
+    if not present:
+        return "·"
+    counts = []
+    for side in ("native", "compat_clone"):
+        counts.append(sum(all(o in ("pass", "n/a") for o in sides.get(side, ["missing"]))
+                          for sides in present.values()))
+    return f"{counts[0]} / {counts[1]} of {len(present)}"
+
+
+def render_table(results: Results, env_names: Sequence[str] = (), descriptions: Optional[Mapping[str, str]] = None,
+                 summarize: Sequence[str] = ()) -> str:
+    """The markdown table: one row per feature, one column per environment.
+
+    Each cell is ``native compat_clone``: ✅ passes, ❌ fails, ➖ the native
+    `clone_model` has no argument for it, · does not exist in that family.
+    Features of a group named in `summarize` (``zoo``: ``zoo_<case>.<aspect>``)
+    collapse into one row per group: per environment, how many of its cases
+    pass every aspect natively / through compat_clone, out of the cases run
+    there (the README's short form; COMPATIBILITY.md has every row).
+    """
+    envs = _env_order(results, env_names)
+    if not envs:
+        return "_No results yet: run `compat-clone matrix --report FILE.md -- COMMAND`._\n"
+    features = sorted({f for e in envs for f in results[e] if _group_of(f) not in summarize})
+    kinds = {"test" if set(cell) == {"test"} else "feature" for e in envs for cell in results[e].values() if cell}
+    header = f"| {'test' if kinds == {'test'} else 'feature'} | " + " | ".join(f"`{e}`" for e in envs) + " |"
+    rule = "|---|" + "|".join(":-:" for _ in envs) + "|"
+    rows = [header, rule]
+    for f in features:
+        cells = []
+        for e in envs:
+            cell = results[e].get(f)
+            if not cell:
+                cells.append(" ")
+                continue
+            if set(cell) == {"test"}:  # a plain test (pytest plugin's --compat-results): one symbol
+                cells.append(_SYMBOL[cell["test"][0]])
+                continue
+            native = cell.get("native", (None, ""))[0]
+            compat = cell.get("compat_clone", (None, ""))[0]
+            cells.append(f"{_SYMBOL[native]} {_SYMBOL[compat]}")
+        label = f"`{f}`"
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    for group in summarize:
+        if any(_group_of(f) == group for e in envs for f in results[e]):
+            rows.append(f"| `{group}` (cases passing every aspect, native / compat_clone) | "
+                        + " | ".join(_summary_cell(results[e], group) for e in envs) + " |")
+    legend = "\n"
+    if "feature" in kinds:
+        legend += ("A feature's cell: native `clone_model` first, then `compat_clone.clone_model`. "
+                   "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
+                   "`·` the feature does not exist in that family.\n")
+    if "test" in kinds:
+        legend += "A test's cell: ✅ passed · ❌ failed · `·` skipped; blank: not run there.\n"
+    if any(_group_of(f) in summarize for e in envs for f in results[e]):
+        legend += ("A group row (`zoo`): per environment, the cases that pass every aspect natively / "
+                   "through `compat_clone`, of the cases run there; "
+                   "[COMPATIBILITY.md](COMPATIBILITY.md) has one row per case and aspect.\n")
+    return "\n".join(rows) + "\n" + legend
+
+
+def _table_text(table: str, link: Optional[str]) -> str:
+    if table == BUILTIN_TABLE:
+        path = "compat_clone/tools/matrix/matrix.toml"
+        return (f"compat_clone's built-in matrix table ([`{path}`]({link}))" if link
+                else f"compat_clone's built-in matrix table (`{path}`)")
+    return f"the matrix table [`{table}`]({link})" if link else f"the matrix table `{table}`"
+
+
+def _show_date(produced: str) -> str:
+    """``2026-11-27T11:20:05Z`` -> ``2026-11-27 11:20 UTC``."""
+    match = re.match(r"^(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d))?", produced)
+    if not match:
+        return produced
+    return match.group(1) + (f" {match.group(2)} UTC" if match.group(2) else "")
+
+
+def _date_key(shown: str) -> str:
+    """A shown or stored date in one comparable form (``2026-11-27T11:20``)."""
+    match = re.match(r"^(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d))?", shown or "")
+    if not match:
+        return ""
+    return match.group(1) + (f"T{match.group(2)}" if match.group(2) else "")
+
+
+def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Optional[Mapping[str, str]] = None,
+                  versions: Optional[Mapping[str, str]] = None, statuses: Optional[Mapping[str, str]] = None,
+                  expected: Optional[Sequence[str]] = None, *, table: str = BUILTIN_TABLE,
+                  table_link: Optional[str] = None, dates: Optional[Mapping[str, str]] = None,
+                  kept: Sequence[str] = ()) -> str:
+    """The whole COMPATIBILITY.md text.
+
+    Args:
+        results: from `load_results`.
+        envs: the matrix table's `Env` records (for column order and pins);
+            environments with results but not in it come last.
+        descriptions: feature -> one-line description.
+        versions: env -> the Keras it loaded (``"keras 2.2.4"``).
+        statuses: env -> status of the run that produced the results.
+        expected: the environments that should have results (the run's
+            selection); those without are listed as missing. Default: `envs`.
+        table: the table's name (`table_id`), written in the file: a later
+            report of the same table keeps its columns.
+        table_link: a link to the table file from the report's folder.
+        dates: env -> when its results were produced.
+        kept: environments whose columns come from the previous report (no
+            new results this time).
+
+    Returns:
+        The markdown text.
+    """
+    descriptions = descriptions or {}
+    versions = versions or {}
+    statuses = statuses or {}
+    dates = dates or {}
+    names = [e.name for e in envs]
+    out = [
+        "<!-- Generated by `compat-clone matrix --report` from the matrix's result files. Do not edit: a new",
+        "     report of this table updates the columns its run produced and keeps the others, each dated. -->",
+        f"{_TABLE_TAG}{table} -->",
+        "# Compatibility",
+        "",
+        f"Results of the test suite in each environment of {_table_text(table, table_link)}:",
+        "one column per environment (when its results were produced: see Environments), one row per test or feature.",
+        "",
+        render_table(results, names, descriptions),
+    ]
+    envs_in = _env_order(results, names)
+    missing = [e for e in (names if expected is None else expected) if e not in results]
+    if envs_in:
+        out += ["## Environments", "", "| env | loaded | results of | pins |", "|---|---|---|---|"]
+        by_name = {e.name: e for e in envs}
+        for name in envs_in:
+            env = by_name.get(name)
+            pins = " ".join(f"`{p}`" for p in (tuple(env.packages) + tuple(env.no_deps))
+                            if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>=", "actionlint"))) if env else ""
+            out.append(f"| `{name}` | {versions.get(name, '')} | {_show_date(dates.get(name, ''))} | {pins} |")
+        out.append("")
+    stale = [e for e in (expected or ()) if e in kept]
+    if stale:
+        out += ["No new results from this run for: " + ", ".join(
+            f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in stale)
+            + "; their columns are kept from the earlier report (dated above).", ""]
+    if missing:
+        out += ["Missing, no results for: " + ", ".join(
+            f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in missing) + ".", ""]
+    notes = []
+    for env in envs_in:
+        for feature in sorted(results[env]):
+            for side in ("native", "compat_clone", "test"):
+                outcome, detail = results[env][feature].get(side, (None, ""))
+                if outcome in ("fail", "missing") and detail:
+                    notes.append(f"- `{feature}` in `{env}`, {side}: {outcome}: {detail.splitlines()[0][:200]}")
+    if descriptions:
+        out += ["## Features", ""]
+        out += [f"- `{f}`: {descriptions[f]}" for f in sorted(descriptions)]
+        out.append("")
+    if notes:
+        out += ["## Failures and gaps", ""] + notes + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+_TABLE_TAG = "<!-- compat-clone matrix table: "
+_SYMBOL_OUTCOME = {symbol: outcome for outcome, symbol in _SYMBOL.items() if outcome is not None}
+_NOTE_RE = re.compile(r"^- `(.+)` in `(.+)`, (native|compat_clone|test): (fail|missing): (.*)$")
+
+
+@dataclasses.dataclass
+class _Previous:
+    """A report read back: its table and its columns (`parse_report`)."""
+
+    table: Optional[str]
+    results: Results
+    descriptions: Dict[str, str]
+    versions: Dict[str, str]
+    dates: Dict[str, str]
+
+
+def _parse_cell(cell: str) -> Dict[str, Tuple[str, str]]:
+    if len(cell) == 1:
+        return {"test": (_SYMBOL_OUTCOME[cell], "")} if cell in _SYMBOL_OUTCOME else {}
+    if len(cell) == 3 and cell[1] == " ":
+        return {side: (_SYMBOL_OUTCOME[symbol], "") for side, symbol in (("native", cell[0]), ("compat_clone", cell[2]))
+                if symbol in _SYMBOL_OUTCOME}
+    raise ReportError(f"Expected a report cell of one or two outcome symbols. Received: {cell!r}.")
+
+
+def _row_cells(line: str) -> List[str]:
+    """``| `a` | ✅ ✅ |   ✅ |`` -> ['`a`', '✅ ✅', '  ✅'] (cells keep their inner spaces)."""
+    return line[2:-2].split(" | ")
+
+
+def parse_report(text: str) -> _Previous:
+    """Reads a report `render_report` wrote back into its columns.
+
+    Args:
+        text: the report's markdown.
+
+    Returns:
+        Its table name (None for a report that names none: one of an older
+        version), results per environment (outcomes and the first line of
+        each failure's detail), descriptions, the Keras each environment
+        loaded, and the date of each column.
+
+    Raises:
+        ReportError: a feature table whose cells are not outcome symbols.
+    """
+    lines = text.splitlines()
+    table = next((line[len(_TABLE_TAG):-len(" -->")] for line in lines if line.startswith(_TABLE_TAG)), None)
+    results: Results = {}
+    descriptions: Dict[str, str] = {}
+    versions: Dict[str, str] = {}
+    dates: Dict[str, str] = {}
+    header: List[str] = []
+    section = ""
+    for line in lines:
+        if line.startswith("## "):
+            section, header = line[3:].strip(), []
+            continue
+        if line.startswith(("| feature | ", "| test | ")) and not section:
+            header = [c.strip("`") for c in _row_cells(line)[1:]]
+            for env in header:
+                results.setdefault(env, {})
+            continue
+        if header and not section and line.startswith("| `") and line.endswith(" |"):
+            cells = _row_cells(line)
+            feature = cells[0].strip().strip("`")
+            if len(cells) != len(header) + 1 or " (cases passing every aspect" in cells[0]:
+                continue
+            for env, cell in zip(header, cells[1:]):
+                parsed = _parse_cell(cell)
+                if parsed:
+                    results[env][feature] = parsed
+            continue
+        if section == "Environments" and line.startswith("| `"):
+            cells = [c.strip() for c in _row_cells(line)]
+            env = cells[0].strip("`")
+            if cells[1]:
+                versions[env] = cells[1]
+            if len(cells) > 3 and _date_key(cells[2]):
+                dates[env] = _date_key(cells[2])
+            continue
+        if section == "Features" and line.startswith("- `"):
+            feature, _, description = line[3:].partition("`: ")
+            descriptions[feature] = description
+            continue
+        match = _NOTE_RE.match(line) if section == "Failures and gaps" else None
+        if match:
+            feature, env, side, outcome, detail = match.groups()
+            found = results.get(env, {}).get(feature, {})
+            if side in found and found[side][0] == outcome:
+                found[side] = (outcome, detail)
+    return _Previous(table, {env: cells for env, cells in results.items() if cells}, descriptions, versions, dates)
+
+
+def update_readme(readme: Path, table: str) -> bool:
+    """Rewrites the text between the compat-table markers; False if absent."""
+    if not readme.is_file():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    start = text.find(START_MARKER)
+    end = text.find(END_MARKER, start + len(START_MARKER)) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return False
+    new = text[: start + len(START_MARKER)] + "\n" + table.rstrip() + "\n" + text[end:]
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True
+
+
+def _keep_previous(report: Path, table: str, names: Sequence[str], run: _Run) -> List[str]:
+    """Adds to `run` the columns of the existing `report` of the same table that this run has no newer
+    results for (environments still in the table); returns their names."""
+    if not report.is_file():
+        return []
+    previous = parse_report(report.read_text(encoding="utf-8"))
+    # A report that names no table predates table names: compat_clone's own, of the built-in table.
+    if (previous.table or BUILTIN_TABLE) != table:
+        return []
+    kept = []
+    for env, cells in previous.results.items():
+        if env not in names:
+            continue
+        if env in run.results and _date_key(run.dates.get(env, "")) >= previous.dates.get(env, ""):
+            continue
+        run.results[env] = cells
+        run.versions[env] = previous.versions.get(env, "")
+        run.dates[env] = previous.dates.get(env, "")
+        for feature in cells:
+            if feature in previous.descriptions:
+                run.descriptions.setdefault(feature, previous.descriptions[feature])
+        kept.append(env)
+    return kept
+
+
+def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
+          statuses: Optional[Mapping[str, str]] = None, expected: Optional[Sequence[str]] = None, *,
+          table: str = BUILTIN_TABLE, notes: Optional[List[str]] = None) -> List[Path]:
+    """Writes `report` (and the README table) from one or several result folders.
+
+    The report keeps the columns of the existing `report` (of the same table)
+    that the folders hold no newer results for: a run of some environments
+    updates their columns and leaves the others, each dated with when its
+    results were produced.
+
+    Args:
+        results_dir: ``.matrix/_results``, or several folders collected from
+            several machines (`load_results` refuses one environment in two).
+        envs: the matrix table's `Env` records.
+        report: the markdown file to write (``COMPATIBILITY.md``).
+        readme: a file whose compat-table markers get the table, or None.
+        statuses: env -> status of this run; the runner's ``<env>.outcome.json``
+            files fill in the others.
+        expected: environments that should have results (see `render_report`).
+        table: the table's name (`table_id`): results and outcomes of another
+            table (the same environment name in another table) are ignored.
+        notes: when given, gets one line per thing the reader should know
+            (columns kept, results of another table ignored).
+
+    Returns:
+        The files written.
+
+    Raises:
+        ReportError: a malformed result line, or a duplicate environment.
+    """
+    folders = [results_dir] if isinstance(results_dir, Path) else list(results_dir)
+    run = _load_run(folders, table)
+    names = [e.name for e in envs]
+    outcomes = _load_outcomes(folders, table)
+    for env, rec in outcomes.items():
+        if env in run.results and not run.versions.get(env) and rec.get("loaded"):
+            run.versions[env] = str(rec["loaded"])
+    kept = _keep_previous(report, table, names, run)
+    all_statuses = {**{env: str(rec.get("status", "?")) for env, rec in outcomes.items()}, **(statuses or {})}
+    link = None
+    if table == BUILTIN_TABLE:
+        own = report.resolve().parent / "compat_clone" / "tools" / "matrix" / "matrix.toml"
+        link = "compat_clone/tools/matrix/matrix.toml" if own.is_file() else None
+    elif not Path(table).is_absolute():
+        link = os.path.relpath(Path(table).resolve(), report.resolve().parent).replace(os.sep, "/")
+    text = render_report(run.results, envs, run.descriptions, run.versions, all_statuses, expected, table=table,
+                         table_link=link, dates=run.dates, kept=kept)
+    report.write_text(text, encoding="utf-8")
+    if notes is not None:
+        if kept:
+            notes.append(f"kept {len(kept)} column(s) of the earlier {report.name} with no newer results: "
+                         f"{', '.join(kept)}")
+        for env, others in sorted(run.foreign.items()):
+            notes.append(f"ignored results of {env!r} from table(s) {', '.join(sorted(others))}: this report is of "
+                         f"table {table!r}")
+    written = [report]
+    if readme is not None:
+        # The README keeps the default run's environments; COMPATIBILITY.md
+        # has every environment with results.
+        default = [e.name for e in envs if getattr(e, "enabled", True)]
+        results = run.results
+        shown = {e: r for e, r in results.items() if e in default} if default else results
+        readme_table = render_table(shown, default or names, run.descriptions, summarize=("zoo",))
+        if len(shown) < len(results):
+            readme_table += (f"\nThe columns are the default run's environments (a run without --env or --tag); "
+                             f"[{report.name}]({report.name}) has all {len(results)} with results, one row per "
+                             "zoo case and aspect.\n")
+        if update_readme(readme, readme_table):
+            written.append(readme)
+    return written

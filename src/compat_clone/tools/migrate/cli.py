@@ -1,0 +1,174 @@
+"""The `compat-clone migrate` command line: options, file walk, output, exit status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Iterator, List, Optional, Sequence
+
+from compat_clone.tools.migrate.report import MigrateResult
+from compat_clone.tools.migrate.source import load_codemod, migrate_path
+
+__all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "add_arguments", "run", "iter_python_files"]
+
+EXIT_OK = 0
+EXIT_CHANGES = 1
+EXIT_ERROR = 2
+
+_DESCRIPTION = (
+    "Rewrite old Keras `clone_model` code to use compat_clone: calls and imports of "
+    "clone_model from keras.models, tf.keras.models, tensorflow.keras.models and "
+    "tf_keras.models, and a following `c.set_weights(m.get_weights())` folded into "
+    "`copy_weights=True`; and the idioms old code uses instead (docs/migrate.md): "
+    "`T.set_weights(S.get_weights())` and soft target updates on host lists become "
+    "`compat_clone.copy_weights`, hand-rolled clones (`model_from_config`, `from_config`, "
+    "`model_from_json`) `compat_clone.clone_model`. Prints a unified diff unless --write or "
+    "--check. Uses that cannot be rewritten safely are reported as PATH:LINE:COL on stderr "
+    "(a rewrite that may behave differently, as PATH:LINE:COL: note:, not counted by --check). "
+    "Exit status: 0 done; 1 with --check when a file would change or a use needs a fix "
+    "by hand; 2 usage error or a file that could not be read or parsed."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the `migrate` options to `parser`.
+
+    Args:
+        parser: the subcommand's parser; its description is set too.
+    """
+    parser.description = _DESCRIPTION
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files, or folders to walk for *.py files"
+    )
+    parser.add_argument(
+        "--models",
+        metavar="DIR",
+        help="instead of code: list the saved Keras 2 models under DIR (.h5, .keras, SavedModel) "
+        "with the `compat-clone convert` command for each (tools/migrate/models.py)",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="edit the files in place")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; list the files that would change and report the uses to fix "
+        "by hand; exit 1 if there is any (for CI)",
+    )
+
+
+def iter_python_files(paths: Sequence[str]) -> Iterator[str]:
+    """Yields the files to migrate: each file named, and every `*.py` under each folder.
+
+    Folders are walked in sorted order, skipping hidden folders (`.git`,
+    `.venv`), `__pycache__`, and virtual environments (a folder with a
+    `pyvenv.cfg`).
+
+    Args:
+        paths: files and folders, as given on the command line.
+
+    Returns:
+        An iterator of file paths: a folder's files (sorted) before its
+        subfolders' (sorted).
+    """
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(
+                    d
+                    for d in dirs
+                    if not d.startswith(".")
+                    and d != "__pycache__"
+                    and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
+                )
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `compat-clone migrate`.
+
+    Args:
+        args: the parsed options of `add_arguments`.
+
+    Returns:
+        The exit status: `EXIT_OK`, `EXIT_CHANGES` (with `--check`) or
+        `EXIT_ERROR`.
+    """
+    if args.models is not None:
+        from compat_clone.tools.migrate.models import list_models
+
+        if args.paths:
+            print("compat-clone migrate: --models DIR takes no PATH; give one or the other.", file=sys.stderr)
+            return EXIT_ERROR
+        return list_models(args.models)
+    if not args.paths:
+        print("compat-clone migrate: expected PATH... (code to migrate) or --models DIR.", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        load_codemod()
+    except ImportError as exc:
+        print(f"compat-clone migrate: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    errors = 0
+    would_change: List[str] = []
+    reports = 0
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    for path in missing:
+        print(f"{path}: no such file or folder, skipped", file=sys.stderr)
+        errors += 1
+    for path in iter_python_files([p for p in args.paths if p not in missing]):
+        result = _migrate_file(path)
+        if result is None:
+            errors += 1
+            continue
+        for report in result.reports:
+            print(report, file=sys.stderr)
+        reports += sum(not report.note for report in result.reports)
+        if result.changed:
+            would_change.append(path)
+            _emit(result, args)
+    needs_work = args.check and bool(would_change or reports)
+    if needs_work:
+        print(
+            f"{len(would_change)} file(s) would be migrated, {reports} use(s) need a fix by hand.",
+            file=sys.stderr,
+        )
+    if errors:
+        return EXIT_ERROR
+    return EXIT_CHANGES if needs_work else EXIT_OK
+
+
+def _migrate_file(path: str) -> Optional[MigrateResult]:
+    """The migration of `path`; None, said on stderr, when it could not be done."""
+    try:
+        result = migrate_path(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{path}: could not be read, skipped ({exc})", file=sys.stderr)
+        return None
+    except Exception as exc:  # a bug of this tool: skip the file, go on with the others
+        print(
+            f"{path}: could not be migrated ({type(exc).__name__}: {exc}), skipped; "
+            "please report this at compat_clone's issue tracker",
+            file=sys.stderr,
+        )
+        return None
+    if result.error is not None:
+        print(result.error, file=sys.stderr)
+        return None
+    return result
+
+
+def _emit(result: MigrateResult, args: argparse.Namespace) -> None:
+    """Says, writes or prints the change, as `--check`, `--write` or neither asks."""
+    if args.check:
+        print(f"would migrate {result.path}")
+    elif args.write:
+        with open(result.path, "wb") as f:
+            f.write(result.migrated)
+        print(f"migrated {result.path}", file=sys.stderr)
+    else:
+        sys.stdout.write(result.diff())

@@ -1,0 +1,295 @@
+"""The analysis of the idioms old code uses instead of `clone_model` (docs/migrate.md).
+
+`idioms` reads the forms (a blend, a soft update's statements, a serialized
+model); `IdiomAnalysis` decides, with what the `Analyzer` knows of imports,
+scopes and positions, what is rewritten, what is reported and what is noted,
+and records it in the `Analysis`. Imported only after libcst is known to be
+installed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import ImportAssignment, PositionProvider
+
+from compat_clone.tools.migrate.idioms import (
+    SERIALIZED_BY,
+    assigned,
+    bare,
+    blend,
+    find_soft_update,
+    get_weights_of,
+    is_trivial,
+    serialized_model,
+    set_weights_call,
+    single,
+)
+from compat_clone.tools.migrate.rules import (
+    ASSIGN_UPDATE_WHY,
+    CUSTOM_OBJECTS_WHY,
+    DEEPCOPY_WHY,
+    GRAPH_UPDATE_WHY,
+    HARD_UPDATE_NOTE,
+    MODEL_CLASSES,
+    SOFT_UPDATE_NOTE,
+    keras_root,
+)
+from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
+
+if TYPE_CHECKING:
+    from compat_clone.tools.migrate.analysis import Analysis, Analyzer
+
+
+class IdiomAnalysis:
+    """The idioms' part of the walk: called by the `Analyzer` that owns it.
+
+    Args:
+        analyzer: the walk, for its metadata and its `Analysis`.
+    """
+
+    def __init__(self, analyzer: "Analyzer") -> None:
+        self.analyzer = analyzer
+
+    @property
+    def analysis(self) -> Analysis:
+        """The `Analysis` the walk fills."""
+        return self.analyzer.analysis
+
+    def tuple_pair(self, node: cst.Tuple) -> None:
+        """Reports `(target_weight, tau * source_weight + (1 - tau) * target_weight)`: a graph op."""
+        if len(node.elements) == 2 and self.blends_with(node.elements[1].value, node.elements[0].value):
+            self.analyzer.report(node, GRAPH_UPDATE_WHY)
+
+    def note(self, node: cst.CSTNode, why: str) -> None:
+        """Records a note (a rewrite's difference) at the position of `node`."""
+        pos = self.analyzer.get_metadata(PositionProvider, node).start
+        self.analysis.notes.append((pos.line, pos.column + 1, why))
+
+    def call(self, node: cst.Call) -> bool:
+        """Handles a call that is an idiom (a hand-rolled clone, a graph-op update, a deep copy).
+
+        Returns:
+            Whether it was one (then nothing else applies to it).
+        """
+        func = node.func
+        name = last_name(func)
+        args = node.args
+        if name in SERIALIZED_BY:
+            return self._hand_rolled_clone(node, name)
+        if name == "update" and len(args) == 2 and self.blends_with(args[1].value, args[0].value):
+            self.analyzer.report(node, GRAPH_UPDATE_WHY)  # `K.update(t, tau * s + (1 - tau) * t)`
+            return True
+        if name == "assign" and isinstance(func, cst.Attribute):
+            if len(args) == 2 and self.blends_with(args[1].value, args[0].value):
+                self.analyzer.report(node, GRAPH_UPDATE_WHY)  # `tf.assign(t, ...)`
+                return True
+            if len(args) == 1 and self.blends_with(args[0].value, func.value):
+                self.analyzer.report(node, ASSIGN_UPDATE_WHY)  # `t.assign(...)`
+                return True
+        if name == "deepcopy" and len(args) == 1 and self.analyzer.resolved(func) == {"copy.deepcopy"}:
+            arg = dotted(args[0].value)
+            if arg is not None and _looks_like_a_model(arg):
+                self.analyzer.report(node, DEEPCOPY_WHY.format(arg=arg))
+                return True
+        return False
+
+    def blends_with(self, value: cst.CSTNode, target: cst.CSTNode) -> bool:
+        """Whether `value` is a blend of `target` with something else."""
+        coefs = blend(value)
+        return coefs is not None and bare(target) in coefs
+
+    def _hand_rolled_clone(self, node: cst.Call, function: str) -> bool:
+        """Rewrites (or reports) `model_from_json(m.to_json())` and its relatives.
+
+        `function` is `model_from_config`, `model_from_json`, `model_from_yaml`
+        (a Keras one, followed through imports) or `from_config` (of Keras's
+        `Model`, `Sequential` or `Functional`). The serialization is in the
+        call or bound to a name on the line just before it.
+        """
+        func = node.func
+        owner = func.value if function == "from_config" and isinstance(func, cst.Attribute) else func
+        if function == "from_config" and owner is func:
+            return False
+        names = self.analyzer.resolved(owner)
+        if not names:
+            return False
+        wanted = MODEL_CLASSES if function == "from_config" else {function}
+        if not all(keras_root(q) is not None and q.rpartition(".")[2] in wanted for q in names):
+            return False
+        args = node.args
+        if not args or args[0].keyword is not None or args[0].star:
+            return False
+        custom: Optional[cst.Arg] = None
+        for i, arg in enumerate(args[1:]):
+            keyword = arg.keyword.value if arg.keyword is not None else ("custom_objects" if i == 0 else "")
+            if arg.star or keyword != "custom_objects":
+                return False
+            custom = arg
+        first = args[0].value
+        model = serialized_model(function, first)
+        removed: Optional[cst.CSTNode] = None
+        if model is None and isinstance(first, cst.Name):
+            model, removed = self._serialized_just_before(node, first, function)
+        if model is None:
+            return False
+        if custom is not None and not is_trivial(custom.value):
+            root = keras_root(next(iter(names)))
+            if not self._scope_line(node, custom.value, str(root)):
+                argument = code(custom.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+                self.analyzer.report(
+                    node, CUSTOM_OBJECTS_WHY.format(function=code(func), argument=argument, model=code(model))
+                )
+                return True
+        self.analysis.idiom_clones[node] = model
+        self.analysis.rewritten_refs.update(chain_nodes(owner))
+        if removed is not None:
+            self.analysis.idiom_removed.add(removed)
+        return True
+
+    def _scope_line(self, call: cst.Call, custom: cst.BaseExpression, root: str) -> bool:
+        """Plans `with custom_object_scope(custom):` around the line of `call`; False if it cannot.
+
+        The line must be the call's statement alone (`c = ...`, `return ...`) in
+        a block, and `custom_object_scope` either unbound in the module or an
+        import; `<root>.utils.custom_object_scope` is imported when unbound.
+        """
+        line = self.analyzer.parent(call)
+        small = self.analyzer.parent(line) if isinstance(line, (cst.Assign, cst.Return)) else None
+        if small is None or single(small) is not line or small in self.analysis.scoped_lines:
+            return False
+        module_scope = self.analyzer.scope(call)
+        while module_scope is not None and module_scope.parent is not module_scope:
+            module_scope = module_scope.parent
+        bindings = module_scope["custom_object_scope"] if module_scope is not None else set()
+        if bindings and not all(isinstance(b, ImportAssignment) for b in bindings):
+            return False
+        if not bindings:
+            new_import = f"from {root}.utils import custom_object_scope"
+            if self.analysis.scope_imports and self.analysis.scope_imports != [new_import]:
+                return False  # two Keras packages in one file: left to the user
+            self.analysis.scope_imports = [new_import]
+        # `model_from_config(..., custom_objects=None)` works; `custom_object_scope(None)` does not
+        value = code(custom) if isinstance(custom, cst.Dict) else f"{code(custom)} or {{}}"
+        self.analysis.scoped_lines[small] = f"custom_object_scope({value})"
+        return True
+
+    def _serialized_just_before(
+        self, call: cst.Call, name: cst.Name, function: str
+    ) -> Tuple[Optional[cst.BaseExpression], Optional[cst.CSTNode]]:
+        """(model, line) when `name` is bound on the line before `call`'s to the serialization.
+
+        Only a name bound there and used by `call` alone: the line then goes.
+        """
+        line: Any = call
+        while line is not None and not isinstance(line, cst.SimpleStatementLine):
+            line = self.analyzer.parent(line)
+        block = None if line is None else self.analyzer.parent(line)
+        body = list(getattr(block, "body", ()))
+        at = next((k for k, stmt in enumerate(body) if stmt is line), 0)
+        if at == 0:
+            return None, None
+        prev = assigned(single(body[at - 1]))
+        if prev is None or prev[0] != name.value:
+            return None, None
+        model = serialized_model(function, prev[1])
+        if model is None or not self._only_used_in([name.value], body[at - 1 : at + 1]):
+            return None, None
+        return model, body[at - 1]
+
+    def _only_used_in(self, names: Sequence[str], statements: Sequence[cst.CSTNode]) -> bool:
+        """Whether each of `names` is bound and used only within `statements` (consecutive)."""
+        scope = self.analyzer.scope(statements[-1])
+        if scope is None:
+            return False
+        start = self.analyzer.get_metadata(PositionProvider, statements[0]).start
+        end = self.analyzer.get_metadata(PositionProvider, statements[-1]).end
+
+        def inside(node: cst.CSTNode) -> bool:
+            pos = self.analyzer.get_metadata(PositionProvider, node).start
+            return (start.line, start.column) <= (pos.line, pos.column) <= (end.line, end.column)
+
+        for name in names:
+            for assignment in scope.assignments[name]:
+                node = getattr(assignment, "node", None)
+                if node is None or not inside(node):
+                    return False
+                if not all(inside(ref.node) for ref in assignment.references):
+                    return False
+            if not all(inside(access.node) for access in scope.accesses[name]):
+                return False
+        return True
+
+    def target_updates(self, body: Sequence[cst.BaseStatement]) -> None:
+        """Rewrites the hard and soft target updates of one block (`idioms.find_soft_update`)."""
+        folds = self.analysis.folds
+        for i, line in enumerate(body):
+            small = single(line)
+            found = None if small is None else set_weights_call(small)
+            if found is None or line in folds.removed_lines or not isinstance(line, cst.SimpleStatementLine):
+                continue
+            target, arg = found
+            source = get_weights_of(arg)
+            if source is not None:
+                if source != target and not _is_a_layer(source, target):
+                    self._rewrite_update([line], source, target, None)
+                continue
+            soft = find_soft_update(body, i)
+            if soft is None or _is_a_layer(soft.source, soft.target):
+                continue
+            statements = list(body[soft.first : soft.last + 1])
+            taken = self.analysis.idiom_removed | set(self.analysis.idiom_lines) | folds.removed_lines
+            if any(s in taken for s in statements):
+                continue
+            if soft.temporaries and not self._only_used_in(soft.temporaries, statements):
+                continue
+            self._rewrite_update(statements, soft.source, soft.target, soft.tau)
+
+    def _rewrite_update(
+        self, statements: List[Any], source: str, target: str, tau: Optional[cst.BaseExpression]
+    ) -> None:
+        """Replaces `statements` (the last a `set_weights` line) by one `copy_weights` call."""
+        tau_text = ""
+        if tau is not None:
+            text = code(tau.with_changes(lpar=[], rpar=[]))
+            tau_text = code(tau) if "\n" in text else text
+        call = f"compat_clone.copy_weights({source}, {target}"
+        call += f", tau={tau_text})" if tau is not None else ")"
+        self.analysis.idiom_lines[statements[-1]] = cst.Expr(cst.parse_expression(call))
+        self.analysis.idiom_removed.update(statements[:-1])
+        if not self._built_alike(source, target):
+            why = HARD_UPDATE_NOTE if tau is None else SOFT_UPDATE_NOTE
+            self.note(statements[0], why.format(source=source, target=target, tau=tau_text))
+
+    def _built_alike(self, source: str, target: str) -> bool:
+        """Whether this file builds `target` as a clone of `source`, or by the same call."""
+        source_values = [v for v in self.analyzer.assigned_values.get(source, []) if isinstance(v, cst.Call)]
+        for value in self.analyzer.assigned_values.get(target, []):
+            if not isinstance(value, cst.Call):
+                continue
+            model = self.analysis.idiom_clones.get(value)
+            if model is None and value.args and value.args[0].keyword is None:
+                model = value.args[0].value
+            func = last_name(value.func) or ""
+            if model is not None and dotted(model) == source and (
+                "clone" in func.lower() or value in self.analysis.idiom_clones
+            ):
+                return True
+            if any(bare(v) == bare(value) for v in source_values):
+                return True
+        return False
+
+
+def _is_a_layer(*names: str) -> bool:
+    """Whether one of the dotted names looks like a layer's (`copy_weights` takes models)."""
+    return any("layer" in name.rpartition(".")[2].lower() for name in names)
+
+
+# the last part of a name that looks like a model's: `target_model`, `q_net`, `actor`, ...
+_MODEL_WORDS = ("model", "net", "actor", "critic", "policy", "target", "clone")
+
+
+def _looks_like_a_model(name: str) -> bool:
+    last = name.rpartition(".")[2].lower()
+    return any(word in last for word in _MODEL_WORDS)

@@ -1,0 +1,211 @@
+"""What the codemod rewrites and reports, as data: no libcst here.
+
+The homes of `clone_model`, the packages whose star imports may bring it in,
+the words that make a file worth analysing, and the messages for the uses
+that have nothing to be rewritten to.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+# Modules whose `clone_model` this tool rewrites, as the fully qualified
+# import path a name resolves to (`import tensorflow as tf` makes
+# `tf.keras.models` resolve to `tensorflow.keras.models`).
+CLONE_MODEL_HOMES = frozenset(
+    {
+        # standalone Keras 2.0-2.3 (keras/models.py), Keras 2.4-2.15 and Keras 3
+        "keras.models",
+        "keras.api.models",
+        "keras.api._v2.keras.models",
+        "keras.src.models",
+        "keras.src.models.cloning",
+        "keras.models.cloning",
+        # tf.keras (TF 1.x / 2.x), including the compat namespaces
+        "tensorflow.keras.models",
+        "tensorflow.python.keras.models",
+        "tensorflow.compat.v1.keras.models",
+        "tensorflow.compat.v2.keras.models",
+        "tensorflow.contrib.keras.models",
+        "tensorflow.contrib.keras.api.keras.models",
+        # tf_keras (Keras 2 kept alive for TF >= 2.16)
+        "tf_keras.models",
+        "tf_keras.src.models",
+        "tf_keras.src.models.cloning",
+    }
+)
+CLONE_MODEL_TARGETS = frozenset(f"{home}.clone_model" for home in CLONE_MODEL_HOMES)
+
+# Every use this tool rewrites or reports contains one of these words; a file
+# without them is left alone without the scope analysis.
+TRIGGERS = (
+    b"clone_model",
+    b"clone_and_build_model",
+    b"multi_gpu_model",
+    # the idioms (`idioms.py`): target updates, hand-rolled clones, deep copies
+    b"set_weights",
+    b"model_from_",
+    b"from_config",
+    b"deepcopy",
+    b"update",
+    b"assign",
+)
+
+# Top-level packages whose star imports may bring a `clone_model` in.
+KERAS_ROOTS = ("keras", "tensorflow", "tf_keras")
+
+MULTI_GPU_WHY = (
+    "`multi_gpu_model` was removed (deprecated in Keras 2.3.1 / TF 2.2, gone in TF 2.4 and "
+    "Keras 3); not rewritten. For data parallelism use `tf.distribute.MirroredStrategy`; to "
+    "clone the model under /cpu:0 as its `cpu_relocation=True` did, use "
+    '`compat_clone.clone_model(model, device="/cpu:0")`.'
+)
+CLONE_AND_BUILD_TARGETS = frozenset(f"{home}.clone_and_build_model" for home in CLONE_MODEL_HOMES)
+# `clone_and_build_model`'s parameters in order (tf.keras 2.12-2.15, tf_keras 2.16-2.21).
+CLONE_AND_BUILD_PARAMS = (
+    "model",
+    "input_tensors",
+    "target_tensors",
+    "custom_objects",
+    "compile_clone",
+    "in_place_reset",
+    "optimizer_iterations",
+    "optimizer_config",
+)
+# Its arguments with no `compat_clone.clone_model` equivalent (when not None / False), and the fix.
+CLONE_AND_BUILD_NO_EQUIVALENT = {
+    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` "
+    "(TF 1.x graph mode only)",
+    "custom_objects": "wrap the call in `with keras.utils.custom_object_scope(custom_objects):`",
+    "in_place_reset": "give the subclassed model a `get_config` (compat_clone rebuilds it "
+    "from its config; it never resets a model in place)",
+    "optimizer_iterations": "set `clone.optimizer.iterations` after the clone is compiled",
+    "optimizer_config": "compile the clone yourself with "
+    "`clone.compile(optimizer=type(model.optimizer).from_config(optimizer_config), ...)`",
+}
+CLONE_AND_BUILD_WHY = (
+    "`clone_and_build_model` (tf.keras 2.x; gone in Keras 3) clones and compiles; not "
+    "rewritten. Use `compat_clone.clone_model(model, compile=True)` (a new optimizer of "
+    "the same config, the same losses and metrics)."
+)
+
+
+def clone_and_build_why(argument: str) -> str:
+    """The report for a `clone_and_build_model` call left alone because of `argument`.
+
+    Args:
+        argument: the parameter that has no `compat_clone.clone_model` equivalent.
+
+    Returns:
+        The message: what is not rewritten, why, and the fix by hand.
+
+    Example:
+
+    >>> clone_and_build_why("custom_objects").startswith("`clone_and_build_model(..., custom_objects=...)`")
+    True
+    """
+    return (
+        f"`clone_and_build_model(..., {argument}=...)`: `compat_clone.clone_model` has no "
+        f"`{argument}`; not rewritten. Call `compat_clone.clone_model(model, compile=True)` "
+        f"and {CLONE_AND_BUILD_NO_EQUIVALENT[argument]}."
+    )
+
+
+# Keras functions reported wherever they are imported or called: nothing to rewrite them to.
+REMOVED_WHY = {
+    "multi_gpu_model": MULTI_GPU_WHY,
+    "clone_and_build_model": CLONE_AND_BUILD_WHY,
+}
+
+
+def is_keras_module(module: str) -> bool:
+    """Whether `module` (a dotted name) belongs to one of the Keras packages.
+
+    Args:
+        module: an absolute module name, such as `"tensorflow.keras.utils"`.
+
+    Returns:
+        True when its top-level package is `keras`, `tensorflow` or `tf_keras`.
+
+    Example:
+
+    >>> is_keras_module("tf_keras.models"), is_keras_module("mylib.models")
+    (True, False)
+    """
+    return module.partition(".")[0] in KERAS_ROOTS
+
+
+# -- the idioms old codebases use instead of `clone_model` (idioms.py, docs/migrate.md)
+
+# Where a Keras package's modules start: the `custom_object_scope` a rewritten
+# hand-rolled clone enters is `<root>.utils.custom_object_scope`.
+KERAS_PACKAGE_ROOTS = (
+    "tensorflow.compat.v1.keras",
+    "tensorflow.compat.v2.keras",
+    "tensorflow.keras",
+    "tf_keras",
+    "keras",
+)
+# Hand-rolled clone functions, by the last part of their qualified name.
+MODEL_FROM = frozenset({"model_from_config", "model_from_json", "model_from_yaml"})
+# Keras classes whose `from_config(m.get_config())` rebuilds a model.
+MODEL_CLASSES = frozenset({"Model", "Sequential", "Functional"})
+
+
+def keras_root(qualified: str) -> Optional[str]:
+    """The Keras package a qualified name lives in (`"tensorflow.keras"`), None if none.
+
+    Example:
+
+    >>> keras_root("tensorflow.keras.models.model_from_json"), keras_root("mylib.models")
+    ('tensorflow.keras', None)
+    """
+    for root in KERAS_PACKAGE_ROOTS:
+        if qualified == root or qualified.startswith(root + "."):
+            return root
+    return None
+
+
+HARD_UPDATE_NOTE = (
+    "rewritten to `compat_clone.copy_weights({source}, {target})`. Nothing in this file shows "
+    "that `{target}` is built like `{source}` (a clone of it, or the same builder call): "
+    "`copy_weights` pairs variables layer by layer and checks every shape and dtype first, so "
+    "two models whose layers differ but whose weight lists line up by order, which "
+    "`set_weights` filled by order (casting dtypes), make it raise `WeightsMismatchError` with "
+    "the target unchanged; and it takes models only (keep `set_weights` for two layers)."
+)
+SOFT_UPDATE_NOTE = (
+    "rewritten to `compat_clone.copy_weights({source}, {target}, tau={tau})`. The host-list "
+    "form blended every weight, non-float ones too (then cast back); `copy_weights` blends "
+    "floating-point variables and copies the others exactly, and refuses a `tau` outside "
+    "(0, 1]. " + HARD_UPDATE_NOTE.split(". ", 1)[1]
+)
+GRAPH_UPDATE_WHY = (
+    "soft target update built as graph ops (`(target_weight, tau * source_weight + (1 - tau) "
+    "* target_weight)` for `K.function(..., updates=...)`, `K.update`, `tf.assign`); not "
+    "rewritten: the ops run later, wherever their function or session runs, which this tool "
+    "cannot follow. Where they run, call `compat_clone.copy_weights(source, target, tau=tau)` "
+    "(one cached graph op in standalone Keras 2) and drop the ops."
+)
+ASSIGN_UPDATE_WHY = (
+    "soft target update by variable assignment (`t.assign(tau * s + (1 - tau) * t)` over "
+    "zipped variable lists); not rewritten: the lists chosen (`weights`, `variables`, "
+    "`trainable_weights`) decide what is blended, and this tool cannot tell which pairs by "
+    "order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
+    "variable, trainable or not, blended; the others copied exactly."
+)
+# Checked by tests/test_migrate_idioms.py::test_deepcopy_of_a_model_as_the_report_says.
+DEEPCOPY_VERSIONS_FAILING = ">=3.0,<3.3"
+DEEPCOPY_WHY = (
+    "`copy.deepcopy({arg})`: if `{arg}` is a Keras model, whether a deep copy works depends on "
+    "the release (Keras 3.0 to 3.2 fail on a built model: `ValueError: You cannot add new elements of "
+    "state` in 3.0 and 3.2, a `TypeError` from `DTypePolicy` in 3.1; others copy through Python's object protocol, not through the model's "
+    "config); not rewritten (this tool cannot tell a model from other objects). Use "
+    "`compat_clone.clone_model({arg}, copy_weights=True)`."
+)
+CUSTOM_OBJECTS_WHY = (
+    "hand-rolled clone (`{function}`) with `{argument}`, which `compat_clone.clone_model` "
+    "does not take; not rewritten. Use `compat_clone.clone_model({model})` (with "
+    "`copy_weights=True` to keep the weights) inside "
+    "`with keras.utils.custom_object_scope(custom_objects):`."
+)

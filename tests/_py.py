@@ -1,0 +1,18 @@
+"""Small stand-ins for what newer Pythons have, so the suite runs on every matrix interpreter."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Tuple, TypeVar
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+__all__ = ["zip_strict"]
+
+
+def zip_strict(a: Iterable[A], b: Iterable[B]) -> Iterator[Tuple[A, B]]:
+    """``zip(a, b, strict=True)`` (Python 3.10+): pairs, and a ValueError when the lengths differ."""
+    a, b = list(a), list(b)
+    if len(a) != len(b):
+        raise ValueError(f"zip_strict: lengths differ: {len(a)} != {len(b)}")
+    return iter(list(zip(a, b)))

@@ -1,0 +1,161 @@
+"""Where environments come from and where they live: framework-free, in every environment.
+
+- how the matrix installs compat_clone (the wheel `make test` built, an
+  editable checkout, a copy of an installed package) and what goes into an
+  environment's stamp;
+- machine-local installer arguments (``$COMPAT_CLONE_PIP_ARGS``), never the table;
+- a table's ``python = "X.Y"`` found where uv cannot find it;
+- `compat-clone convert`'s environments in the per-user cache, never in the
+  folder the command runs in, and the progress a build prints.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, List, Tuple
+
+import pytest
+
+from compat_clone.tools.convert import _envs
+from compat_clone.tools.matrix import runner
+from compat_clone.tools.matrix.table import parse_table
+
+
+def _env(**fields: Any) -> Any:
+    entry = {"name": "a", "packages": ["keras==3.15.1"]}
+    entry.update(fields)
+    (env,) = parse_table({"env": [entry]}, "test")
+    return env
+
+
+def _fake_wheel(path: Path, requires: List[str]) -> Path:
+    with zipfile.ZipFile(path, "w") as w:
+        w.writestr("compat_clone/__init__.py", "")
+        meta = "Metadata-Version: 2.1\nName: compat-clone\nVersion: 0.1.0\n"
+        meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
+        w.writestr("compat_clone-0.1.0.dist-info/METADATA", meta)
+    return path
+
+
+def test_wheel_source_from_the_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = _fake_wheel(tmp_path / "compat_clone-0.1.0-py3-none-any.whl", ["packaging>=21"])
+    monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(wheel))
+    assert runner._self_source() == ("wheel", wheel.resolve())
+    monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(tmp_path / "nothing.whl"))
+    with pytest.raises(ValueError, match="is not a wheel file"):
+        runner._self_source()
+
+
+def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> None:
+    env = _env()
+    first = _fake_wheel(tmp_path / "a.whl", ["packaging>=21"])
+    same_needs = _fake_wheel(tmp_path / "b.whl", ["packaging>=21"])
+    more_needs = _fake_wheel(tmp_path / "c.whl", ["packaging>=21", "numpy", 'libcst>=1.0; extra == "migrate"'])
+    stamp = runner.env_stamp(env, ("wheel", first))
+    # A rebuilt wheel with the same requirements reuses the environment (the
+    # wheel itself is reinstalled when its bytes change); new requirements rebuild it.
+    assert runner.env_stamp(env, ("wheel", same_needs)) == stamp
+    assert runner.env_stamp(env, ("wheel", more_needs)) != stamp
+    assert runner._wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
+
+
+def test_copy_source_stamp_does_not_depend_on_the_install_path(tmp_path: Path) -> None:
+    """Two projects' installs of one version share one cached environment."""
+    env = _env()
+    assert runner.env_stamp(env, ("copy", tmp_path / "one")) == runner.env_stamp(env, ("copy", tmp_path / "two"))
+
+
+def test_machine_pip_args_reach_every_install_and_the_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _env(pip_args=["--index-strategy", "unsafe-best-match"])
+    monkeypatch.delenv("COMPAT_CLONE_PIP_ARGS", raising=False)
+    plain = runner.env_stamp(env, ("copy", Path("x")))
+    monkeypatch.setenv("COMPAT_CLONE_PIP_ARGS", "--find-links '/some dir/wheels'")
+    assert runner.machine_pip_args() == ["--find-links", "/some dir/wheels"]
+    assert runner.env_stamp(env, ("copy", Path("x"))) != plain
+
+
+def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Path) -> None:
+    pkg = tmp_path / "compat_clone"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("X = 1\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    log: List[str] = []
+
+    class _Log:
+        def write(self, text: str) -> None:
+            log.append(text)
+
+    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    installed = site / "compat_clone" / "__init__.py"
+    before = installed.stat().st_mtime_ns
+    time.sleep(0.01)
+    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    assert installed.stat().st_mtime_ns == before and len(log) == 1
+    (pkg / "__init__.py").write_text("X = 2\n")
+    runner._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    assert installed.read_text() == "X = 2\n" and len(log) == 2
+
+
+def test_interpreter_for_a_version_is_one_that_runs() -> None:
+    here = "%d.%d" % sys.version_info[:2]
+    found = runner.interpreter_for(here)
+    out = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == here
+    assert runner.interpreter_for("/a/path/python3") == "/a/path/python3"
+    assert runner.interpreter_for("9.99") == "9.99"  # none here: uv gets the version
+
+
+def test_convert_environments_default_to_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("COMPAT_CLONE_ENVS_DIR", "COMPAT_CLONE_MATRIX_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    if sys.platform.startswith("linux"):
+        assert _envs.default_matrix_dir() == (tmp_path / "xdg" / "compat-clone" / "envs").resolve()
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: absolute only
+        assert _envs.default_matrix_dir() == Path.home() / ".cache" / "compat-clone" / "envs"
+    assert ".matrix" not in _envs.default_matrix_dir().parts
+    monkeypatch.setenv("COMPAT_CLONE_MATRIX_DIR", str(tmp_path / "m"))  # inside `compat-clone matrix`
+    assert _envs.default_matrix_dir() == (tmp_path / "m").resolve()
+    monkeypatch.setenv("COMPAT_CLONE_ENVS_DIR", str(tmp_path / "mine"))  # the user's choice wins
+    assert _envs.default_matrix_dir() == (tmp_path / "mine").resolve()
+
+
+def test_convert_cli_names_the_cache_and_creates_nothing_here(tmp_path: Path) -> None:
+    """From a folder that is not the checkout: a missing environment is looked for in the cache."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "old.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_")}
+    environ["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    proc = subprocess.run([sys.executable, "-m", "compat_clone", "convert", "old.h5", "-o", "new.keras",
+                           "--from", "keras-2.2.4", "--no-build"], cwd=str(work), env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert str(tmp_path / "xdg" / "compat-clone" / "envs") in proc.stderr, proc.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["old.h5"]
+
+
+def test_a_build_says_how_long_it_has_run_and_where_its_log_is(tmp_path: Path) -> None:
+    said: List[Tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def say(name: str, text: str) -> None:
+        with lock:
+            said.append((name, text))
+
+    with runner._ticking(say, "env-a", tmp_path / "last.log", 0.05):
+        time.sleep(0.3)
+    assert len(said) >= 2 and all(n == "env-a" for n, _ in said)
+    assert all("so far; log: " + str(tmp_path / "last.log") in t for _, t in said), said
+    count = len(said)
+    time.sleep(0.15)
+    assert len(said) == count  # stopped with the block
