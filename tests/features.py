@@ -306,6 +306,23 @@ def nested_sequential_name(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 3)))
 
 
+@feature("nested model holding standalone Keras 2.0-2.1 MobileNet's unregistered relu6")
+def app_unregistered_objects(K: Any, clone: Callable[..., Any]) -> None:
+    import importlib
+
+    try:
+        relu6 = importlib.import_module(K.__name__ + ".applications.mobilenet").relu6
+    except (ImportError, AttributeError):
+        raise NotApplicable("keras.applications.mobilenet has no relu6 of its own (Keras >= 2.2 has ReLU(6.))")
+    x = K.Input((3,))
+    inner = K.models.Model(x, K.layers.Activation(relu6)(K.layers.Dense(4)(x)), name="backbone")
+    y = K.Input((3,))
+    m = K.models.Model(y, K.layers.Dense(1)(inner(y)))
+    c = clone(m, copy_weights=True)
+    assert c.layers[1].layers[-1].activation is relu6
+    assert_same_predictions(m, c, data((2, 3)))
+
+
 @feature("TimeDistributed over a nested single-output model")
 def timedistributed_nested_model(K: Any, clone: Callable[..., Any]) -> None:
     f = K.Input((4,))

@@ -32,7 +32,7 @@ import pytest
 from packaging.version import Version
 
 import compat_clone
-from features import NativeLacks, data, family_name, native_clone
+from features import NativeLacks, data, family_name, native_clone, skip_without_subclassed_models
 from features import predict as _features_predict
 
 # -- the side-by-side harness ------------------------------------------------
@@ -776,6 +776,7 @@ def _refusing_source(K: Any, kind: str, error_type: type) -> Any:
             raise error_type("this model cannot be rebuilt from its config")
 
     if kind == "subclassed":
+        skip_without_subclassed_models(K)
         model = RefusingModel(name="refusing_model")
         model(K.Input((3,)))
         return model

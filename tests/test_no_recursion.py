@@ -69,11 +69,16 @@ def _deep_chain(K: Any) -> Any:
     return _DEEP_CHAINS[K.__name__]
 
 
+def _relu(K: Any) -> Any:
+    """A ReLU layer (`layers.ReLU` came with standalone Keras 2.2.0; an Activation before)."""
+    return K.layers.ReLU() if hasattr(K.layers, "ReLU") else K.layers.Activation("relu")
+
+
 def _chain(K: Any, depth: int, layer: str = "ReLU") -> Any:
     def build() -> Any:
         inputs = x = K.Input((4,))
         for _ in range(depth):
-            x = K.layers.Dense(4)(x) if layer == "Dense" else K.layers.ReLU()(x)
+            x = K.layers.Dense(4)(x) if layer == "Dense" else _relu(K)(x)
         return K.Model(inputs, x)
 
     return _raised(build) if depth > 300 else build()

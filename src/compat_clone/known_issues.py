@@ -114,6 +114,12 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("nested_sequential_name",),
     ),
     KnownIssue(
+        "keras2-app-unregistered", "keras2", "<2.2",
+        "a model holding keras.applications' MobileNet (2.0-2.1: its `relu6` activation and, "
+        "before 2.1.5, its DepthwiseConv2D) fails the clone with 'Unknown activation function:relu6': "
+        "Keras does not register them", f"{_K2}.Keras2.config_round_trip", ("app_unregistered_objects",),
+    ),
+    KnownIssue(
         "trainable-model", "keras2", "<2.4",
         "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
         ("trainable_false",),

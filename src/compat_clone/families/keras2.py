@@ -209,7 +209,11 @@ class Keras2(Family):
         return new
 
     def config_round_trip(self, layer: Any) -> Any:
-        new = super().config_round_trip(layer)
+        # `keras2-app-unregistered`: objects the layer holds under names Keras
+        # cannot resolve (2.0-2.1 MobileNet's `relu6` and DepthwiseConv2D) are
+        # the ones its config names: given to `from_config` by those names.
+        with _k().utils.custom_object_scope(_unregistered_objects(layer)):
+            new = super().config_round_trip(layer)
         if self.is_sequential(layer) and isinstance(layer.get_config(), list):
             # `keras2-sequential-name`: 2.0-2.1 write a Sequential's config as
             # its list of layers, without the name; a nested one comes back renamed.
@@ -315,6 +319,38 @@ class Keras2(Family):
 
 FAMILY = Keras2
 _LOCK = threading.RLock()
+
+
+def _unregistered_objects(layer: Any) -> Dict[str, Any]:
+    """Keras' own classes and activation functions inside `layer` whose names Keras does not resolve
+    (a user's unregistered objects stay the user's to register)."""
+    keras = _k()
+    known = keras.utils.get_custom_objects()
+    found: Dict[str, Any] = {}
+    stack, seen = [layer], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        name = type(item).__name__
+        if _own(type(item)) and getattr(keras.layers, name, None) is None and name not in known \
+                and not hasattr(keras.models, name):
+            found[name] = type(item)
+        activation = getattr(item, "activation", None)
+        fn_name = getattr(activation, "__name__", None)
+        if callable(activation) and _own(activation) and fn_name and fn_name not in known \
+                and getattr(keras.activations, fn_name, None) is None:
+            found[fn_name] = activation
+        stack.extend(getattr(item, "layers", None) or ())
+        inner = getattr(item, "layer", None)  # wrappers
+        if inner is not None:
+            stack.append(inner)
+    return found
+
+
+def _own(obj: Any) -> bool:
+    return str(getattr(obj, "__module__", "")).startswith("keras.")
 
 
 def _input_spec(layer: Any) -> Dict[str, Any]:

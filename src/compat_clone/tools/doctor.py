@@ -71,7 +71,9 @@ def _devices(installed: Dict[str, str]) -> Dict[str, Any]:
     if "tensorflow" in installed:
         try:
             tf = import_module("tensorflow")
-            devices["tensorflow"] = [d.name for d in tf.config.list_logical_devices()]
+            # TF 1.15 has it under `experimental` only
+            listing = getattr(tf.config, "list_logical_devices", None) or tf.config.experimental.list_logical_devices
+            devices["tensorflow"] = [d.name for d in listing()]
         except Exception as exc:  # report, don't crash the doctor
             devices["tensorflow"] = f"error: {exc}"
     if "jax" in installed:
