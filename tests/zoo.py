@@ -245,9 +245,10 @@ def transformer_block(K: Any) -> Tuple[Any, Any]:
 
 
 @case("seq2seq: LSTM encoder states into the decoder's initial_state=, masked embeddings",
-      # keras 2.2.4 (known issue keras2-rnn-state-twice): the native clone
+      # keras 2.1-2.2.4 (known issue keras2-rnn-state-twice): the native clone
       # fails on the decoder's `initial_state=` (see test_native_guarantees).
-      native_fails=every_aspect("Keras 2.2.4 clone_model fails on `initial_state=`", keras2_before("2.2.5")))
+      native_fails=every_aspect("keras2-rnn-state-twice: clone_model fails on `initial_state=`",
+                                native_bug("keras2-rnn-state-twice")))
 def seq2seq_lstm_states(K: Any) -> Tuple[Any, Any]:
     enc_in = K.Input((5,), dtype="int32", name="source_tokens")
     dec_in = K.Input((4,), dtype="int32", name="target_tokens")

@@ -63,7 +63,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
-        "keras2-rnn-state-twice", "keras2", "<2.2.5",
+        "keras2-rnn-state-twice", "keras2", ">=2.1,<2.2.5",
         "an RNN called with `initial_state=` is called again with its states both in "
         "its input list and as `initial_state=`: the clone fails an assertion",
         f"{_K2}.Keras2.arguments", ("rnn_initial_state",),
