@@ -167,6 +167,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     model = rebuild(description, custom_objects=custom)
     proof = verify(description, model, **tolerance)
     assert proof.ok and proof.samples == 4, str(proof)
+    print(f"{env} {fmt} {name}: {proof}")  # the proof line (pytest -rP shows it)
     # The file is what a user keeps: written, read back, proven again.
     path = tmp_path / f"{name}.keras"
     model.save(path)
