@@ -108,7 +108,7 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
                           env=environ, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{script.name} in {env} failed:\n" + proc.stdout[-3000:] + proc.stderr[-3000:]
     report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert str(report["keras"]).startswith(env.split("-")[-1]), (env, report)
+    assert str(report["keras"]).startswith(dict(table_env.expect)["version"]), (env, report)
     return report
 
 

@@ -248,9 +248,11 @@ def conv_variants(K: Any) -> Case:
     h = L.RandomFlip()(x) if hasattr(L, "RandomFlip") else x  # a no-op at inference
     h = L.SeparableConv2D(4, 3, padding="same", depth_multiplier=2)(h)
     h = L.Conv2DTranspose(3, 3, strides=2, padding="same")(h)
-    h = L.DepthwiseConv2D(3, padding="same")(h)
+    if hasattr(L, "DepthwiseConv2D"):  # not in standalone Keras 2.0
+        h = L.DepthwiseConv2D(3, padding="same")(h)
     h = L.Reshape((144, 3))(h)
-    h = L.SeparableConv1D(4, 3, padding="same")(h)
+    if hasattr(L, "SeparableConv1D"):  # not in standalone Keras 2.0
+        h = L.SeparableConv1D(4, 3, padding="same")(h)
     if hasattr(L, "Conv1DTranspose"):
         h = L.Conv1DTranspose(4, 3, padding="same")(h)
     if hasattr(L, "MultiHeadAttention"):
@@ -294,4 +296,12 @@ def available(name: str, K: Any) -> bool:
         # standalone Keras 2 (<= 2.3) has no TFOpLambda (tf.keras 2.4 brought it)
         # and takes outputs as a list only
         return tuple(int(part) for part in K.__version__.split(".")[:2]) >= (2, 4)
+    if name == "mobilenet_v2":  # standalone Keras 2.2.0+
+        import importlib
+
+        return hasattr(importlib.import_module(K.__name__ + ".applications"), "MobileNetV2")
+    if name == "gru_both":  # GRU(reset_after=...): not in standalone Keras 2.0
+        import inspect
+
+        return "reset_after" in inspect.signature(K.layers.GRU.__init__).parameters
     return True

@@ -4,7 +4,7 @@ Run with a matrix environment's interpreter (standalone Keras 2.x, or tf.keras
 2.x / tf_keras); tests/test_convert_zoo_envs.py does, from a Keras 3 environment:
 
     python tests/convert_zoo_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel, each optionally =CASE,CASE...
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | h5+optimizer | keras | savedmodel, each optionally =CASE,CASE...
 
 Each zoo case the environment can build is saved in every FORMAT, loaded back
 the way `compat-clone convert` reads a file (`compat_clone.convert._source.read_model`), and
@@ -30,6 +30,25 @@ from compat_clone.convert import describe, save  # noqa: E402
 from compat_clone.convert._probes import output_list  # noqa: E402
 from compat_clone.convert._source import keras_for, read_model  # noqa: E402
 from tests import convert_zoo  # noqa: E402
+
+
+# FORMAT -> the file's suffix. `h5+optimizer`: the model compiled (Adam) and trained one step
+# before it is saved, so the file holds a training config and the optimizer's state, as the
+# files users kept from `model.fit` do; the other formats are saved uncompiled.
+_SUFFIX = {"h5": ".h5", "keras": ".keras", "savedmodel": ".savedmodel", "h5+optimizer": ".optimizer.h5"}
+
+
+def _train_one_step(K: Any, model: Any, inputs: List[np.ndarray]) -> None:
+    model.compile(optimizer=K.optimizers.Adam(), loss="mse")
+    targets = [np.zeros_like(o) for o in _predict(model, inputs)]
+    model.train_on_batch(inputs if len(inputs) > 1 else inputs[0], targets if len(targets) > 1 else targets[0])
+
+
+def _has_optimizer_state(path: str) -> bool:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return "optimizer_weights" in f and "training_config" in f.attrs
 
 
 def _save(K: Any, model: Any, path: str, fmt: str) -> None:
@@ -78,9 +97,14 @@ def main(out: str, family: str, formats: List[str]) -> None:
         objects = {type(layer).__name__: type(layer) for layer in case.model.layers
                    if type(layer).__name__ == "Scale"}
         entry: Dict[str, Any] = {"rtol": case.rtol, "atol": case.atol, "custom": sorted(objects), "files": {}}
-        for fmt in wanted:
-            path = os.path.join(out, f"{name}.{fmt}")
+        # uncompiled formats first: training changes the model
+        for fmt in sorted(wanted, key=lambda f: f == "h5+optimizer"):
+            path = os.path.join(out, name + _SUFFIX[fmt])
+            if fmt == "h5+optimizer":
+                _train_one_step(K, case.model, describe(case.model, seed=5).probes[0].inputs)
             _save(K, case.model, path, fmt)
+            if fmt == "h5+optimizer":
+                assert _has_optimizer_state(path), f"{name}: no optimizer state in {path}"
             loaded = read_model(K, family, path, objects, safe_mode=False)  # our own files
             description = describe(loaded, seed=3)
             probe = description.probes[0]

@@ -44,6 +44,17 @@ def feature(description: str) -> Callable[[Callable[..., None]], Callable[..., N
 # -- helpers ---------------------------------------------------------------
 
 
+def skip_without_subclassed_models(K: Any) -> None:
+    """Skips where `K` cannot subclass Model: standalone Keras 2.0-2.1, whose
+    Model always takes `inputs` and `outputs` (2.2.0 brought subclassed models)."""
+    import pytest
+
+    try:
+        K.models.Model()
+    except TypeError:
+        pytest.skip(f"{K.__name__} {K.__version__} has no subclassed models (Model() needs inputs and outputs)")
+
+
 def native_clone(K: Any) -> Callable[..., Any]:
     """The native `clone_model` behind the compat_clone signature."""
     params = inspect.signature(K.models.clone_model).parameters
@@ -282,6 +293,33 @@ def nested_model(K: Any, clone: Callable[..., Any]) -> None:
     x = K.Input((3,))
     m = K.models.Model(x, K.layers.Dense(1)(inner(x)))
     c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("nested Sequential keeps its name")
+def nested_sequential_name(K: Any, clone: Callable[..., Any]) -> None:
+    x = K.Input((3,))
+    seq = K.models.Sequential([K.layers.Dense(4, input_shape=(3,))], name="block_seq")
+    m = K.models.Model(x, K.layers.Dense(1)(seq(x)))
+    c = clone(m, copy_weights=True)
+    assert [layer.name for layer in c.layers] == [layer.name for layer in m.layers], [layer.name for layer in c.layers]
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("nested model holding standalone Keras 2.0-2.1 MobileNet's unregistered relu6")
+def app_unregistered_objects(K: Any, clone: Callable[..., Any]) -> None:
+    import importlib
+
+    try:
+        relu6 = importlib.import_module(K.__name__ + ".applications.mobilenet").relu6
+    except (ImportError, AttributeError):
+        raise NotApplicable("keras.applications.mobilenet has no relu6 of its own (Keras >= 2.2 has ReLU(6.))")
+    x = K.Input((3,))
+    inner = K.models.Model(x, K.layers.Activation(relu6)(K.layers.Dense(4)(x)), name="backbone")
+    y = K.Input((3,))
+    m = K.models.Model(y, K.layers.Dense(1)(inner(y)))
+    c = clone(m, copy_weights=True)
+    assert c.layers[1].layers[-1].activation is relu6
     assert_same_predictions(m, c, data((2, 3)))
 
 

@@ -78,7 +78,7 @@ def snapshot(model: Any) -> Dict[str, Any]:
                 type(layer).__name__,
                 bool(layer.trainable),
                 bool(getattr(layer, "built", True)),
-                len(getattr(layer, "_inbound_nodes", None) or []),
+                len(getattr(layer, "_inbound_nodes", None) or getattr(layer, "inbound_nodes", None) or []),
                 len(getattr(layer, "_outbound_nodes", None) or []),
             )
             for layer in layers

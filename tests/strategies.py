@@ -301,6 +301,8 @@ def build_model(K: Any, spec: GraphSpec) -> Any:
             outs = [layer(tensors[op[1]])]
         elif name == "gap":
             layer = K.layers.GlobalAveragePooling1D()
+            if not layer.supports_masking:  # standalone Keras 2.0-2.1: it refuses masks; an LSTM pools instead
+                layer = K.layers.LSTM(int(tensors[op[1]].shape[-1]))
             outs = [layer(tensors[op[1]])]
         elif name == "nested":
             layer = _nested_model(K, op[2], op[3], op[4], op[5])

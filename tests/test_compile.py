@@ -320,7 +320,7 @@ def test_keras3_auto_scale_loss_false_kept(K: Any) -> None:
     K.mixed_precision.set_global_policy("mixed_float16")
     try:  # a model whose own policy is mixed_float16
         x = K.Input((4,))
-        source = K.Model(x, K.layers.Dense(2)(x))
+        source = K.models.Model(x, K.layers.Dense(2)(x))
     finally:
         K.mixed_precision.set_global_policy(previous)
     assert source.dtype_policy.name == "mixed_float16"

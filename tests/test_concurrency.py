@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Tuple
@@ -106,10 +107,41 @@ def _audit(event: str, args: Any) -> None:
         _SEEN.append((event, args[0] if args else None))
 
 
+def _wrap(module: Any, name: str, event: str) -> None:
+    """Python 3.7 has no audit hooks: the functions that raise these events report to `_audit` first."""
+    original = getattr(module, name)
+
+    def reporting(*args: Any, **kwargs: Any) -> Any:
+        if event == "open" and module is os:  # os.open(path, flags, mode)
+            _audit(event, (args[0], None, args[1] if len(args) > 1 else kwargs.get("flags", 0)))
+        elif event == "open":  # open(file, mode="r", ...)
+            _audit(event, (args[0], args[1] if len(args) > 1 else kwargs.get("mode", "r"), 0))
+        else:
+            _audit(event, args)
+        return original(*args, **kwargs)
+
+    setattr(module, name, reporting)
+
+
 def _install_hook() -> None:
     # Audit hooks cannot be removed; ours records only while _RECORDING is set.
     if not _HOOKED:
-        sys.addaudithook(_audit)
+        if hasattr(sys, "addaudithook"):  # Python >= 3.8
+            sys.addaudithook(_audit)
+        else:
+            import builtins
+            import io
+            import shutil
+
+            _wrap(builtins, "open", "open")
+            _wrap(io, "open", "open")
+            _wrap(os, "open", "open")
+            for event in _WRITE_EVENTS:
+                module_name, _, name = event.partition(".")
+                _wrap(os if module_name == "os" else shutil, name, event)
+            _wrap(os, "replace", "os.rename")
+            _wrap(os, "unlink", "os.remove")
+            _wrap(os, "makedirs", "os.mkdir")
         _HOOKED.append(True)
 
 
@@ -178,7 +210,8 @@ def global_settings(K: Any) -> Dict[str, Any]:
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         settings["tf.executing_eagerly"] = tf.executing_eagerly()
-        settings["tf.functions_run_eagerly"] = tf.config.functions_run_eagerly()
+        if hasattr(tf.config, "functions_run_eagerly"):  # TF 2.3+
+            settings["tf.functions_run_eagerly"] = tf.config.functions_run_eagerly()
     return settings
 
 

@@ -5,8 +5,10 @@ masked Embedding -> Bidirectional(LSTM) -> TimeDistributed(Dense) tagger, GRU
 with both `reset_after`, Conv1D/2D/3D + BatchNormalization, multi-input
 multi-output, nested and shared layers, a Sequential with regularizers and
 constraints, a Lambda, a custom layer, mixed precision) is built in a Keras 2
-environment of the matrix, saved (standalone Keras 2.2.4 / 2.3.1: ``.h5``;
-tf.keras 2.12 / 2.15: ``.h5`` and ``.keras``), read back the way
+environment of the matrix, saved (standalone Keras 2.0.8 / 2.1.6 / 2.2.4 /
+2.3.1 on TensorFlow 1.15 and 2.2.4 / 2.3.1 on TF 2.15: ``.h5``, also with
+optimizer state; tf.keras 2.12 / 2.15: ``.h5`` and ``.keras``; TF 2.4:
+SavedModels), read back the way
 `compat-clone convert` reads it and described there
 (tests/convert_zoo_sources.py). Here, in a Keras 3.15 environment, each
 description is rebuilt, proven against the source's outputs, written as
@@ -28,12 +30,25 @@ import numpy as np
 import pytest
 
 from tests import convert_zoo
-from tests.convert_envs import hosted, keras3_target, run_in_sibling, runs_here, shared_builds
+from tests.convert_envs import KERAS3_HOSTS, hosted, keras3_target, run_in_sibling, runs_here, shared_builds
 
 SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
+_HOSTS = KERAS3_HOSTS
 
 # (source environment, format) -> the Keras 3.15 environments that rebuild it.
+# `h5+optimizer`: saved after compile and one training step (training config and
+# optimizer state in the file). The `-tf1` sources are files written by the old
+# releases where their users run them (TensorFlow 1.15 / Python 3.7): spread over
+# the three hosts, each case on two backends (its h5 and its h5+optimizer file).
 _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
+    ("keras-2.0.8-tf1", "h5"): _HOSTS,
+    ("keras-2.0.8-tf1", "h5+optimizer"): _HOSTS,
+    ("keras-2.1.6-tf1", "h5"): _HOSTS,
+    ("keras-2.1.6-tf1", "h5+optimizer"): _HOSTS,
+    ("keras-2.2.4-tf1", "h5"): _HOSTS,
+    ("keras-2.2.4-tf1", "h5+optimizer"): _HOSTS,
+    ("keras-2.3.1-tf1", "h5"): _HOSTS,
+    ("keras-2.3.1-tf1", "h5+optimizer"): _HOSTS,
     ("keras-2.2.4", "h5"): ("keras-3.15-torch",),
     ("keras-2.3.1", "h5"): ("keras-3.15-jax",),
     ("tf.keras-2.12", "h5"): ("keras-3.15-tf",),
@@ -44,20 +59,24 @@ _SOURCES: Dict[Tuple[str, str], Tuple[str, ...]] = {
     # cases spread over the three hosts (`_share`), so every backend rebuilds some.
     ("tf.keras-2.4", "savedmodel"): ("keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch"),
 }
-_SPREAD = {("tf.keras-2.4", "savedmodel")}
-# Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it) and no
-# TFOpLambda (tf.keras 2.4).
+_SPREAD = {("tf.keras-2.4", "savedmodel")} | {key for key in _SOURCES if key[0].endswith("-tf1")}
+_STANDALONE = tuple(sorted({env for env, _ in _SOURCES if env.startswith("keras-2.")}))
+# Standalone Keras 2.0-2.3 has no mixed precision (tf.keras 2.1 brought it), no
+# TFOpLambda (tf.keras 2.4) and no dict outputs; MobileNetV2 came with 2.2.0,
+# GRU(reset_after=) after 2.0.
 # TensorFlow 2.4 reloads MultiHeadAttention (conv_variants) from its own SavedModel
 # with other outputs (tests/convert_zoo_sources.py checks that it still does).
-_NOT_IN = {"mixed_precision": ("keras-2.2.4", "keras-2.3.1"), "tf_ops": ("keras-2.2.4", "keras-2.3.1"),
-           "dict_outputs": ("keras-2.2.4", "keras-2.3.1"), "conv_variants": ("tf.keras-2.4",)}
+_NOT_IN = {"mixed_precision": _STANDALONE, "tf_ops": _STANDALONE, "dict_outputs": _STANDALONE,
+           "mobilenet_v2": ("keras-2.0.8-tf1", "keras-2.1.6-tf1"), "gru_both": ("keras-2.0.8-tf1",),
+           "conv_variants": ("tf.keras-2.4",)}
 
 
 def _share(env: str, fmt: str, name: str, hosts: Tuple[str, ...]) -> Tuple[str, ...]:
-    """The hosts that rebuild case `name` of (env, fmt): all of them, or one each for a spread source."""
+    """The hosts that rebuild case `name` of (env, fmt): all of them, or one each for a spread source
+    (a case's `h5+optimizer` file on the host after its `h5` file's)."""
     if (env, fmt) not in _SPREAD:
         return hosts
-    return (hosts[list(convert_zoo.ZOO).index(name) % len(hosts)],)
+    return (hosts[(list(convert_zoo.ZOO).index(name) + (fmt == "h5+optimizer")) % len(hosts)],)
 
 
 def _params() -> List[Any]:
@@ -139,6 +158,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     model = rebuild(description, custom_objects=custom)
     proof = verify(description, model, **tolerance)
     assert proof.ok and proof.samples == 4, str(proof)
+    print(f"{env} {fmt} {name}: {proof}")  # the proof line (pytest -rP shows it)
     # The file is what a user keeps: written, read back, proven again.
     path = tmp_path / f"{name}.keras"
     model.save(path)
@@ -172,7 +192,7 @@ print("LOADED")
 """
 
 
-@pytest.mark.parametrize("env", ["keras-2.2.4"])
+@pytest.mark.parametrize("env", ["keras-2.2.4-tf1", "keras-2.2.4"])
 def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any, tmp_path: Path) -> None:
     """Standalone Keras 2.0-2.2's LSTM computes `hard_sigmoid` as 0.2x + 0.5: the file names compat_clone's function.
 
@@ -188,7 +208,7 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     import subprocess
     import sys
 
-    hosts = [h for (e, fmt), h in _SOURCES.items() if e == env][0]
+    hosts = _share(env, "h5", "tagger", _SOURCES[(env, "h5")])
     if not runs_here(hosts):
         pytest.skip(f"rebuilt in {', '.join(hosts)}")
     _, report = described(env)

@@ -22,6 +22,7 @@ from tests._py import zip_strict
 
 import compat_clone
 from compat_clone import WeightsMismatchError
+from features import skip_without_subclassed_models
 
 
 def _functional(K: Any, seed: int, units: int = 3, prefix: str = "") -> Any:
@@ -52,6 +53,7 @@ def _assert_same(source: Any, target: Any) -> None:
 
 def _subclassed(K: Any) -> Any:
     """A subclassed model whose layers are attributes, so one can be swapped in place."""
+    skip_without_subclassed_models(K)
 
     class Net(K.models.Model):  # type: ignore[name-defined,misc]
         def __init__(self, **kwargs: Any) -> None:

@@ -1,8 +1,9 @@
 """Standalone Keras 2.0-2.3 (the `keras2` family), on the real old packages.
 
-Runs in the matrix environments with standalone Keras 2.2.4 / 2.2.5 / 2.3.1
-installed beside TensorFlow 2.15.1 and the `keras2_on_tf2` fix-up (see
-`compat_clone/_envfix`); skipped elsewhere. Every model is built with the
+Runs in the matrix environments with standalone Keras 2.0.8 / 2.1.6 / 2.2.4 /
+2.3.1 on TensorFlow 1.15 / Python 3.7, where their users run them, and 2.2.4 /
+2.2.5 / 2.3.1 installed beside TensorFlow 2.15.1 with the `keras2_on_tf2`
+fix-up (see `compat_clone/tools/envfix`); skipped elsewhere. Every model is built with the
 real `keras` package; nothing is mocked.
 """
 
@@ -43,6 +44,20 @@ def _keras() -> Any:
 def _version() -> tuple:
     keras = _keras()
     return tuple(int(p) for p in keras.__version__.split(".")[:3])
+
+
+def _nodes(layer: Any) -> List[Any]:
+    """The layer's inbound nodes (2.0-2.1.2 spell the attribute `inbound_nodes`)."""
+    return layer._inbound_nodes if hasattr(layer, "_inbound_nodes") else layer.inbound_nodes
+
+
+def _evaluate(tensor: Any) -> np.ndarray:
+    """`K.eval(tensor)` in inference mode: the learning phase fed (2.0 gives it no default; Dropout reads it)."""
+    K = _keras().backend
+    phase = K.learning_phase()
+    if isinstance(phase, int):
+        return np.asarray(K.eval(tensor))
+    return np.asarray(K.function([phase], [tensor])([0])[0])
 
 
 def _clone(*args: Any, **kwargs: Any) -> Any:
@@ -192,14 +207,22 @@ def test_environment_is_standalone_keras2_and_runs() -> None:
     np.testing.assert_allclose(model.predict(x), model.predict(shifted), rtol=1e-5, atol=1e-6)
 
 
+def _tf_major() -> int:
+    import tensorflow as tf
+
+    return int(tf.__version__.split(".")[0])
+
+
 def test_envfix_hook_is_lazy() -> None:
-    """The `.pth` hook registers a finder; TensorFlow is not imported at start-up."""
+    """On TF 2 the `.pth` hook registers a finder; TensorFlow is not imported at start-up.
+    On TF 1.15, where these releases belong, no fix-up is installed at all."""
     code = (
         "import sys; print(any('lazy fix-up' in repr(f) for f in sys.meta_path)); "
         "print('tensorflow' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
+    hooked = "True" if _tf_major() >= 2 else "False"
+    assert out.stdout.split() == [hooked, "False"], out.stdout + out.stderr
 
 
 def test_envfix_install_into(tmp_path: Any) -> None:
@@ -240,7 +263,7 @@ def test_12202_mask_entry_per_output() -> None:
     model = build_12202_swap()
     clone = _clone(model)
     lam = [layer for layer in clone.layers if type(layer).__name__ == "Lambda"][0]
-    node = lam._inbound_nodes[-1]
+    node = _nodes(lam)[-1]
     assert len(node.output_tensors) == 2
     assert list(node.output_masks) == [None, None]
 
@@ -252,7 +275,7 @@ def test_masks_survive_embedding_lstm() -> None:
     model = build_masked_lstm()
     clone = _clone(model, copy_weights=True)
     lstm = [layer for layer in clone.layers if type(layer).__name__ == "LSTM"][0]
-    assert lstm._inbound_nodes[-1].input_masks[0] is not None
+    assert _nodes(lstm)[-1].input_masks[0] is not None
     x = np.random.RandomState(2).randint(1, 10, (4, 6))
     x[:, 3:] = 0
     shifted = np.concatenate([x[:, 3:], x[:, :3]], axis=1)
@@ -264,8 +287,8 @@ def test_masks_survive_masking_time_distributed() -> None:
     model = build_masking_time_distributed()
     clone = _clone(model, copy_weights=True)
     td = [layer for layer in clone.layers if type(layer).__name__ == "TimeDistributed"][0]
-    assert td._inbound_nodes[-1].input_masks[0] is not None
-    assert td._inbound_nodes[-1].output_masks[0] is not None
+    assert _nodes(td)[-1].input_masks[0] is not None
+    assert _nodes(td)[-1].output_masks[0] is not None
     x = np.random.RandomState(3).standard_normal((3, 6, 3)).astype("float32")
     x[:, 4:, :] = 0.0
     _assert_same_predictions(model, clone, x)
@@ -279,10 +302,10 @@ def test_shared_layers_stay_shared() -> None:
     clone = _clone(model, copy_weights=True)
     assert len(clone.layers) == len(model.layers)
     assert len(clone.weights) == len(model.weights)
-    dense_1 = [layer for layer in model.layers if len(layer._inbound_nodes) == 2][0]
+    dense_1 = [layer for layer in model.layers if len(_nodes(layer)) == 2][0]
     cloned_dense_1 = clone.get_layer(dense_1.name)
     assert cloned_dense_1 is not dense_1
-    assert len(cloned_dense_1._inbound_nodes) == 2
+    assert len(_nodes(cloned_dense_1)) == 2
     x = [np.ones((2, 4)), np.full((2, 4), 2.0)]
     _assert_same_predictions(model, clone, x)
 
@@ -302,6 +325,10 @@ def test_nested_models_default_and_recursive() -> None:
     def rename(layer: Any) -> Any:
         seen.append(layer.name)
         config = layer.get_config()
+        if isinstance(config, list):  # 2.0-2.1: a Sequential's config is the list of its layers
+            new = layer.__class__.from_config(config)
+            new.name = "c_" + layer.name
+            return new
         config["name"] = "c_" + config["name"]
         return layer.__class__.from_config(config)
 
@@ -365,7 +392,7 @@ def test_sequential_with_and_without_input_tensors() -> None:
 
     variable = K.variable(x)
     clone = _clone(model, input_tensors=[variable], copy_weights=True)
-    np.testing.assert_allclose(K.eval(clone.outputs[0]), model.predict(x), rtol=1e-6)
+    np.testing.assert_allclose(_evaluate(clone.outputs[0]), model.predict(x), rtol=1e-6)
 
 
 def test_sequential_with_explicit_input_layer_keeps_its_input() -> None:
@@ -374,9 +401,34 @@ def test_sequential_with_explicit_input_layer_keeps_its_input() -> None:
     model.add(keras.layers.InputLayer(input_shape=(4,), name="explicit_in"))
     model.add(keras.layers.Dense(2))
     clone = _clone(model)
-    assert clone.built and clone.inputs
-    assert clone.layers[0].__class__.__name__ != "InputLayer"
+    assert clone.built is model.built and clone.inputs  # 2.0-2.1 call no Sequential built before compile
+    # 2.0-2.1 list the InputLayer in `model.layers`, 2.2+ do not: as the source, once
+    assert [type(x).__name__ for x in clone.layers] == [type(x).__name__ for x in model.layers]
     assert clone.input_shape == (None, 4)
+
+
+@pytest.mark.parametrize("kind", ["functional", "sequential"])
+def test_input_tensors_from_keras_input_native_and_ours(kind: str) -> None:
+    """Side by side: every 2.0-2.3 release's native clone_model builds onto `keras.Input(...)`
+    tensors, and so does ours (2.0 / 2.1 have no `K.is_tensor`: our check once refused them)."""
+    keras = _keras()
+    model = build_shared() if kind == "functional" else build_sequential()
+    _randomize(model)
+    x = [np.random.RandomState(2).standard_normal((3, 4)) for _ in model.inputs]
+
+    def fresh() -> Any:
+        made = [keras.Input((4,)) for _ in model.inputs]
+        return made if kind == "functional" else made[0]
+
+    native_inputs, our_inputs = fresh(), fresh()
+    native = keras.models.clone_model(model, input_tensors=native_inputs)
+    ours = _clone(model, input_tensors=our_inputs, copy_weights=True)
+    assert type(ours) is type(native), (type(ours), type(native))
+    assert ours.inputs == (our_inputs if kind == "functional" else [our_inputs])
+    assert [keras.backend.int_shape(t) for t in ours.outputs] == [keras.backend.int_shape(t) for t in native.outputs]
+    native.set_weights(model.get_weights())  # native copies no weights
+    _assert_same_predictions(native, ours, x if kind == "functional" else x[0])
+    _assert_same_predictions(model, ours, x if kind == "functional" else x[0])
 
 
 def test_functional_input_tensors_forms_and_errors() -> None:
@@ -502,19 +554,19 @@ def test_source_untouched() -> None:
     model = keras.models.Model(inp, x)
     _randomize(model)
     lstm = model.layers[2]
-    before_args = dict(lstm._inbound_nodes[0].arguments)
-    before_nodes = {id(layer): len(layer._inbound_nodes) for layer in model.layers}
+    before_args = dict(_nodes(lstm)[0].arguments)
+    before_nodes = {id(layer): len(_nodes(layer)) for layer in model.layers}
     before_weights = model.get_weights()
 
     clone = _clone(model, copy_weights=True)
     _randomize(clone, seed=1)
-    assert lstm._inbound_nodes[0].arguments == before_args  # native adds 'mask'
-    assert {id(layer): len(layer._inbound_nodes) for layer in model.layers} == before_nodes
+    assert _nodes(lstm)[0].arguments == before_args  # native adds 'mask'
+    assert {id(layer): len(_nodes(layer)) for layer in model.layers} == before_nodes
     _assert_same_weights(before_weights, model.get_weights())
 
     # Native 2.0-2.3.1 write the *clone's* mask into the source node.
     keras.models.clone_model(model)
-    assert "mask" in lstm._inbound_nodes[0].arguments
+    assert "mask" in _nodes(lstm)[0].arguments
 
 
 # -- keras 2.2.5's own cloning scenarios, through compat_clone -----------------
@@ -528,8 +580,8 @@ def _structure(model: Any) -> List[Any]:
             layer.name,
             type(layer).__name__,
             [K.int_shape(w) for w in layer.weights],
-            len(layer._inbound_nodes),
-            [[m is None for m in _as_list(node.output_masks)] for node in layer._inbound_nodes],
+            len(_nodes(layer)),
+            [[m is None for m in _as_list(node.output_masks)] for node in _nodes(layer)],
         )
         for layer in model.layers
         if type(layer).__name__ != "InputLayer"
@@ -567,7 +619,6 @@ def test_keras225_clone_functional_model_scenarios() -> None:
     twice, no masks) and give its predictions, then train.
     """
     keras = _keras()
-    K = keras.backend
     val_a = np.random.random((10, 4))
     val_b = np.random.random((10, 4))
     val_out = np.random.random((10, 4))
@@ -598,14 +649,13 @@ def test_keras225_clone_functional_model_scenarios() -> None:
     new_model = _clone(model, input_tensors=[input_a, input_b])
     assert _structure(new_model) == structure
     new_model.set_weights(weights)
-    np.testing.assert_allclose(K.eval(new_model.outputs[0]), expected, rtol=1e-6)
+    np.testing.assert_allclose(_evaluate(new_model.outputs[0]), expected, rtol=1e-6)
     _trains(new_model, None, val_out)
 
 
 def test_keras225_clone_sequential_model_scenarios() -> None:
     """keras 2.2.5's `test_clone_sequential_model`, checked like the functional one."""
     keras = _keras()
-    K = keras.backend
     val_a = np.random.random((10, 4))
     val_out = np.random.random((10, 4))
     model = build_sequential()
@@ -633,7 +683,7 @@ def test_keras225_clone_sequential_model_scenarios() -> None:
     new_model = _clone(model, input_tensors=input_a)
     assert _structure(new_model) == structure
     new_model.set_weights(weights)
-    np.testing.assert_allclose(K.eval(new_model.outputs[0]), expected, rtol=1e-6)
+    np.testing.assert_allclose(_evaluate(new_model.outputs[0]), expected, rtol=1e-6)
     _trains(new_model, None, val_out)
 
 
@@ -672,6 +722,9 @@ def test_device_follows_source_and_device_argument() -> None:
 def test_subclassed_model_is_refused_clearly() -> None:
     keras = _keras()
     import compat_clone
+
+    if _version() < (2, 2, 0):
+        pytest.skip("standalone Keras 2.0-2.1 have no subclassed models (Model() needs inputs and outputs)")
 
     class Sub(keras.models.Model):
         def __init__(self) -> None:

@@ -39,7 +39,11 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
         assert {"family", "version", "backend"} <= set(claim), f"{name} claims {claim}"
     enabled = [e for e in envs.values() if e.enabled]
     versions = {(dict(e.expect)["family"], dict(e.expect)["version"]) for e in enabled}
-    assert {("keras2", "2.2.4"), ("keras2", "2.2.5")} <= versions
+    assert {("keras2", "2.1.6"), ("keras2", "2.2.4"), ("keras2", "2.3.1")} <= versions
+    # standalone Keras 2 where its users run it: TF 1.15 / Python 3.7, in the default run
+    tf1 = [e for e in enabled if e.name.endswith("-tf1")]
+    assert tf1 and all(e.python == "3.7" and "tensorflow==1.15.5" in e.packages for e in tf1)
+    assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" for e in tf1)
     assert {("tf_keras", "2.12"), ("tf_keras", "2.15"), ("tf_keras", "2.16"), ("tf_keras", "2.21")} <= versions
     assert {("keras3", "3.0"), ("keras3", "3.15")} <= versions
     backends = {dict(e.expect)["backend"] for e in enabled if dict(e.expect)["family"] == "keras3"}
@@ -47,7 +51,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
 
 
 _CI_ENVS = [
-    "keras-2.2.4", "keras-2.2.5", "keras-2.3.1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
+    "keras-2.3.1", "keras-2.1.6-tf1", "keras-2.2.4-tf1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
     "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
     "keras-3.15-torch",
 ]
@@ -77,7 +81,8 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     tf_dot_keras = sorted(_pins(e)["tensorflow"] for e in wide if e.name.startswith("tf.keras-"))
     # 2.4: TensorFlow 2.4's own SavedModels (Keras metadata inside saved_model.pb), a conversion source
     assert sorted(v.rsplit(".", 1)[0] for v in tf_dot_keras) == ["2.12", "2.13", "2.14", "2.15", "2.4"]
-    assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {"2.2.4", "2.2.5", "2.3.1"}
+    assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {
+        "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"}
     for env in wide:
         pins = _pins(env)
         if "keras" in pins and "tensorflow" in pins and Version(pins["tensorflow"]) >= Version("2.20"):
@@ -105,7 +110,10 @@ def test_builtin_table_pins_are_exact_and_safe() -> None:
         assert (pins[package] + ".").startswith(claim["version"] + "."), (env.name, pins[package], claim)
         # every environment gets the test tools
         assert any(p.startswith("pytest-xdist") for p in env.packages), env.name
-        if family == "keras2":
+        if family == "keras2" and pins.get("tensorflow", "").startswith("1."):
+            # where its users run it: TF 1.15, installed with its own metadata, no fix-up
+            assert env.fixup is None and env.python == "3.7" and any(p.startswith("keras==2.") for p in env.packages)
+        elif family == "keras2":
             assert env.fixup == "keras2_on_tf2" and any(p.startswith("keras==2.") for p in env.no_deps)
         if family == "tf_keras" and Version(claim["version"]) >= Version("2.16"):
             assert dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", env.name

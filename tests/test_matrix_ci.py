@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import sys
 import types
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 import yaml  # in every matrix environment (the table's defaults) and in .venv
 
+from compat_clone._compat import metadata
 from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import ci, ci_install, install, sessions
 from compat_clone.tools.matrix import report as _report

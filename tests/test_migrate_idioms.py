@@ -278,6 +278,12 @@ def _keras() -> Any:
     return keras
 
 
+def _tf_major() -> int:
+    import tensorflow as tf
+
+    return int(tf.__version__.split(".")[0])
+
+
 def _is_keras2(keras: Any) -> bool:
     return bool(keras.__version__.startswith("2."))
 
@@ -315,7 +321,10 @@ def _moved(before: List[Any], model: Any) -> bool:
 
 
 def test_dqn_updates_leave_the_same_weights() -> None:
-    _keras()
+    keras = _keras()
+    if not hasattr(keras, "Sequential"):
+        pytest.skip(f"the agent script writes `keras.Sequential`, which keras {keras.__version__} does not export "
+                    "(standalone Keras 2.0: keras.models.Sequential only)")
     old, new = _load("before", "dqn"), _load("after", "dqn")
     rng = np.random.default_rng(0)
     agents = old.DQNAgent(), new.DQNAgent()
@@ -359,7 +368,7 @@ def test_util_clone_helper_keeps_working(tmp_path: Path) -> None:
     def scaled_tanh(x: Any) -> Any:
         return 2 * keras.activations.tanh(x)
 
-    model = keras.Sequential(
+    model = keras.models.Sequential(
         [keras.layers.Dense(3, activation=scaled_tanh, input_shape=(2,)), keras.layers.Dense(1)]
     )
     custom = {"scaled_tanh": scaled_tanh}
@@ -368,7 +377,7 @@ def test_util_clone_helper_keeps_working(tmp_path: Path) -> None:
     _assert_same(clone, model, exact=True)
     x = np.ones((1, 2), dtype="float32")
     np.testing.assert_allclose(clone.predict(x), model.predict(x), rtol=1e-6)
-    assert new.clone_model(keras.Sequential([keras.layers.Dense(2, input_shape=(2,))])) is not None
+    assert new.clone_model(keras.models.Sequential([keras.layers.Dense(2, input_shape=(2,))])) is not None
     if _is_keras2(keras):
         _assert_same(old.clone_model(model, custom_objects=custom), clone, exact=True)
     else:  # Keras 3 has no keras.models.model_from_config: the old helper fails, ours works
@@ -382,7 +391,7 @@ def test_util_update_helpers_leave_the_same_weights() -> None:
     rng = np.random.default_rng(1)
 
     def build() -> Any:
-        return keras.Sequential([keras.layers.Dense(4, input_shape=(3,)), keras.layers.Dense(2)])
+        return keras.models.Sequential([keras.layers.Dense(4, input_shape=(3,)), keras.layers.Dense(2)])
 
     source, targets = build(), (build(), build())
     source.set_weights(_random_weights(source, rng))
@@ -448,10 +457,10 @@ def test_copy_weights_refuses_layers_that_only_line_up_by_order() -> None:
     keras = _keras()
     import compat_clone
 
-    source = keras.Sequential(
+    source = keras.models.Sequential(
         [keras.layers.Dense(4, use_bias=False, input_shape=(4,)), keras.layers.Dense(4)]
     )
-    target = keras.Sequential([keras.layers.SimpleRNN(4, input_shape=(2, 4))])
+    target = keras.models.Sequential([keras.layers.SimpleRNN(4, input_shape=(2, 4))])
     # kernel (4, 4), kernel (4, 4), bias (4): the RNN's kernel, recurrent kernel, bias
     assert [w.shape for w in source.get_weights()] == [w.shape for w in target.get_weights()]
     start = target.get_weights()
@@ -486,7 +495,7 @@ def test_soft_update_copies_non_float_variables_exactly() -> None:
             return input_shape
 
     def build() -> Any:
-        return keras.Sequential([Counted(input_shape=(2,))])
+        return keras.models.Sequential([Counted(input_shape=(2,))])
 
     def put(model: Any, steps: int, scale: float) -> None:  # in `model.weights` order
         model.set_weights(
@@ -523,7 +532,12 @@ def test_deepcopy_of_a_model_as_the_report_says() -> None:
 
     inputs = keras.layers.Input((2,))
     model = keras.models.Model(inputs, keras.layers.Dense(3)(inputs))
-    if keras.__version__ in SpecifierSet(DEEPCOPY_VERSIONS_FAILING):
+    if keras.__version__ in SpecifierSet("<2.2") and keras.backend.backend() == "tensorflow" and _tf_major() == 1:
+        # standalone Keras 2.0-2.1 on TensorFlow 1.x: its graph tensors hold locks (DEEPCOPY_WHY says so;
+        # 2.2.4 and 2.3.1 on TF 1.15 copy)
+        with pytest.raises(TypeError, match="pickle"):
+            copy.deepcopy(model)
+    elif keras.__version__ in SpecifierSet(DEEPCOPY_VERSIONS_FAILING):
         # 3.0 and 3.2: ValueError "cannot add new elements of state"; 3.1: TypeError (DTypePolicy.__new__).
         with pytest.raises((ValueError, TypeError), match="cannot add new elements of state|DTypePolicy"):
             copy.deepcopy(model)

@@ -69,12 +69,17 @@ def _deep_chain(K: Any) -> Any:
     return _DEEP_CHAINS[K.__name__]
 
 
+def _relu(K: Any) -> Any:
+    """A ReLU layer (`layers.ReLU` came with standalone Keras 2.2.0; an Activation before)."""
+    return K.layers.ReLU() if hasattr(K.layers, "ReLU") else K.layers.Activation("relu")
+
+
 def _chain(K: Any, depth: int, layer: str = "ReLU") -> Any:
     def build() -> Any:
         inputs = x = K.Input((4,))
         for _ in range(depth):
-            x = K.layers.Dense(4)(x) if layer == "Dense" else K.layers.ReLU()(x)
-        return K.Model(inputs, x)
+            x = K.layers.Dense(4)(x) if layer == "Dense" else _relu(K)(x)
+        return K.models.Model(inputs, x)
 
     return _raised(build) if depth > 300 else build()
 
@@ -130,10 +135,10 @@ def test_our_stack_depth_does_not_grow_with_the_model(K: Any, how: str) -> None:
 def test_iter_layers_depth_does_not_grow_with_nesting(K: Any) -> None:
     def nested(levels: int) -> Any:
         inputs = K.Input((3,))
-        model = K.Model(inputs, K.layers.Dense(3)(inputs))
+        model = K.models.Model(inputs, K.layers.Dense(3)(inputs))
         for _ in range(levels):
             inputs = K.Input((3,))
-            model = K.Model(inputs, model(inputs))
+            model = K.models.Model(inputs, model(inputs))
         return model
 
     shallow, deep = nested(1), nested(25)
@@ -198,7 +203,7 @@ def test_a_deep_clone_fails_only_where_native_fails(K: Any) -> None:
 
 
 def _subclassed(K: Any) -> Any:
-    class Sub(K.Model):
+    class Sub(K.models.Model):
         def __init__(self, units: int = 2, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.units = units
@@ -229,15 +234,15 @@ def test_public_name_rebound_by_hand_never_recurses(K: Any, kind: str, monkeypat
     rebinding routes callers without making compat_clone call itself.
     """
     inputs = K.Input((3,))
-    keras2 = compat_clone.family_of(K.Model(inputs, K.layers.Dense(1)(inputs))).family == "keras2"
+    keras2 = compat_clone.family_of(K.models.Model(inputs, K.layers.Dense(1)(inputs))).family == "keras2"
     if kind == "sequential":
-        model = K.Sequential([K.layers.Dense(2, input_shape=(3,))])
+        model = K.models.Sequential([K.layers.Dense(2, input_shape=(3,))])
     elif kind == "subclassed" and keras2:
         pytest.skip("standalone Keras 2 keeps no graph for a subclassed model: refused by design (test_keras2)")
     elif kind == "subclassed":
         model = _subclassed(K)
     else:
-        model = K.Model(inputs, K.layers.Dense(2)(inputs))
+        model = K.models.Model(inputs, K.layers.Dense(2)(inputs))
     kwargs: dict = {}
     if kind == "clone_function":
         kwargs["clone_function"] = lambda layer: layer.__class__.from_config(layer.get_config())

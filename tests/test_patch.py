@@ -45,7 +45,7 @@ def _keras_aliases() -> Dict[str, Any]:
 def _model(K: Any) -> Any:
     inputs = K.Input((4,))
     x = K.layers.Dense(3, name="d1")(inputs)
-    return K.Model(inputs, K.layers.Dense(2, name="d2")(x), name="src")
+    return K.models.Model(inputs, K.layers.Dense(2, name="d2")(x), name="src")
 
 
 @pytest.fixture(autouse=True)
@@ -201,7 +201,7 @@ K = importlib.import_module(sys.argv[1])
 routed = list(handle.modules)
 public = K.models.clone_model
 inputs = K.Input((3,))
-model = K.Model(inputs, K.layers.Dense(2)(inputs))
+model = K.models.Model(inputs, K.layers.Dense(2)(inputs))
 clone = K.models.clone_model(model, name="fresh")
 native = public.__wrapped__
 handle.unpatch()

@@ -90,7 +90,7 @@ def build(K: Any, units: int = 3, seed: int = 0) -> Any:
     h = K.layers.Dense(8, name="dense_a")(inputs)
     h = K.layers.BatchNormalization(name="bn")(h)
     outputs = K.layers.Dense(units, name="dense_b")(h)
-    model = K.Model(inputs, outputs, name="placed")
+    model = K.models.Model(inputs, outputs, name="placed")
     _fill(model, seed)
     return model
 

@@ -144,9 +144,10 @@ def test_a_keras3_export_is_not_a_keras_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "family, version, env",
     [
-        ("keras2", "2.2.4", "keras-2.2.4"),
+        ("keras2", "2.2.4", "keras-2.2.4-tf1"),  # its own release, on TF 1.15 / Python 3.7
         ("keras2", "2.2.5", "keras-2.2.5"),
-        ("keras2", "2.1.6", "keras-2.2.4"),     # older: the oldest newer reader
+        ("keras2", "2.1.6", "keras-2.1.6-tf1"),
+        ("keras2", "2.1.0", "keras-2.1.6-tf1"),  # older: the oldest newer reader
         ("keras2", "2.3.0", "keras-2.3.1"),
         ("tf_keras", "2.12.0", "tf.keras-2.12"),
         ("tf_keras", "2.13.1", "tf.keras-2.13"),  # its own minor, though only in the wide matrix

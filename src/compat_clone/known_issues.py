@@ -63,7 +63,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
-        "keras2-rnn-state-twice", "keras2", "<2.2.5",
+        "keras2-rnn-state-twice", "keras2", ">=2.1,<2.2.5",
         "an RNN called with `initial_state=` is called again with its states both in "
         "its input list and as `initial_state=`: the clone fails an assertion",
         f"{_K2}.Keras2.arguments", ("rnn_initial_state",),
@@ -106,6 +106,18 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "no-recursive", "keras3", "<3.14",
         "no `recursive` argument before 3.3.3, and it stops after the first nesting "
         "level before 3.14", f"{_CORE}.Cloner.clone_layer", ("recursive_nested",),
+    ),
+    KnownIssue(
+        "keras2-sequential-name", "keras2", "<2.2",
+        "a nested Sequential comes back renamed (`sequential_N`): its config is "
+        "the bare list of its layers, without the name", f"{_K2}.Keras2.config_round_trip",
+        ("nested_sequential_name",),
+    ),
+    KnownIssue(
+        "keras2-app-unregistered", "keras2", "<2.2",
+        "a model holding keras.applications' MobileNet (2.0-2.1: its `relu6` activation and, "
+        "before 2.1.5, its DepthwiseConv2D) fails the clone with 'Unknown activation function:relu6': "
+        "Keras does not register them", f"{_K2}.Keras2.config_round_trip", ("app_unregistered_objects",),
     ),
     KnownIssue(
         "trainable-model", "keras2", "<2.4",

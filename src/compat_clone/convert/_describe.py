@@ -208,12 +208,28 @@ def _architecture(model: Any) -> Dict[str, Any]:
             "and constants."
         ) from exc
     data = json.loads(text)
-    return {"class_name": data["class_name"], "config": data["config"]}
+    return _named_sequentials({"class_name": data["class_name"], "config": data["config"]}, model.name)
+
+
+def _named_sequentials(entry: Dict[str, Any], name: Optional[str]) -> Dict[str, Any]:
+    """Standalone Keras 2.0-2.1 write a Sequential's config as the bare list of its layers:
+    each becomes ``{"name": ..., "layers": [...]}``, the form of every later Keras (in place)."""
+    config = entry.get("config")
+    if entry.get("class_name") == "Sequential" and isinstance(config, list):
+        config = entry["config"] = {"name": name, "layers": config}
+    if isinstance(config, dict):
+        for layer in config.get("layers") or ():
+            if isinstance(layer, dict):
+                _named_sequentials(layer, layer.get("name"))
+    return entry
 
 
 def _has_graph(model: Any) -> bool:
     """Whether a model (`_walk.is_model`) has a layer graph to describe: not a subclassed one."""
-    return bool(getattr(model, "_is_graph_network", False)) or type(model).__name__ in (
+    flag = getattr(model, "_is_graph_network", None)
+    if flag is None:  # standalone Keras 2.0-2.1.2: every Model (a Container) is a graph of layers
+        flag = hasattr(model, "input_layers") and hasattr(model, "layers")
+    return bool(flag) or type(model).__name__ in (
         "Sequential",
         "Functional",
     )

@@ -28,7 +28,10 @@ _INT_HIGH = 10
 def input_specs(model: Any) -> List[Tuple[Tuple[Optional[int], ...], str, str]]:
     """(shape, dtype, name) of each model input."""
     specs = []
-    for tensor, layer in zip(model.inputs, model._input_layers if hasattr(model, "_input_layers") else model.input_layers):
+    layers = getattr(model, "_input_layers", None) or getattr(model, "input_layers", None)
+    if layers is None:  # a Sequential of standalone Keras 2.0: its inner model holds them
+        layers = [tensor._keras_history[0] for tensor in model.inputs]
+    for tensor, layer in zip(model.inputs, layers):
         shape = tensor.shape
         dims = tuple(None if d is None else int(d) for d in (
             shape.as_list() if hasattr(shape, "as_list") else shape))
@@ -64,7 +67,9 @@ def _input_role(model: Any, input_name: str) -> _Role:
     """
     readers = [layer for _, layer in walk(model, models=True) if any(
         getattr(source, "name", None) == input_name
-        for node in getattr(layer, "_inbound_nodes", []) for source in _node_input_layers(node))]
+        # standalone Keras 2.0-2.1.2 spell it `inbound_nodes`
+        for node in getattr(layer, "_inbound_nodes", None) or getattr(layer, "inbound_nodes", None) or []
+        for source in _node_input_layers(node))]
     if not readers and len(model.inputs) == 1:
         # A Sequential's first layer reads its (implicit) input.
         readers = [lay for lay in model.layers if type(lay).__name__ != "InputLayer"][:1]

@@ -7,7 +7,7 @@ import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from compat_clone.errors import DeviceNotFoundError, UnsupportedFeatureError, WeightsUnreadableError
+from compat_clone.errors import DeviceNotFoundError, UnsupportedFeatureError, WeightsUnreadableError, add_note
 
 __all__ = ["check_device", "graph_scope", "assign_locked", "tf_module"]
 
@@ -181,7 +181,7 @@ def _undo_partial_copy(graph: Any, session: Any, variables: List[Any], exc: Base
             if again:
                 session.run(again)
     except Exception as undo:  # the copy's own error is the one raised
-        exc.add_note(f"compat_clone: could not re-initialize the targets the failed copy wrote: {undo!r}")
+        add_note(exc, f"compat_clone: could not re-initialize the targets the failed copy wrote: {undo!r}")
 
 
 def _cached_assign_op(

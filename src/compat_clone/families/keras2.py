@@ -131,8 +131,13 @@ class Keras2(Family):
         return (inputs[0] if len(inputs) == 1 else inputs,), _map_arguments(node.raw, tensor_map)
 
     def is_symbolic(self, value: Any) -> bool:
+        backend = _k().backend
         try:
-            if _k().backend.is_tensor(value):
+            if hasattr(backend, "is_tensor"):  # 2.2.0+
+                if backend.is_tensor(value):
+                    return True
+            else:  # 2.0-2.1: `is_keras_tensor` answers (True / False) for any backend
+                backend.is_keras_tensor(value)  # tensor and raises ValueError for anything else
                 return True
         except Exception:  # backend-specific failures on odd objects
             pass
@@ -197,9 +202,23 @@ class Keras2(Family):
         for layer in head:
             new.add(layer)
         for layer in model.layers:
+            if layer is first:  # 2.0-2.1 list the InputLayer in `model.layers`: recreated above
+                continue
             clone = cloner.clone_layer(layer)
             with self.layer_scope(layer):
                 new.add(clone)
+        return new
+
+    def config_round_trip(self, layer: Any) -> Any:
+        # `keras2-app-unregistered`: objects the layer holds under names Keras
+        # cannot resolve (2.0-2.1 MobileNet's `relu6` and DepthwiseConv2D) are
+        # the ones its config names: given to `from_config` by those names.
+        with _k().utils.custom_object_scope(_unregistered_objects(layer)):
+            new = super().config_round_trip(layer)
+        if self.is_sequential(layer) and isinstance(layer.get_config(), list):
+            # `keras2-sequential-name`: 2.0-2.1 write a Sequential's config as
+            # its list of layers, without the name; a nested one comes back renamed.
+            new.name = layer.name
         return new
 
     def _sequential_input(self, x: Any) -> Any:
@@ -255,8 +274,12 @@ class Keras2(Family):
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:
         # `compile` keeps its arguments as attributes; 2.3 renamed the metric
-        # lists (`metrics` became the list of Metric objects).
-        if not getattr(model, "_is_compiled", False) or getattr(model, "optimizer", None) is None:
+        # lists (`metrics` became the list of Metric objects). 2.0-2.1 have no
+        # `_is_compiled` flag: `compile` is what sets `optimizer` and `loss` there.
+        compiled = getattr(model, "_is_compiled", None)
+        if compiled is None:
+            compiled = hasattr(model, "loss")
+        if not compiled or getattr(model, "optimizer", None) is None:
             return None
         if getattr(model, "_function_kwargs", None):
             raise CompileError(
@@ -280,8 +303,8 @@ class Keras2(Family):
             {
                 "loss": model.loss,
                 "metrics": getattr(model, metrics_key, None),
-                "loss_weights": model.loss_weights,
-                "sample_weight_mode": model.sample_weight_mode,
+                "loss_weights": getattr(model, "loss_weights", None),
+                "sample_weight_mode": getattr(model, "sample_weight_mode", None),
                 "weighted_metrics": getattr(model, weighted_key, None),
             },
         )
@@ -301,6 +324,38 @@ class Keras2(Family):
 
 FAMILY = Keras2
 _LOCK = threading.RLock()
+
+
+def _unregistered_objects(layer: Any) -> Dict[str, Any]:
+    """Keras' own classes and activation functions inside `layer` whose names Keras does not resolve
+    (a user's unregistered objects stay the user's to register)."""
+    keras = _k()
+    known = keras.utils.get_custom_objects()
+    found: Dict[str, Any] = {}
+    stack, seen = [layer], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        name = type(item).__name__
+        if _own(type(item)) and getattr(keras.layers, name, None) is None and name not in known \
+                and not hasattr(keras.models, name):
+            found[name] = type(item)
+        activation = getattr(item, "activation", None)
+        fn_name = getattr(activation, "__name__", None)
+        if callable(activation) and _own(activation) and fn_name and fn_name not in known \
+                and getattr(keras.activations, fn_name, None) is None:
+            found[fn_name] = activation
+        stack.extend(getattr(item, "layers", None) or ())
+        inner = getattr(item, "layer", None)  # wrappers
+        if inner is not None:
+            stack.append(inner)
+    return found
+
+
+def _own(obj: Any) -> bool:
+    return str(getattr(obj, "__module__", "")).startswith("keras.")
 
 
 def _input_spec(layer: Any) -> Dict[str, Any]:

@@ -19,9 +19,10 @@ import sys
 import platform
 import time
 import traceback
-from importlib import import_module, metadata
+from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
+from compat_clone._compat import metadata
 from compat_clone._dispatch import family_for
 
 __all__ = ["add_arguments", "run", "collect"]
@@ -70,7 +71,9 @@ def _devices(installed: Dict[str, str]) -> Dict[str, Any]:
     if "tensorflow" in installed:
         try:
             tf = import_module("tensorflow")
-            devices["tensorflow"] = [d.name for d in tf.config.list_logical_devices()]
+            # TF 1.15 has it under `experimental` only
+            listing = getattr(tf.config, "list_logical_devices", None) or tf.config.experimental.list_logical_devices
+            devices["tensorflow"] = [d.name for d in listing()]
         except Exception as exc:  # report, don't crash the doctor
             devices["tensorflow"] = f"error: {exc}"
     if "jax" in installed:

@@ -156,7 +156,7 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
         elif source[0] == "wheel":
             packages += _wheel_requirements(source[1])  # the wheel itself: `_post_install`
         else:
-            packages += ["packaging>=21", 'tomli; python_version < "3.11"']
+            packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
     step(uv + ["pip", "install", "--python", str(python)] + pip_args + packages)
     if env.no_deps:
         step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + pip_args

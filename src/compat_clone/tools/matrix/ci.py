@@ -25,6 +25,11 @@ from compat_clone.tools.matrix.table import Env
 
 __all__ = ["env_command", "github_matrix", "workflow", "with_results_option", "validate_table_path", "ACTIONS"]
 
+def _shell_join(words: Sequence[str]) -> str:
+    """One shell-quoted command line (shlex.join, Python >= 3.8)."""
+    return " ".join(shlex.quote(w) for w in words)
+
+
 DEFAULT_COMMAND = ("python", "-m", "pytest", "-q")
 
 # The actions the workflow uses, at majors whose runtime is node24 (GitHub
@@ -103,7 +108,7 @@ def env_command(name: str, command: Sequence[str], options: Sequence[str] = ()) 
     >>> env_command("keras-3.15-jax", ["pytest", "-q"])
     'compat-clone matrix --env keras-3.15-jax -- pytest -q'
     """
-    return shlex.join(["compat-clone", "matrix", "--env", name, *options, "--", *command])
+    return _shell_join(["compat-clone", "matrix", "--env", name, *options, "--", *command])
 
 
 def github_matrix(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND,
@@ -262,10 +267,10 @@ def workflow(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND, sele
     """
     if not envs:
         raise ValueError("Expected at least one environment for the workflow. Received none: check --env / --tag.")
-    plan = shlex.join(["compat-clone", "matrix", "--emit", "github", *options, *selection, "--", *command])
-    merge = shlex.join(["compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md",
+    plan = _shell_join(["compat-clone", "matrix", "--emit", "github", *options, *selection, "--", *command])
+    merge = _shell_join(["compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md",
                         *options, *selection])
-    generator = shlex.join(["compat-clone", "matrix", "--emit", "workflow", *options, *selection, "--", *command])
+    generator = _shell_join(["compat-clone", "matrix", "--emit", "workflow", *options, *selection, "--", *command])
     return _WORKFLOW.format(
         generator=generator, python=envs[0].python, plan=plan, merge=merge,
         install=shlex.quote(install), install_quoted=install, install_why=install_why or "--install-from",

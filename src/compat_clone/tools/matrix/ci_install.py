@@ -145,8 +145,8 @@ def _running_install(project: Path) -> Optional[Tuple[str, str]]:
         if rel is not None:
             return rel, "the compat_clone checkout in the project"
     try:
-        from importlib import metadata
-    except ImportError:  # pragma: no cover - Python 3.7: the backport is not a dependency
+        from compat_clone._compat import metadata
+    except ImportError:  # pragma: no cover - Python 3.7 without the backport
         return None
     try:
         raw = metadata.distribution("compat-clone").read_text("direct_url.json")

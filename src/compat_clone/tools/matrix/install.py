@@ -198,7 +198,7 @@ def _copy_package(pkg: Path, site: Path, log: IO[str]) -> None:
 
 def _write_dist_info(site: Path) -> None:
     """The copied compat_clone's metadata: its version and entry points (the pytest plugin)."""
-    from importlib import metadata
+    from compat_clone._compat import metadata
 
     for old in site.glob("compat_clone-*.dist-info"):
         shutil.rmtree(old, ignore_errors=True)

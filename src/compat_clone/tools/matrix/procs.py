@@ -12,6 +12,7 @@ from typing import IO, List, Mapping, Optional, Sequence, Set
 
 __all__ = ["default_jobs"]
 
+
 _GB = 1024**3
 
 

@@ -26,9 +26,11 @@ from compat_clone.tools.matrix.table import Env
 __all__ = ["env_environ"]
 
 _CLAIM_FILE = "last-claim.json"  # the pytest plugin's claim check of the last run
-# Variables that shape which Keras an environment loads: never inherited from
-# the caller's shell, only set from the table.
-_SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV")
+# Variables that shape which Keras an environment loads, or how its TensorFlow
+# runs: never inherited from the caller's shell, only set from the table.
+# (Importing TensorFlow 2 sets TF2_BEHAVIOR=1 in its own process; a TF 1.15
+# environment started from there would run eagerly, where Keras 2 cannot.)
+_SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS", "VIRTUAL_ENV", "TF2_BEHAVIOR")
 
 
 def env_environ(env: Env, env_dir: Path) -> Dict[str, str]:

@@ -39,7 +39,8 @@ class Env:
 
     Attributes:
         name: folder name under ``.matrix/`` and the value of ``COMPAT_CLONE_ENV``.
-        python: interpreter request passed to ``uv venv -p``.
+        python: the interpreter: a path, or a version ``X.Y`` (pyenv's where
+            pyenv has it, else uv's own discovery).
         packages: requirements installed together (defaults included).
         no_deps: requirements installed afterwards with ``--no-deps``.
         pip_args: extra arguments for every ``uv pip install``.
@@ -292,7 +293,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     Example:
 
     >>> [e.name for e in load_table() if e.enabled][:2]
-    ['keras-2.2.4', 'keras-2.2.5']
+    ['keras-2.3.1', 'keras-2.1.6-tf1']
     """
     if path is None:
         source = "compat_clone/tools/matrix/matrix.toml"
@@ -361,7 +362,7 @@ def select_envs(envs: Sequence[Env], patterns: Optional[Sequence[str]], tags: Op
     Example:
 
     >>> [e.name for e in select_envs(load_table(), ["keras-2.2.*"])]
-    ['keras-2.2.4', 'keras-2.2.5']
+    ['keras-2.2.4-tf1']
     """
     names, wanted_tags = _split(patterns), _split(tags)
     pool = list(envs) if wanted_tags else [e for e in envs if e.enabled]

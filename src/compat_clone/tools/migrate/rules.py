@@ -202,7 +202,8 @@ DEEPCOPY_VERSIONS_FAILING = ">=3.0,<3.3"
 DEEPCOPY_WHY = (
     "`copy.deepcopy({arg})`: if `{arg}` is a Keras model, whether a deep copy works depends on "
     "the release (Keras 3.0 to 3.2 fail on a built model: `ValueError: You cannot add new elements of "
-    "state` in 3.0 and 3.2, a `TypeError` from `DTypePolicy` in 3.1; others copy through Python's object protocol, not through the model's "
+    "state` in 3.0 and 3.2, a `TypeError` from `DTypePolicy` in 3.1, and standalone Keras 2.0-2.1 on TensorFlow 1.x a "
+    "`TypeError` (`can't pickle _thread.RLock objects`); others copy through Python's object protocol, not through the model's "
     "config); not rewritten (this tool cannot tell a model from other objects). Use "
     "`compat_clone.clone_model({arg}, copy_weights=True)`."
 )
