@@ -49,6 +49,13 @@ def _fields(buf: bytes) -> Iterator[Tuple[int, Any]]:
         yield number, value
 
 
+def _first(buf: Optional[bytes], number: int) -> Optional[bytes]:
+    """The first length-delimited field `number` of message `buf` (None: absent, or no message)."""
+    if buf is None:
+        return None
+    return next((v for n, v in _fields(buf) if n == number and isinstance(v, bytes)), None)
+
+
 def tensorflow_version(data: bytes) -> Optional[str]:
     """``SavedModel.meta_graphs[0].meta_info_def.tensorflow_version`` (fields 2, 1, 5)."""
     for number, meta_graph in _fields(data):
@@ -57,9 +64,9 @@ def tensorflow_version(data: bytes) -> Optional[str]:
         for n2, meta_info in _fields(meta_graph):
             if n2 != 1:
                 continue
-            for n3, value in _fields(meta_info):
-                if n3 == 5 and isinstance(value, bytes):
-                    return value.decode("utf-8", "replace") or None
+            version = _first(meta_info, 5)
+            if version is not None:
+                return version.decode("utf-8", "replace") or None
     return None
 
 
@@ -71,29 +78,17 @@ def keras_root(data: bytes) -> bool:
     ``_tf_keras_sequential`` and its ``metadata`` (3) the model's JSON. A model
     that records no config (a subclassed one) has nothing to rebuild from.
     """
-    for number, meta_graph in _fields(data):
-        if number != 2:
-            continue
-        for n2, object_graph in _fields(meta_graph):
-            if n2 != 7:
-                continue
-            for n3, node in _fields(object_graph):
-                if n3 != 1:
-                    continue
-                # the first node is the root
-                user = next((v for n, v in _fields(node) if n == 4 and isinstance(v, bytes)), None)
-                if user is None:
-                    return False
-                found = {n: v for n, v in _fields(user) if isinstance(v, bytes)}
-                identifier = found.get(1, b"").decode("utf-8", "replace")
-                if identifier not in ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential"):
-                    return False
-                try:
-                    metadata = json.loads(found.get(3, b"{}").decode("utf-8", "replace"))
-                except ValueError:
-                    return False
-                return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) \
-                    and "layers" in metadata["config"]
-            return False
+    # the first meta graph's object graph, and its first node: the root
+    user = _first(_first(_first(_first(data, 2), 7), 1), 4)
+    if user is None:
         return False
-    return False
+    found = {n: v for n, v in _fields(user) if isinstance(v, bytes)}
+    identifier = found.get(1, b"").decode("utf-8", "replace")
+    if identifier not in ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential"):
+        return False
+    try:
+        metadata = json.loads(found.get(3, b"{}").decode("utf-8", "replace"))
+    except ValueError:
+        return False
+    return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) \
+        and "layers" in metadata["config"]
