@@ -306,6 +306,15 @@ def nested_sequential_name(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 3)))
 
 
+@feature("an Input made without a name keeps its layer's name (not its tensor's)")
+def input_layer_name(K: Any, clone: Callable[..., Any]) -> None:
+    x, named = K.Input((3,)), K.Input((2,), name="extra")
+    m = K.models.Model([x, named], K.layers.Concatenate()([K.layers.Dense(2)(x), named]))
+    c = clone(m, copy_weights=True)
+    assert [layer.name for layer in c.layers] == [layer.name for layer in m.layers], [layer.name for layer in c.layers]
+    assert_same_predictions(m, c, [data((2, 3), 1), data((2, 2), 2)])
+
+
 @feature("nested model holding standalone Keras 2.0-2.1 MobileNet's unregistered relu6")
 def app_unregistered_objects(K: Any, clone: Callable[..., Any]) -> None:
     import importlib

@@ -114,6 +114,13 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("nested_sequential_name",),
     ),
     KnownIssue(
+        "keras3-input-layer-name", "keras3", ">=3.3",
+        "an Input made without a name comes back named after its tensor (`keras_tensor_N`), "
+        "not its layer (`input_layer_N`): the clone's layer names differ from the source's "
+        "(3.0-3.2 rebuild a plain clone from its config, which keeps them)",
+        f"{_K3}.Keras3.input_specs", ("input_layer_name", "nested_sequential_name"),
+    ),
+    KnownIssue(
         "keras2-app-unregistered", "keras2", "<2.2",
         "a model holding keras.applications' MobileNet (2.0-2.1: its `relu6` activation and, "
         "before 2.1.5, its DepthwiseConv2D) fails the clone with 'Unknown activation function:relu6': "

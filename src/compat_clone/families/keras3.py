@@ -127,7 +127,8 @@ class Keras3(Family):
 
     def input_specs(self, model: Any) -> List[Dict[str, Any]]:
         # `keras3-sparse-inputs`: the native clone drops sparse / ragged.
-        return [_spec(x, x.name) for x in self.flatten(model.input)]
+        # `keras3-input-layer-name`: each Input named after its InputLayer.
+        return [_spec(x, _input_layer_name(x)) for x in self.flatten(model.input)]
 
     def check_input_tensors(self, model: Any, input_tensors: Any) -> List[Any]:
         flat = super().check_input_tensors(model, input_tensors)
@@ -173,10 +174,11 @@ class Keras3(Family):
             return None  # `keras3-compiled-clone-config`: our walk, which does not compile from config
         # The native clone takes the graph path for a Functional whatever its
         # class once clone_function is given, as ours always is.
-        specs = self.input_specs(model) if input_tensors is None else []
-        if any(spec.get("sparse") or spec.get("ragged") for spec in specs):
-            # `keras3-sparse-inputs`: our inputs keep the flags; elsewhere the
-            # native call makes its own (same layer order as native).
+        if input_tensors is None:
+            # Our inputs, in the structure of `model.input`: they keep their
+            # flags (`keras3-sparse-inputs`) and their layers' names
+            # (`keras3-input-layer-name`), which the native call's do not.
+            specs = self.input_specs(model)
             input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
         return self.native_clone_model()(
             model, input_tensors=input_tensors, clone_function=cloner.clone_layer
@@ -327,6 +329,18 @@ def _spec(x: Any, name: Optional[str]) -> Dict[str, Any]:
         if flag in params:
             spec[flag] = bool(getattr(x, flag, False))
     return spec
+
+
+def _input_layer_name(x: Any) -> Optional[str]:
+    """The name of the InputLayer that made symbolic input `x` (its tensor's name where none is known).
+
+    An Input made without a name has a layer named `input_layer_N` and a
+    tensor named `keras_tensor_N`; `Input(name=...)` names the layer.
+    """
+    history = getattr(x, "_keras_history", None)
+    layer = history[0] if history else None
+    name = getattr(layer, "name", None)
+    return name if isinstance(name, str) else getattr(x, "name", None)
 
 
 def _distribution() -> Any:
