@@ -147,6 +147,32 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.line(line)
 
 
+def _tooling_host(here: str | None) -> str | None:
+    """The environment of this matrix run that runs the tests marked `tooling` for `here`'s Python.
+
+    They test the command line's tools (the matrix, its reports, its
+    installs), which import no framework: what can differ between two
+    environments is the interpreter (and the pytest it has), so of the run's
+    environments (``COMPAT_CLONE_MATRIX_ENVS``) the first of the built-in
+    table with `here`'s ``python`` runs them. `here` itself outside the
+    matrix, for an environment of another table, or where the table cannot
+    be read.
+    """
+    if here is None or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
+        return here
+    try:
+        from compat_clone.tools.matrix.table import load_table
+
+        table = load_table(None)
+    except Exception:
+        return here
+    python = {env.name: env.python for env in table}
+    if here not in python:
+        return here
+    run = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(","))
+    return next((env.name for env in table if env.name in run and env.python == python[here]), here)
+
+
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Skips tests marked for a family this run does not test."""
     active = set(families_under_test())
@@ -157,12 +183,18 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     # own SavedModels) sets COMPAT_CLONE_SUITE=framework-free: the tests that clone
     # with its Keras (fixture K, a family marker) are not claimed there.
     framework_free = os.environ.get("COMPAT_CLONE_SUITE") == "framework-free"
+    here = os.environ.get("COMPAT_CLONE_ENV")
+    tooling_host = _tooling_host(here)
     for item in items:
         if framework_free and ({"K", "family"} & set(getattr(item, "fixturenames", ()))
                                or any(item.get_closest_marker(fam) for fam in FAMILIES)):
             item.add_marker(pytest.mark.skip(reason=f"{os.environ.get('COMPAT_CLONE_ENV')} runs the "
                                                     "framework-free tests only (COMPAT_CLONE_SUITE)"))
             continue
+        if (item.get_closest_marker("tooling") and tooling_host != here
+                and not any(item.get_closest_marker(m) for m in ("soak", "slow"))):
+            item.add_marker(pytest.mark.skip(reason=f"framework-free tooling test: runs in {tooling_host}, "
+                                                    "this run's environment for this Python version"))
         if item.get_closest_marker("soak") and not soak_here:
             item.add_marker(pytest.mark.skip(reason="soak check: runs in the matrix envs with COMPAT_CLONE_SOAK=1"))
         for fam in FAMILIES:

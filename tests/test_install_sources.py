@@ -26,6 +26,9 @@ from compat_clone.tools.convert import _envs
 from compat_clone.tools.matrix import build, install
 from compat_clone.tools.matrix.table import parse_table
 
+# Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
+pytestmark = pytest.mark.tooling
+
 
 def _env(**fields: Any) -> Any:
     entry = {"name": "a", "packages": ["keras==3.15.1"]}

@@ -25,6 +25,9 @@ from packaging.version import Version
 from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import install, procs, runner, summary
 
+# Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
+pytestmark = pytest.mark.tooling
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).resolve().parent / "sample_project"
 

@@ -28,6 +28,10 @@ from compat_clone.tools.matrix import ci, ci_install, install, sessions
 from compat_clone.tools.matrix import report as _report
 from compat_clone.tools.matrix import results as _results
 
+# Framework-free: one matrix environment per Python version runs them (tests/conftest.py);
+# the plugin's claim checks (marked soak) import the environment's framework.
+pytestmark = pytest.mark.tooling
+
 _TABLE = """
 [defaults]
 install_compat_clone = false

@@ -12,6 +12,9 @@ from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import report as _report
 from compat_clone.tools.matrix import results as _results
 
+# Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
+pytestmark = pytest.mark.tooling
+
 
 def _records(env: str, rows: List[Any]) -> str:
     lines = []
