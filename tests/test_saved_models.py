@@ -82,8 +82,9 @@ def test_detects_who_wrote_each_format(K: Any, family: str, saved_once: Any) -> 
             assert not info.convertible
         else:
             assert info.convertible
-            if here is not None:  # a Keras 2 environment of the matrix reads its own files
-                assert info.env == here, info
+            if here is not None:  # an environment of this very release reads its files (keras-2.3.1
+                # on TF 2.15 or keras-2.3.1-tf1: the one the default run has)
+                assert _claim(info.env)["version"] == _claim(here)["version"], info
     assert detect(saved["h5"]).backend == (K.backend.backend() if family == "keras3" else "tensorflow")
 
 

@@ -407,7 +407,14 @@ def _host_copy(K: Any, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
 
 def _unreadable_error(exc: BaseException) -> WeightsUnreadableError:
     found = re.search(r"(Could not find variable \S+?|Attempting to use uninitialized value \S+?)\.?(\s|$)", str(exc))
-    first = found.group(1) if found else type(exc).__name__
+    # TF 1.15's resource variables (Keras 2.3): "Error while reading resource variable X from Container: ..."
+    resource = re.search(r"Error while reading resource variable (\S+) from", str(exc))
+    if found:
+        first = found.group(1)
+    elif resource:
+        first = f"resource variable {resource.group(1)} is uninitialized in it"
+    else:
+        first = type(exc).__name__
     thread = threading.current_thread().name
     return WeightsUnreadableError(
         "Cannot read the source's weights in the "
