@@ -26,7 +26,7 @@ site=/tmp/compat-clone-gpu/lib/site-packages
 wheel=$(ls .whl/compat_clone-*.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] || { echo "gpu_device.sh: no .whl/compat_clone-*.whl (make dist, then copy the wheel there)" >&2; exit 2; }
 $PIP install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 3
-export PYTHONPATH="$site" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+export PYTHONPATH="$site" PATH="$site/bin:$PATH" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   $PY -c "import sys, torch, jax, keras; print(sys.version.split()[0], 'torch', torch.__version__, 'jax', jax.__version__, 'keras', keras.__version__)"
 } 2>&1 | tee "$OUT/machine.txt"
