@@ -175,7 +175,7 @@ def gpu(ctx: Ctx) -> List[Dict[str, Any]]:
         rows += _weights_rows(ctx) + [placement(ctx)]
     if backend == "jax":
         firsts: Dict[str, List[float]] = {"native": [], "compat": []}
-        for _ in range(3):
+        for _ in range(5):
             for way in firsts:
                 probe = _probe(ctx, f"first-clone:{way}", ["--device", ctx.device])
                 if "error" in probe:

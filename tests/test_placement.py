@@ -581,8 +581,9 @@ def test_gpu_device_argument_both_ways(to: str) -> None:
     assert set(_platforms(clone)) == {to.split(":")[0]}, _platforms(clone)
     assert set(_platforms(source)) != set(_platforms(clone))
     assert_same_weights(source, clone)
-    out = clone(keras.ops.ones((2, 4)))  # usable where it is: the call runs on its device
-    assert tuple(out.shape) == (2, 3)
+    with keras.device(to):  # usable where it is, with inputs made there
+        out = clone(keras.ops.ones((2, 4)), training=False)
+    assert tuple(out.shape) == (2, 3) and _platform(out) == to.split(":")[0]
 
 
 @needs_gpu
@@ -605,7 +606,7 @@ def test_gpu_copy_weights_across_devices_and_soft_update() -> None:
     assert_same_weights(on_gpu, on_cpu)
     compat_clone.copy_weights(on_gpu, gpu_target, tau=0.005)
     assert set(_platforms(gpu_target)) == {"gpu"}
-    for src, old, new in zip_strict(weights_np(on_gpu), before, weights_np(gpu_target)):
+    for (src, old), new in zip_strict(zip_strict(weights_np(on_gpu), before), weights_np(gpu_target)):
         if np.issubdtype(old.dtype, np.floating):
             np.testing.assert_allclose(new, 0.005 * src + 0.995 * old, rtol=1e-5, atol=1e-6)
 
