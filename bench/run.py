@@ -99,8 +99,10 @@ def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> No
     """The GPU mode, one process per Keras 3 backend; `--reuse gpu-torch,...` keeps results measured elsewhere.
 
     The lent GPU machine has no TensorFlow and no project checkout's `.venv`:
-    `bench/gpu_device.sh` measures there, and its `gpu-<backend>.json` files,
-    copied into `--results`, go into the report here with `--reuse`.
+    `bench/gpu_device.sh` measures there; its `gpu-<backend>.json` files,
+    committed in `bench/gpu/`, go into the report of a run on a machine
+    without a GPU (said so, with the card and the date), or, copied into
+    `--results`, with `--reuse`.
     """
     card, reuse = gpu_card(), {e for e in args.reuse.split(",") if e}
     for backend, module in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow")):
@@ -109,6 +111,10 @@ def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> No
             _keep(results / f"{name}.json", meta)
             continue
         if card is None and args.gpu != "yes":
+            recorded = GPU_RECORD / f"{name}.json"  # the last measurement on a lent GPU machine
+            if recorded.exists():
+                shutil.copy2(recorded, results / recorded.name)
+                _keep(results / recorded.name, meta)
             continue
         probe = [args.python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"]
         if subprocess.run(probe).returncode != 0:
@@ -157,6 +163,8 @@ def _loadavg() -> str:
 
 
 PARTIAL = ROOT / ".bench" / "BENCHMARKS.partial.md"
+# GPU results from the lent GPU machine (`bench/gpu_device.sh`), committed: a run without a GPU reports them.
+GPU_RECORD = ROOT / "bench" / "gpu"
 
 
 def left_out(args: argparse.Namespace, parser: argparse.ArgumentParser) -> List[str]:
