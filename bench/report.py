@@ -196,8 +196,9 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
             tau = f", tau={r['tau']:g}" if "tau" in r else ""
             body.append([r["env"], "", f"{r['what']} ({ref}{size}{tau})", _ms(t, ours), _ms(t, ref)])
     if body:
-        placed = ["", "Placement (where each clone's variables are):", "", *where] if where else []
-        return ["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body) + placed
+        placed = ["", "Placement (where each clone's variables are):", "", *where, ""] if where else []
+        return (["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body)
+                + placed + suite_on_gpu())
     why = [f"`{r['env']}`: {r['why']}" for r in _of(rows, "gpu") if r.get("what") == "skipped"]
     why += [m for m in skipped if m.startswith("GPU")]
     return ["## GPU", "", "**Not measured: no GPU** in this run.", "", *(f"- {w}" for w in why), *([""] if why else []),
@@ -207,6 +208,17 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
             f"{Plan().gpu_chain}-layer chain, JAX's first clone in a fresh process ≤ {V.GPU_FIRST:g}× native. "
             "`make bench` measures them where `nvidia-smi` lists a GPU (`python bench/run.py --cases gpu` for "
             "those alone).", ""]
+
+
+def suite_on_gpu() -> List[str]:
+    """The suite's outcome on the GPU machine, from the logs `bench/gpu_device.sh` left in bench/gpu/."""
+    lines = []
+    for log in sorted((ROOT / "bench" / "gpu").glob("tests-*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        if text:
+            lines.append(f"- `gpu-{log.stem.split('-', 1)[1]}`: {text[-1].strip('= ')} (`bench/gpu/{log.name}`)")
+    return ["The project's suite on the same machine (`bench/gpu_device.sh`), each backend an environment of its "
+            "own with the installed wheel:", "", *lines, ""] if lines else []
 
 
 def import_section(rows: Sequence[Row]) -> List[str]:
@@ -274,7 +286,8 @@ def write(results: Path, out: Path) -> List[V.Verdict]:
     md += ["", "## What is measured, and how", "", *METHODS, "", "## Targets", "", "```",
            *(v.line() for v in verdicts), "```", ""]
     md += ["**Not measured in this run:**", "", *(f"- {m}" for m in missing), ""] if missing else []
-    md += ["**Reused from an earlier run** (`--reuse`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
+    md += ["**Reused from an earlier run** (`--reuse`; the GPU results, where this machine has no GPU, from "
+           "`bench/gpu/`, written on the lent GPU machine by `bench/gpu_device.sh`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
         if meta["reused"] else []
     # The plot of record goes with BENCHMARKS.md; another report (a partial run) has its own, beside it.
     record = out.resolve() == (ROOT / "BENCHMARKS.md").resolve()
