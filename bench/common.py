@@ -35,12 +35,16 @@ class Plan:
     heavy_reps: int = 3
     soft_reps: int = 11             # soft update on the heavy model: ~0.1-1 s a call, and noisy
     gpu_chain: int = 300            # GPU clone overhead: a chain of Dense(64)
+    gpu_heavy_layers: int = 4       # GPU weights: gpu_heavy_layers x Dense(gpu_heavy_width) ...
+    gpu_heavy_width: int = 16384    # ... 4 x 16384 x 16384 float32: 4.3 GB
+    gpu_reps: int = 11              # GPU copies, blends and clones of that model, interleaved
     import_runs: int = 15
     count_calls: bool = True        # cProfile'd clones: calls ratio and compat_clone's own share
 
 
 QUICK = Plan(pairs=2, growth=(100, 200, 400, 800), copy_mb=17.0, copy_reps=3, heavy_layers=2,
-             heavy_width=1024, heavy_reps=2, soft_reps=3, gpu_chain=30, import_runs=3, count_calls=False)
+             heavy_width=1024, heavy_reps=2, soft_reps=3, gpu_chain=30, gpu_heavy_layers=2, gpu_heavy_width=1024,
+             gpu_reps=3, import_runs=3, count_calls=False)
 
 
 # --------------------------------------------------------------------------- models

@@ -71,8 +71,12 @@ METHODS = [
     "`clone_model(m, copy_weights=True)` against native `clone_model` + get/set and the native clone alone, its "
     "peak resident memory in a fresh process (kernel high-water mark), and the soft update "
     "`copy_weights(source, target, tau=0.01)` against the NumPy loop. Medians of wall time.",
-    "- **GPU** (`bench/cases_gpu.py`): Keras 3 per backend on one GPU: clone overhead, copy and soft update "
-    "against the raw device op, the first clone on JAX in fresh processes.",
+    "- **GPU** (`bench/cases_gpu.py`): Keras 3 per backend on one GPU, wall time with the device work awaited: "
+    "clone overhead on a 300-layer chain; on a ≥ 4 GB model (4 Dense(16384)), `copy_weights` against the raw "
+    "device-to-device copy, the soft update `tau=0.005` against the fused raw op, and `clone_model(m, "
+    "copy_weights=True)` against a raw copy into new buffers, with the host's peak memory while it runs (a round "
+    "trip through the host would hold the weights there); where clones land (CPU source, `device=` both ways); "
+    "the first clone on JAX in fresh processes. Run on the lent GPU machine by `bench/gpu_device.sh`.",
     "- **Import**: `import compat_clone` in fresh interpreters (start-up excluded); no framework may load.",
 ]
 
@@ -170,7 +174,7 @@ def weights_section(rows: Sequence[Row]) -> List[str]:
 
 def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
     """The GPU table; where nothing was measured on a GPU, a section that says so, and why."""
-    body = []
+    body, where = [], []
     for r in _of(rows, "gpu"):
         t = r.get("times", {})
         if r["what"] == "clone":
@@ -179,11 +183,22 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
             s = r["seconds"]
             body.append([r["env"], "", "first clone (fresh process)", f"{1e3 * statistics.median(s['compat']):.1f}",
                          f"{1e3 * statistics.median(s['native']):.1f}"])
+        elif r["what"] == "clone with weights":
+            body.append([r["env"], "", f"clone with weights, {r['mb'] / 1e3:.1f} GB (raw copy; native clone "
+                         f"without weights {_ms(t, 'native')} ms; host peak {r['host_mb']:.0f} MB)",
+                         _ms(t, "compat"), _ms(t, "raw")])
+        elif r["what"] == "placement":
+            where += [f"- `{r['env']}`: {x['way']}: **{x['found']}**" + (f" (expected {x['expected']})"
+                      if x["expected"] is not None else "") for x in r["records"]]
         elif t:
             ours, ref = ("copy_weights", "raw") if r["what"] == "copy" else ("tau", "fused")
-            body.append([r["env"], "", f"{r['what']} ({ref})", _ms(t, ours), _ms(t, ref)])
+            size = f", {r['mb'] / 1e3:.1f} GB" if "mb" in r else ""
+            tau = f", tau={r['tau']:g}" if "tau" in r else ""
+            body.append([r["env"], "", f"{r['what']} ({ref}{size}{tau})", _ms(t, ours), _ms(t, ref)])
     if body:
-        return ["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body)
+        placed = ["", "Placement (where each clone's variables are):", "", *where, ""] if where else []
+        return (["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body)
+                + placed + suite_on_gpu())
     why = [f"`{r['env']}`: {r['why']}" for r in _of(rows, "gpu") if r.get("what") == "skipped"]
     why += [m for m in skipped if m.startswith("GPU")]
     return ["## GPU", "", "**Not measured: no GPU** in this run.", "", *(f"- {w}" for w in why), *([""] if why else []),
@@ -193,6 +208,17 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
             f"{Plan().gpu_chain}-layer chain, JAX's first clone in a fresh process ≤ {V.GPU_FIRST:g}× native. "
             "`make bench` measures them where `nvidia-smi` lists a GPU (`python bench/run.py --cases gpu` for "
             "those alone).", ""]
+
+
+def suite_on_gpu() -> List[str]:
+    """The suite's outcome on the GPU machine, from the logs `bench/gpu_device.sh` left in bench/gpu/."""
+    lines = []
+    for log in sorted((ROOT / "bench" / "gpu").glob("tests-*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        if text:
+            lines.append(f"- `gpu-{log.stem.split('-', 1)[1]}`: {text[-1].strip('= ')} (`bench/gpu/{log.name}`)")
+    return ["The project's suite on the same machine (`bench/gpu_device.sh`), each backend an environment of its "
+            "own with the installed wheel:", "", *lines, ""] if lines else []
 
 
 def import_section(rows: Sequence[Row]) -> List[str]:
@@ -260,7 +286,8 @@ def write(results: Path, out: Path) -> List[V.Verdict]:
     md += ["", "## What is measured, and how", "", *METHODS, "", "## Targets", "", "```",
            *(v.line() for v in verdicts), "```", ""]
     md += ["**Not measured in this run:**", "", *(f"- {m}" for m in missing), ""] if missing else []
-    md += ["**Reused from an earlier run** (`--reuse`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
+    md += ["**Reused from an earlier run** (`--reuse`; the GPU results, where this machine has no GPU, from "
+           "`bench/gpu/`, written on the lent GPU machine by `bench/gpu_device.sh`):", "", *(f"- {m}" for m in meta["reused"]), ""] \
         if meta["reused"] else []
     # The plot of record goes with BENCHMARKS.md; another report (a partial run) has its own, beside it.
     record = out.resolve() == (ROOT / "BENCHMARKS.md").resolve()

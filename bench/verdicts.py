@@ -23,6 +23,8 @@ MEMORY_EXTRA = 0.10       # peak memory of a clone with weights <= source + clon
 SOFT_FASTER = 20.0        # copy_weights(tau=) vs the NumPy get/set loop, TensorFlow-based families
 AT_FLOOR = 1.5            # "within 1.5x of one raw copy of the same bytes"
 GPU_COPY, GPU_SOFT, GPU_CLONE, GPU_FIRST = 1.10, 1.10, 1.05, 1.20
+GPU_CLONE_WEIGHTS = 1.20  # clone_model(copy_weights=True) of a >= 4 GB model / one raw copy of its weights
+HOST_SHARE = 0.05         # the host's peak while a GPU clone is made, as a share of its weights: no round trip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +147,51 @@ def gpu(row: Dict[str, Any]) -> List[Verdict]:
     if row["what"] == "first clone":
         ratio = statistics.median(row["seconds"]["compat"]) / statistics.median(row["seconds"]["native"])
         return [Verdict("met" if ratio <= GPU_FIRST else "MISSED", subj, f"compat/native {ratio:.2f} (target ≤ {GPU_FIRST:g})")]
+    if row["what"] == "placement":
+        return [_placement(subj, row)]
+    if row["what"] == "clone with weights":
+        return _clone_with_weights(subj, row)
+    if row.get("exact") is False:
+        return [Verdict("MISSED", subj, "the target is not bit for bit the source")]
     ours, raw, limit = ("copy_weights", "raw", GPU_COPY) if row["what"] == "copy" else ("tau", "fused", GPU_SOFT)
     ratio = med(row["times"], ours) / med(row["times"], raw)
-    return [Verdict("met" if ratio <= limit else "MISSED", subj, f"{ours} / {raw} {ratio:.2f} (target ≤ {limit:g})")]
+    size = f", {row['mb'] / 1e3:.1f} GB" if "mb" in row else ""
+    tau = f" (tau={row['tau']:g})" if "tau" in row else ""
+    return [Verdict("met" if ratio <= limit else "MISSED", subj + tau,
+                    f"{ours} / {raw} {ratio:.2f}{size} (target ≤ {limit:g})")]
+
+
+def _placement(subj: str, row: Dict[str, Any]) -> Verdict:
+    judged = [r for r in row["records"] if r["expected"] is not None]
+    wrong = [f"{r['way']}: on {r['found']}, expected {r['expected']}" for r in judged if r["found"] != r["expected"]]
+    if not row["copy_exact"]:
+        wrong.append("copy_weights GPU -> CPU: the target is not bit for bit the source")
+    native = [f"{r['way'].split(' (')[0]} on {r['found']}" for r in row["records"] if r["expected"] is None]
+    shown = f"; {', '.join(native)}" if native else ""
+    if wrong:
+        return Verdict("MISSED", subj, "; ".join(wrong))
+    return Verdict("met", subj, f"all {len(judged)} clones and copies where they belong{shown}")
+
+
+def _clone_with_weights(subj: str, row: Dict[str, Any]) -> List[Verdict]:
+    t, size = row["times"], f"{row['mb'] / 1e3:.1f} GB"
+    if not row["exact"]:
+        return [Verdict("MISSED", subj, "the clone's weights are not bit for bit the source's")]
+    ours, raw, native = med(t, "compat"), med(t, "raw"), med(t, "native")
+    detail = (f"{ours / raw:.2f}× one raw copy into new buffers, {size} (native clone without weights: "
+              f"{native / raw:.2f}×; target ≤ {GPU_CLONE_WEIGHTS:g})")
+    if ours / raw <= GPU_CLONE_WEIGHTS:
+        speed = Verdict("met", subj, detail)
+    elif ours <= native:
+        speed = Verdict("bounded", subj, detail + "; bounded: the native clone alone, with no weights copied, "
+                        "takes longer than the target allows, and compat_clone's clone with weights is faster")
+    else:
+        speed = Verdict("MISSED", subj, detail)
+    share = row["host_mb"] / row["mb"]
+    host = Verdict("met" if share <= HOST_SHARE else "MISSED", subj.replace("clone with weights", "host round trip"),
+                   f"host peak {row['host_mb']:.0f} MB while cloning {size} on {row['device']} "
+                   f"({100 * share:.1f}%; target ≤ {100 * HOST_SHARE:g}%: no round trip through the host)")
+    return [speed, host]
 
 
 def import_time(row: Dict[str, Any]) -> List[Verdict]:

@@ -86,7 +86,8 @@ def _label(ctx: Ctx) -> Dict[str, Any]:
 
 def run(args: argparse.Namespace, plan: Plan) -> Dict[str, Any]:
     out: Dict[str, Any] = {"env": args.env_name, "python": platform.python_version(), "versions": versions(),
-                           "plan": "quick" if plan == QUICK else "full", "rows": [], "errors": []}
+                           "plan": "quick" if plan == QUICK else "full", "rows": [], "errors": [],
+                           "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     cases = [c for c in args.cases.split(",") if c]
 
     def attempt(what: str, fn: Callable[[], List[Dict[str, Any]]], extra: Dict[str, Any]) -> None:

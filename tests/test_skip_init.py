@@ -8,6 +8,7 @@ from the source. Checked with a custom layer whose `build()` calls
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, List
 
@@ -152,14 +153,19 @@ def _own_model(K: Any) -> Any:
     return model
 
 
-def _assert_exact(source: Any, clone: Any, outputs_exact: bool = True) -> None:
-    """Every weight bit for bit; the outputs too, or within float32 rounding where the layout may differ."""
+def _assert_exact(source: Any, clone: Any, outputs_exact: bool = True, clone_scope: Any = None) -> None:
+    """Every weight bit for bit; the outputs too, or within float32 rounding where the layout may differ.
+
+    `clone_scope`: a context the clone is called in (its device, where that is not the default one).
+    """
     got, want = clone.get_weights(), source.get_weights()
     assert len(got) == len(want)
     for i, (a, b) in enumerate(zip_strict(want, got)):
         np.testing.assert_array_equal(a, b, err_msg=f"weight {i}")
     x = data((4, 5))
-    for a, b in zip_strict(predict(source, x), predict(clone, x)):
+    with clone_scope or contextlib.nullcontext():
+        from_clone = predict(clone, x)
+    for a, b in zip_strict(predict(source, x), from_clone):
         if outputs_exact:
             np.testing.assert_array_equal(a, b)
         else:
@@ -220,10 +226,14 @@ def _device_for(K: Any) -> Any:
 
 def test_clone_with_weights_and_device_is_exact(K: Any) -> None:
     model = _own_model(K)
-    clone = compat_clone.clone_model(model, copy_weights=True, device=_device_for(K))
+    device = _device_for(K)
+    clone = compat_clone.clone_model(model, copy_weights=True, device=device)
     # Weights bit for bit; torch's CPU matmul may round the last bit differently for a tensor
-    # placed by `device=` (another memory layout).
-    _assert_exact(model, clone, outputs_exact=False)
+    # placed by `device=` (another memory layout). On a GPU machine the clone is on the CPU and the
+    # source on the GPU: Keras 3 makes a call's NumPy inputs on the default device, so the clone is
+    # called under its own device.
+    scope = K.device(device) if hasattr(K, "device") and hasattr(K, "ops") else None
+    _assert_exact(model, clone, outputs_exact=False, clone_scope=scope)
 
 
 def test_clone_with_weights_under_a_distribution_is_exact(K: Any) -> None:

@@ -589,7 +589,11 @@ def _worker_jax(module: str, out: str) -> None:
         with jax.default_device(cpus[1]):
             source = build(K, seed=1)
         target = compat_clone.clone_model(source, device="cpu:0")
-        target.set_weights(weights_np(build(K, seed=2)))
+        # Keras's assign makes a NumPy value an array on the default device (a GPU where there is one):
+        # the target's values are set on its own device, so that the blend is what moves nothing.
+        with jax.default_device(cpus[0]):
+            target.set_weights(weights_np(build(K, seed=2)))
+        assert all(v.value.sharding.device_set == {cpus[0]} for v in target.weights)
         src, tgt = weights_np(source), weights_np(target)
         compat_clone.copy_weights(source, target, tau=0.3)
         assert_blended(weights_np(target), blended(src, tgt, 0.3))

@@ -6,7 +6,8 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from compat_clone.placement._common import Pairs, Placement, _fw, _model_variables, _most_common, _not_found, _pair_variables
+from compat_clone.placement._common import (Pairs, Placement, _fw, _model_variables, _most_common, _not_found,
+                                            _pair_variables, rebind, stored)
 
 def _jax_device(jax: Any, device: Any) -> Any:
     if isinstance(device, jax.Device):
@@ -135,7 +136,8 @@ def _keras_distribution_class() -> Optional[type]:
 def _fresh_copy_jax(variable: Any) -> Any:
     """A device copy of the variable's array, on its sharding, committed as it is (a clone's first value)."""
     jax = _fw("jax")
-    return _jax_put_like(jax, [variable.value], [variable.value])[0]
+    value = stored(variable)
+    return _jax_put_like(jax, [value], [value])[0]
 
 
 def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
@@ -166,14 +168,14 @@ def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
 
 def _assign_jax(pairs: Pairs) -> None:
     jax = _fw("jax")
-    values = [src.value for src, _ in pairs]
+    values = [stored(src) for src, _ in pairs]
     # Prepare: every copy lands in a new buffer with the target's sharding
     # (and commitment). A failure here (memory, a vanished device) has
     # written nothing.
-    copies = _jax_put_like(jax, values, [dst.value for _, dst in pairs])
+    copies = _jax_put_like(jax, values, [stored(dst) for _, dst in pairs])
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, copies):
-        dst.assign(value)
+        rebind(dst, value)
 
 
 # -- soft updates: tau * source + (1 - tau) * target --------------------------------
@@ -209,8 +211,8 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
     """
     jax = _fw("jax")
     jnp = _fw("jax.numpy")
-    srcs = [src.value for src, _ in pairs]
-    dsts = [dst.value for _, dst in pairs]
+    srcs = [stored(src) for src, _ in pairs]
+    dsts = [stored(dst) for _, dst in pairs]
     # Prepare: sources onto their target's sharding, where they differ.
     moved = [i for i, (s, d) in enumerate(zip(srcs, dsts)) if s.sharding != d.sharding]
     for i, value in zip(moved, _jax_put(jax, [srcs[i] for i in moved], [dsts[i].sharding for i in moved])):
@@ -231,5 +233,5 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
         new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, new):
-        dst.assign(value)
+        rebind(dst, value)
 

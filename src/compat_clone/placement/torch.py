@@ -6,7 +6,8 @@ import re
 import sys
 from typing import Any, ContextManager, Dict, List, Set, Tuple
 
-from compat_clone.placement._common import Pairs, Placement, _fw, _model_variables, _most_common, _not_found, _pair_variables
+from compat_clone.placement._common import (Pairs, Placement, _fw, _model_variables, _most_common, _not_found,
+                                            _pair_variables, stored)
 
 def _torch_available(torch: Any) -> List[str]:
     names = ["cpu"]
@@ -93,30 +94,30 @@ def _fresh_copy_torch(variable: Any) -> Any:
     """A copy of the variable's tensor on its device (a clone's first value)."""
     torch = _fw("torch")
     with torch.no_grad():
-        return variable.value.detach().clone()
+        return stored(variable).detach().clone()
 
 
-def _target_storage(pairs: Pairs) -> Set[int]:
-    """The data pointers of the targets: a source among them is snapshotted before the writes."""
-    return {dst.value.data_ptr() for _, dst in pairs if dst.value.numel()}
+def _tensors(pairs: Pairs) -> Tuple[List[Any], List[Any], Set[int]]:
+    """The stored (source, target) tensors, each read once, and the targets' data pointers.
+
+    A source whose storage is a target's is snapshotted before the writes.
+    """
+    srcs = [stored(src).detach() for src, _ in pairs]
+    dsts = [stored(dst) for _, dst in pairs]
+    return srcs, dsts, {d.data_ptr() for d in dsts if d.numel()}
 
 
 def _assign_torch(pairs: Pairs) -> None:
     torch = _fw("torch")
-    dsts: List[Any] = []
-    srcs: List[Any] = []
     with torch.no_grad():
         # Prepare: stage cross-device sources on the target device (direct
         # device-to-device transfer). Nothing is written to a target yet.
-        written = _target_storage(pairs)
-        for src, dst in pairs:
-            s, d = src.value, dst.value
+        srcs, dsts, written = _tensors(pairs)
+        for i, (s, d) in enumerate(zip(srcs, dsts)):
             if s.device != d.device:
-                s = s.detach().to(d.device)
+                srcs[i] = s.to(d.device)
             elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
-                s = s.detach().clone()
-            dsts.append(d)
-            srcs.append(s.detach())
+                srcs[i] = s.clone()
         # Commit: same-device copies into buffers of the same shape and dtype.
         foreach_copy = getattr(torch, "_foreach_copy_", None)  # torch 2.1+
         if foreach_copy is not None:
@@ -145,17 +146,16 @@ def _blend_torch(pairs: Pairs, tau: float) -> None:
     with torch.no_grad():
         # Prepare: group by (device, dtype, blended) and stage cross-device
         # sources (device to device). Nothing is written to a target yet.
-        written = _target_storage(pairs)
-        for src, dst in pairs:
-            s, d = src.value, dst.value
+        srcs, dsts, written = _tensors(pairs)
+        for s, d in zip(srcs, dsts):
             if s.device != d.device:
                 s = s.to(d.device)
             elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
-                s = s.detach().clone()
+                s = s.clone()
             inexact = d.is_floating_point() or d.is_complex()
             group = groups.setdefault((d.device, d.dtype, inexact), ([], []))
             group[0].append(d)
-            group[1].append(s.detach())
+            group[1].append(s)
         # Commit: in-place kernels into buffers of the exact shape, dtype and device.
         lerp = getattr(torch, "_foreach_lerp_", None)  # torch 2.0+
         copy = getattr(torch, "_foreach_copy_", None)  # torch 2.1+
