@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 import compat_clone
-from cases_weights import _built, _nbytes, _probe
+from cases_weights import _built, _nbytes, _probe, _same
 from common import Ctx, dense_chain, interleave, peak_rss, rss
 
 GPU_TAU = 0.005  # the soft update's tau on the GPU (a DQN / DDPG target network's)
@@ -122,8 +122,6 @@ def _platforms(model: Any) -> str:
 
 def placement(ctx: Ctx) -> Dict[str, Any]:
     """Where clones land, by way of making them, against where they should (`expected`)."""
-    import numpy as np
-
     K = ctx.K
     with K.device("cpu:0"):
         on_cpu = _built_small(K)
@@ -145,9 +143,8 @@ def placement(ctx: Ctx) -> Dict[str, Any]:
             (_platforms(compat_clone.clone_model(on_gpu, device="cpu", copy_weights=True)), "cpu"),
         "copy_weights GPU source -> CPU target": (_platforms(cpu_target), "cpu"),
     }
-    same = all(np.array_equal(x, y) for x, y in zip(on_gpu.get_weights(), cpu_target.get_weights()))
     records = [{"way": way, "found": found, "expected": want} for way, (found, want) in checks.items()]
-    return {"what": "placement", "records": records, "copy_exact": same}
+    return {"what": "placement", "records": records, "copy_exact": _same(on_gpu, cpu_target)}
 
 
 def _built_small(K: Any) -> Any:

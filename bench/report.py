@@ -21,6 +21,9 @@ from common import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "bench" / "clone_growth.png"
+# GPU results and suite logs from the lent GPU machine (`bench/gpu_device.sh`), committed: a run without a GPU
+# reports them (bench/run.py).
+GPU_RECORD = ROOT / "bench" / "gpu"
 Row = Dict[str, Any]
 
 GROWTH_CAUSES = {
@@ -213,7 +216,7 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
 def suite_on_gpu() -> List[str]:
     """The suite's outcome on the GPU machine, from the logs `bench/gpu_device.sh` left in bench/gpu/."""
     lines = []
-    for log in sorted((ROOT / "bench" / "gpu").glob("tests-*.log")):
+    for log in sorted(GPU_RECORD.glob("tests-*.log")):
         text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         if text:
             lines.append(f"- `gpu-{log.stem.split('-', 1)[1]}`: {text[-1].strip('= ')} (`bench/gpu/{log.name}`)")

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import report
 from compat_clone.tools.matrix import TableError, load_table, select_envs
@@ -95,7 +95,7 @@ def gpu_card() -> Optional[str]:
     return names[0] if out.returncode == 0 and names else None
 
 
-def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> None:
+def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any], reuse: Set[str]) -> None:
     """The GPU mode, one process per Keras 3 backend; `--reuse gpu-torch,...` keeps results measured elsewhere.
 
     The lent GPU machine has no TensorFlow and no project checkout's `.venv`:
@@ -104,14 +104,14 @@ def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> No
     without a GPU (said so, with the card and the date), or, copied into
     `--results`, with `--reuse`.
     """
-    card, reuse = gpu_card(), {e for e in args.reuse.split(",") if e}
+    card = gpu_card()
     for backend, module in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow")):
         name = f"gpu-{backend}"
         if name in reuse and (results / f"{name}.json").exists():
             _keep(results / f"{name}.json", meta)
             continue
         if card is None and args.gpu != "yes":
-            recorded = GPU_RECORD / f"{name}.json"  # the last measurement on a lent GPU machine
+            recorded = report.GPU_RECORD / f"{name}.json"  # the last measurement on a lent GPU machine
             if recorded.exists():
                 shutil.copy2(recorded, results / recorded.name)
                 _keep(results / recorded.name, meta)
@@ -133,12 +133,13 @@ def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any]) -> No
 
 
 def _keep(path: Path, meta: Dict[str, Any]) -> None:
-    """Puts an earlier run's results file into this report, saying when and where it was measured."""
+    """Puts an earlier run's results file into this report, saying when (and on which GPU) it was measured."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    card = next((r["card"] for r in data.get("rows", []) if "card" in r), "no GPU")
     when = data.get("measured") or time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+    card = next((r["card"] for r in data.get("rows", []) if "card" in r), None)
     meta["files"].append(path.name)
-    meta["reused"].append(f"{path.stem}: results of {when} ({card}, {data.get('plan', 'full')} plan)")
+    meta["reused"].append(f"{path.stem}: results of {when}" + (f" ({card}, {data.get('plan', 'full')} plan)"
+                                                                if card else ""))
 
 
 def machine() -> Dict[str, Any]:
@@ -163,8 +164,6 @@ def _loadavg() -> str:
 
 
 PARTIAL = ROOT / ".bench" / "BENCHMARKS.partial.md"
-# GPU results from the lent GPU machine (`bench/gpu_device.sh`), committed: a run without a GPU reports them.
-GPU_RECORD = ROOT / "bench" / "gpu"
 
 
 def left_out(args: argparse.Namespace, parser: argparse.ArgumentParser) -> List[str]:
@@ -220,7 +219,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                             "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ, "started": time.strftime("%Y-%m-%d %H:%M %Z"), "load": [_loadavg()],
                             "machine": machine(), "quick": args.quick, "files": [], "failures": [], "skipped": [],
                             "reused": []}
-    start, reuse = time.monotonic(), set(args.reuse.split(","))
+    start, reuse = time.monotonic(), {e for e in args.reuse.split(",") if e}
     for env in envs + [e for e in weight_envs if e not in envs]:
         chosen = [c for c in CPU_CASES.split(",") if c in cases and (env in envs or c in WEIGHT_CASES)
                   and (c != "import" or env == "default")]
@@ -228,16 +227,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         env_json = results / f"{env}.json"
         if not chosen:
             continue
-        meta["files"].append(env_json.name)
         if env in reuse and env_json.exists():
-            mtime = time.localtime(env_json.stat().st_mtime)
-            meta["reused"].append(f"{env}: results of {time.strftime('%Y-%m-%d %H:%M', mtime)}")
+            _keep(env_json, meta)
             continue
+        meta["files"].append(env_json.name)
         failed = run_env(args, env, ",".join(chosen), env_json)
         if failed:
             meta["failures"].append(failed)
     if "gpu" in cases and args.gpu != "no":
-        run_gpu(args, results, meta)
+        run_gpu(args, results, meta, reuse)
     meta.update(wall=time.monotonic() - start, load=meta["load"] + [_loadavg()])
     (results / "_run.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     verdicts = report.write(results, out)
