@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional, Tuple
 from compat_clone._walk import MODEL_CLASS_NAMES  # the one set of model class names
 from compat_clone.errors import NotAModelError
 
-__all__ = ["FamilyInfo", "family_of", "family_for", "adapter_for", "family_of_class"]
+__all__ = ["FamilyInfo", "family_of", "family_for", "adapter_for", "family_of_class", "classes_seen"]
 
 KERAS3 = "keras3"
 TF_KERAS = "tf_keras"
@@ -162,6 +162,18 @@ def family_of_class(cls: type) -> Optional[Tuple[str, str, str]]:
         with _CACHE_LOCK:
             _CACHE[cls] = result
     return result
+
+
+def classes_seen() -> Dict[str, Tuple[str, str, str]]:
+    """Every model class this process classified so far: ``"module.QualName" -> (family, package, version)``.
+
+    The per-class cache, read as a record of the Keras models compat_clone was
+    handed (the matrix's pytest plugin reports which families a test session
+    really used). Imports nothing.
+    """
+    with _CACHE_LOCK:
+        items = list(_CACHE.items())
+    return {f"{cls.__module__}.{cls.__qualname__}": found for cls, found in items}
 
 
 def _is_keras_layer(obj: Any) -> bool:

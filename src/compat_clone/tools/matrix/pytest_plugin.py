@@ -15,7 +15,15 @@ It is off, and does nothing, unless pytest runs in a matrix environment
 2. names the environment, its claim and the Keras it loaded in the report
    header and, whatever the options (``-q`` hides the header), in a line
    of the closing summary: the proof of what the tests ran on;
-3. with ``--compat-results``, writes one JSON line per test to
+3. records what the tests really used (`observed`: the families of the
+   models compat_clone was handed, the Keras modules imported, in every
+   process that ran tests, xdist workers included) and judges it against the
+   claim at session end: tests that used another family than the claimed
+   one make the environment MISLABELED (exit status 4, the claim file says
+   why: the module imported, the family it gave, what to change); tests that
+   used no Keras at all are reported as such (``used: "no Keras"``), not
+   certified;
+4. with ``--compat-results``, writes one JSON line per test to
    ``$COMPAT_CLONE_RESULTS/<env>.tests.jsonl`` (default folder
    ``.matrix/_results``; created at the first test, so a session stopped
    before any test leaves the last results in place), which ``compat-clone
@@ -38,11 +46,13 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from compat_clone.tools.matrix.claim import claim_from_environ
+from compat_clone.tools.matrix.observed import NO_KERAS, judge, merge, observe
 
 __all__ = ["pytest_addoption", "pytest_configure"]
 
 _CHECK_TIMEOUT_S = 600
 _USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR: the environment is not what it says
+_WORKER_KEY = "compat_clone_observed"  # an xdist worker's record, in its workeroutput
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,6 +94,18 @@ def _write_claim_file(env: str, claim: Dict[str, str], result: Dict[str, Any]) -
         Path(path).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def _judged(start: Dict[str, Any], claim: Dict[str, str], records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The start check's result with the session's observation and its verdict added."""
+    observed = merge(records)
+    verdict, problems, used = judge(claim, observed)
+    result = {**start, "observed": observed, "used": used, "verdict": verdict}
+    if verdict == "mislabeled":
+        result.update(ok=False, mislabeled=True, problems=[*start.get("problems", ()), *problems])
+    elif verdict == NO_KERAS:
+        result["notes"] = problems
+    return result
+
+
 def _detail(report: pytest.TestReport) -> str:
     """One line on why a test failed or skipped: the exception's message, or the skip's reason."""
     longrepr: Any = report.longrepr
@@ -103,6 +125,9 @@ class _MatrixEnvironment:
         self.env = os.environ.get("COMPAT_CLONE_ENV") or "default"
         self.claim = claim_from_environ()
         self.loaded: Optional[str] = None
+        self.start: Optional[Dict[str, Any]] = None  # the claim check's result, in the controller
+        self.records: List[Dict[str, Any]] = []      # the xdist workers' observations
+        self.verdict: Optional[Dict[str, Any]] = None
         self.results: Optional[Path] = None
         self._started = False  # the results file is truncated by the first record
         self.worker = hasattr(config, "workerinput")
@@ -118,6 +143,7 @@ class _MatrixEnvironment:
                         "`expect.family` in the matrix table.", returncode=_USAGE_ERROR)
         result = _run_check()
         self.loaded = str(result.get("loaded", "nothing"))
+        self.start = result
         _write_claim_file(self.env, self.claim, result)
         if not result.get("ok"):
             claim = ", ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
@@ -127,6 +153,25 @@ class _MatrixEnvironment:
                 "Fix its pins or its `expect` in the matrix table.",
                 returncode=_USAGE_ERROR,
             )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker's observation, sent back in its workeroutput."""
+        text = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+        if text:
+            self.records.append(json.loads(text))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.worker:
+            # a worker: its record goes to the controller (`pytest_testnodedown`)
+            getattr(session.config, "workeroutput")[_WORKER_KEY] = json.dumps(observe())
+            return
+        if self.start is None or not self.start.get("ok"):
+            return  # no claim, or the session stopped at the start check
+        self.verdict = _judged(self.start, self.claim, [observe(), *self.records])
+        _write_claim_file(self.env, self.claim, self.verdict)
+        if self.verdict["verdict"] == "mislabeled":
+            session.exitstatus = _USAGE_ERROR
 
     def pytest_report_header(self, config: pytest.Config) -> List[str]:
         claim = " ".join(f"{k}={v}" for k, v in sorted(self.claim.items())) or "no claim"
@@ -139,6 +184,11 @@ class _MatrixEnvironment:
             return
         claim = " ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
         terminalreporter.write_line(f"compat-clone matrix env: {self.env} ({claim}); loaded {self.loaded}")
+        if self.verdict is not None:
+            terminalreporter.write_line(f"compat-clone matrix env: {self.env}: the tests used {self.verdict['used']}")
+            for problem in self.verdict["problems"] + self.verdict.get("notes", []):
+                verdict = str(self.verdict["verdict"]).upper()
+                terminalreporter.write_line(f"compat-clone matrix env: {self.env} {verdict}: {problem}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.results is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.tools.matrix.build import _STAMP_FILE, _ensure_built, _env_lock, env_stamp
+from compat_clone.tools.matrix.observed import NO_KERAS
 from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.results import _publish_results, _write_outcome
 from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, parse_pytest_summary
@@ -152,21 +153,33 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         out.cpu_s = cpu[0] if cpu else None
         claim = _read_claim(claim_file)
         mislabeled = claim is not None and not claim.get("ok")
+        no_keras = claim is not None and claim.get("verdict") == NO_KERAS
         if claim is not None:
-            out.loaded = str(claim.get("loaded") or "nothing")
-            # The proof, whatever the command's own output options (pytest -q hides its header).
-            log.write(f"\ncompat-clone matrix: {env.name} loaded {out.loaded}\n")
-            if mislabeled:
-                log.write(f"compat-clone matrix: {env.name} is MISLABELED: "
-                          f"{'; '.join(str(p) for p in claim.get('problems', ()))}\n")
-        _publish_results(staging, results, table, keep=not mislabeled)
+            _log_claim(log, env.name, claim, out, mislabeled)
+        _publish_results(staging, results, table, keep=not (mislabeled or no_keras))
     out.returncode = rc
     out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
     out.status = "MISLABELED" if mislabeled else _status(
         rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
+    if no_keras and out.status == "ok":
+        out.status = NO_KERAS  # passed, but on no Keras: nothing to certify
     loaded = f"; loaded {out.loaded}" if out.loaded else ""
     say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}{loaded}")
     return out
+
+
+def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: _Outcome, mislabeled: bool) -> None:
+    """The proof in the log, whatever the command's own output options (pytest -q hides its header)."""
+    out.loaded = str(claim.get("loaded") or "nothing")
+    log.write(f"\ncompat-clone matrix: {name} loaded {out.loaded}\n")
+    if claim.get("used"):
+        log.write(f"compat-clone matrix: {name}: the tests used {claim['used']}\n")
+    if mislabeled:
+        out.why = "; ".join(str(p) for p in claim.get("problems", ()))
+        log.write(f"compat-clone matrix: {name} is MISLABELED: {out.why}\n")
+    elif claim.get("verdict") == NO_KERAS:
+        out.why = "; ".join(str(p) for p in claim.get("notes", ()))
+        log.write(f"compat-clone matrix: {name}: {NO_KERAS}: {out.why}\n")
 
 
 def _status(rc: int, counts: Optional[Dict[str, int]], *, timed_out: bool) -> str:

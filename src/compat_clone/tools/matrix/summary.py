@@ -54,6 +54,7 @@ class _Outcome:
     env: str
     build: str = ""           # "reused" | "built" | "FAILED"
     status: str = "not run"   # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT" | "MISLABELED"
+    #                           | "NO KERAS" (passed, but the tests used no Keras: nothing certified)
     returncode: Optional[int] = None
     counts: Optional[Dict[str, int]] = None
     build_s: float = 0.0
@@ -61,6 +62,7 @@ class _Outcome:
     cpu_s: Optional[float] = None  # CPU seconds of the command (all its processes)
     log: Optional[Path] = None
     loaded: str = ""          # the Keras the project's tests got (the pytest plugin's claim check)
+    why: str = ""             # MISLABELED / NO KERAS: the plugin's reason (what the tests used, what to change)
 
     @property
     def ok(self) -> bool:
@@ -114,6 +116,7 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     if mislabeled:
         lines.append(f"matrix: {len(mislabeled)} environment(s) MISLABELED, not what the table claims: "
                      f"{', '.join(mislabeled)} (exit status {EXIT_MISLABELED}; the reason is in their last.log)")
+    lines += [f"matrix: {o.env} {o.status}: {o.why}" for o in outcomes if o.why]
     return "\n".join(lines)
 
 

@@ -1,0 +1,62 @@
+"""What a matrix environment's tests really used, judged against its claim (tools/matrix/observed.py).
+
+The records below are what `observed.observe` writes (model classes compat_clone
+classified, Keras modules imported); the end-to-end runs, with real
+environments, are in tests/test_matrix_user.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from compat_clone.tools.matrix.observed import NO_KERAS, judge, merge
+
+pytestmark = pytest.mark.tooling
+
+_KERAS3_MODEL = {"keras.src.models.sequential.Sequential": ["keras3", "keras", "3.15.1"]}
+_TF_KERAS_MODEL = {"tf_keras.src.engine.sequential.Sequential": ["tf_keras", "tf_keras", "2.21.0"]}
+
+
+def _record(models: Dict[str, Any] = {}, modules: Dict[str, Any] = {}) -> Dict[str, Any]:  # noqa: B006
+    return {"models": dict(models), "modules": dict(modules)}
+
+
+def test_models_of_another_family_only_are_mislabeled_with_the_module_and_the_fix() -> None:
+    verdict, problems, used = judge({"family": "tf_keras", "version": "2.21"}, _record(_KERAS3_MODEL))
+    assert verdict == "mislabeled"
+    (problem,) = problems
+    assert "keras3 (keras 3.15.1, imported from `keras`" in problem and "the table claims tf_keras" in problem
+    for fix in ("import `tf_keras`", "TF_USE_LEGACY_KERAS=1", "`expect.module`"):
+        assert fix in problem, fix
+    assert used.startswith("models of keras3")
+
+
+def test_models_of_the_claimed_family_certify_even_beside_others() -> None:
+    # a conversion test builds a Keras 3 model next to the tf_keras one: the environment still tests tf_keras
+    both = _record({**_KERAS3_MODEL, **_TF_KERAS_MODEL})
+    assert judge({"family": "tf_keras", "version": "2.21"}, both)[:2] == ("ok", [])
+    verdict, problems, _ = judge({"family": "tf_keras", "version": "2.16"}, both)
+    assert verdict == "mislabeled" and "claims version 2.16" in problems[0]
+
+
+def test_without_models_the_imported_modules_decide() -> None:
+    only_keras3 = _record(modules={"keras": ["keras3", "3.15.1"]})
+    verdict, problems, used = judge({"family": "tf_keras"}, only_keras3)
+    assert verdict == "mislabeled" and "imported `keras` (family keras3, 3.15.1)" in problems[0]
+    assert used == "imported `keras` (keras3 3.15.1)"
+    # keras 2.3.1 imports tf_keras itself (its TF 2 shim): one module of the claimed family is enough
+    mixed = _record(modules={"keras": ["keras2", "2.3.1"], "tf_keras": ["tf_keras", "2.15.1"]})
+    assert judge({"family": "keras2"}, mixed)[0] == "ok"
+
+
+def test_tests_that_used_no_keras_are_said_so() -> None:
+    verdict, problems, used = judge({"family": "keras3"}, _record())
+    assert verdict == NO_KERAS and used == "no Keras"
+    assert "imported no Keras" in problems[0] and "keras3" in problems[0]
+
+
+def test_worker_records_merge() -> None:
+    merged = merge([_record(_KERAS3_MODEL), _record(modules={"tf_keras": ["tf_keras", "2.21.0"]}), {}])
+    assert merged == {"models": _KERAS3_MODEL, "modules": {"tf_keras": ["tf_keras", "2.21.0"]}}
