@@ -239,7 +239,7 @@ def test_missing_libcst_gives_install_hint(monkeypatch: Any, capsys: Any) -> Non
     monkeypatch.setitem(sys.modules, "libcst", None)
     assert _cli(["x.py"]) == _migrate.EXIT_ERROR
     err = capsys.readouterr().err
-    assert "needs libcst" in err and "pip install 'compat-clone[migrate]'" in err
+    assert "needs libcst" in err and "pip install 'libcst>=1.0'" in err and "`compat-clone[migrate]` extra" in err
     with pytest.raises(ImportError, match="needs libcst"):
         _migrate.migrate_source("x = 1\n")
 

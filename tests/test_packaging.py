@@ -220,3 +220,61 @@ def test_clean_venv_loads_the_pytest_plugin(clean_venv: Path, tmp_path: Path) ->
     ran = _run([str(clean_venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", "--trace-config"], tmp_path, env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "compat_clone.tools.matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
+
+
+def _has_tf_keras_and_keras3() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("tf_keras", "keras", "h5py"))
+
+
+@pytest.mark.skipif(not _has_tf_keras_and_keras3(), reason="writes a tf_keras .h5 and rebuilds it with Keras 3: needs "
+                    "both here (the developer environment, .venv)")
+def test_convert_after_the_documented_install(artifacts: Tuple[Path, Path], clean_venv: Path, tmp_path: Path) -> None:
+    """README's "Install": the wheel, then with its `convert` extra; `compat-clone convert old.h5 -o new.keras` from a
+    folder that is not the checkout (both halves in this interpreter's environment: --from / --to, as `make demo`)."""
+    _, wheel = artifacts
+    env = _clean_environ(clean_venv)
+    cli = str(clean_venv / "bin" / "compat-clone")
+    made = _run([sys.executable, str(REPO / "docs" / "demo_old_model.py")], tmp_path, env)  # writes .demo/old.h5
+    assert made.returncode == 0, made.stdout + made.stderr
+    convert = [cli, "convert", ".demo/old.h5", "-o", "new.keras"]
+    refused = _run(convert, tmp_path, env)  # the wheel alone: no h5py, and the error says what to install
+    assert refused.returncode == 2 and "compat-clone[convert]" in refused.stderr and "pip install h5py" in refused.stderr, (
+        refused.stdout + refused.stderr)
+    subprocess.run([_uv(), "pip", "install", "-q", "--python", str(clean_venv / "bin" / "python"), *_pip_args(),
+                    f"{wheel}[convert]"], check=True, timeout=600)
+    done = _run(convert + ["--from", sys.prefix, "--to", sys.prefix], tmp_path, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "new.keras").is_file() and "OK" in done.stdout, done.stdout
+
+
+def test_the_emitted_workflows_install_step_runs_as_written(artifacts: Tuple[Path, Path], clean_venv: Path,
+                                                            tmp_path: Path) -> None:
+    """A project that keeps the wheel (no index serves compat-clone yet): the emitted workflow installs from it by
+    default, and its install step, run as written in a fresh venv, installs a working compat-clone."""
+    yaml = pytest.importorskip("yaml")
+    _, wheel = artifacts
+    project = tmp_path / "lib"
+    (project / "vendor").mkdir(parents=True)
+    shutil.copy(wheel, project / "vendor" / wheel.name)
+    env = _clean_environ(clean_venv)
+    emitted = _run([str(clean_venv / "bin" / "compat-clone"), "matrix", "--emit", "workflow", "--env", "keras-3.15-jax"],
+                   project, env)
+    assert emitted.returncode == 0, emitted.stderr
+    runs = [step.get("run", "") for step in yaml.safe_load(emitted.stdout)["jobs"]["plan"]["steps"]]
+    (install,) = [run for run in runs if "pip install" in run]
+    assert install == f"python -m pip install ./vendor/{wheel.name}", runs
+    runner = tmp_path / "runner"  # stands in for the CI runner's Python
+    subprocess.run([sys.executable, "-m", "venv", str(runner)], check=True, timeout=300)
+    runner_env = _clean_environ(runner)
+    done = subprocess.run(["bash", "-e", "-c", install], cwd=project, env=runner_env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    listed = _run([str(runner / "bin" / "compat-clone"), "matrix", "--list", "--env", "keras-3.15-jax"], project,
+                  runner_env)
+    assert listed.returncode == 0 and "keras-3.15-jax" in listed.stdout, listed.stdout + listed.stderr
+    # with nothing in the project, the default refuses (exit 2) instead of naming a package no index serves
+    (project / "vendor" / wheel.name).unlink()
+    refused = _run([str(clean_venv / "bin" / "compat-clone"), "matrix", "--emit", "workflow"], project, env)
+    assert refused.returncode == 2 and "--install-from" in refused.stderr, refused.stdout + refused.stderr

@@ -148,7 +148,9 @@ def _detect_h5(path: str) -> SavedModelInfo:
     except ImportError:
         return SavedModelInfo(path, "h5", None, None, problem=(
             "an HDF5 file, and h5py is not installed here to read its Keras version: "
-            "`pip install h5py`, or name the environment to read it in with --from ENV"))
+            "`pip install h5py`, or install compat_clone with its `compat-clone[convert]` extra (`pip install '.[convert]'` "
+            "in a checkout, `pip install 'compat_clone-VERSION-py3-none-any.whl[convert]'`); or name the environment "
+            "to read it in with --from ENV"))
     try:
         with h5py.File(path, "r") as f:
             attrs = {k: _text(v) for k, v in f.attrs.items()}

@@ -66,9 +66,10 @@ def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
     return hashlib.sha256(blob).hexdigest()[:20]
 
 
-def _find_uv(project: Path, log: Optional[IO[str]] = None) -> List[str]:
+def _find_uv(project: Path, log: Optional[IO[str]] = None, tool: str = "compat-clone matrix") -> List[str]:
     """The command that runs uv: $COMPAT_CLONE_UV, `uv` on PATH, .tools/bin/uv,
-    `python -m uv`, else bootstrapped into .tools with pip."""
+    `python -m uv`, else bootstrapped into .tools with pip (`tool`, the command
+    that runs, names itself in the message)."""
     explicit = os.environ.get("COMPAT_CLONE_UV")
     if explicit:
         return [explicit]
@@ -81,7 +82,7 @@ def _find_uv(project: Path, log: Optional[IO[str]] = None) -> List[str]:
     if importlib.util.find_spec("uv") is not None:
         return [sys.executable, "-m", "uv"]
     tools = project / ".tools"
-    print(f"compat-clone matrix: uv not found; installing it into {tools} with pip", file=sys.stderr)
+    print(f"{tool}: uv not found; installing it into {tools} with pip", file=sys.stderr)
     subprocess.run([sys.executable, "-m", "venv", str(tools)], check=True)
     subprocess.run(
         [str(tools / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv>=0.4"],
@@ -222,7 +223,7 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
         out = _Outcome(env=env.name)
         # uv, when it must be bootstrapped, goes next to the environments' folder
         # (the per-user cache for `compat-clone convert`), never into the caller's folder.
-        uv = _find_uv(env_dir.parent.parent)
+        uv = _find_uv(env_dir.parent.parent, tool="compat-clone convert")
         _ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=_Procs(), rebuild=rebuild, say=tell,
                       tick_s=_BUILD_TICK_S)
         return out

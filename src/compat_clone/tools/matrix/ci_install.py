@@ -174,8 +174,12 @@ def default_install_source(project: Path, version: str) -> Tuple[str, str]:
     In order: compat_clone's own checkout (``.``); the project's own pin
     (a requirements file or ``pyproject.toml`` naming compat-clone, or a path
     to a vendored checkout); the running compat_clone's checkout inside the
-    project, or the VCS URL / project file it was installed from; else
-    ``compat-clone==VERSION`` from the package index.
+    project, or the VCS URL / project file it was installed from; a
+    compat_clone wheel kept in the project (``vendor/compat_clone-*.whl``).
+    Never a bare ``compat-clone==VERSION``: no package index serves it yet.
+
+    Raises:
+        InstallSourceError: none of these: the message says how to give one.
     """
     if _names_compat_clone(project):
         return ".", "compat_clone's own checkout"
@@ -185,4 +189,24 @@ def default_install_source(project: Path, version: str) -> Tuple[str, str]:
     running = _running_install(project)
     if running is not None:
         return running
-    return f"compat-clone=={version}", "the running compat_clone's version, from the package index"
+    wheels = _vendored_wheels(project)
+    if wheels:
+        return wheels[-1], "the compat_clone wheel in the project"
+    # No index serves compat-clone yet: `compat-clone==VERSION` would not resolve in CI.
+    raise InstallSourceError(
+        f"Found nothing CI can install compat-clone {version} from: no package index serves it yet, the project pins "
+        "none (requirements*.txt, pyproject.toml), holds no compat_clone wheel or checkout, and the running one was "
+        "not installed from inside the project. Put a wheel in the project (`uv build` or `python -m build` in a "
+        f"compat_clone checkout writes dist/compat_clone-{version}-py3-none-any.whl; commit it as, say, vendor/"
+        f"compat_clone-{version}-py3-none-any.whl) and pass `--install-from vendor/compat_clone-{version}-py3-none-any.whl`, "
+        "or a VCS URL (`--install-from git+https://...@TAG`), or a version once an index serves it (`--install-from "
+        f"{version}`)."
+    )
+
+
+def _vendored_wheels(project: Path) -> List[str]:
+    """compat_clone wheels committed in the project (its root or one folder down; not dist/, not hidden folders),
+    oldest name first."""
+    found = list(project.glob("compat_clone-*.whl")) + list(project.glob("*/compat_clone-*.whl"))
+    kept = [p for p in found if p.parent.name != "dist" and not p.parent.name.startswith(".")]
+    return sorted(r for r in (_relative_inside(p, project) for p in kept) if r is not None)

@@ -68,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--install-from", metavar="SOURCE",
         help="with --emit workflow: where CI installs compat_clone from: a version (0.2.0), a path in the project "
              "(a checkout or wheel of compat_clone), or a VCS URL (git+https://...@TAG) (default: the project's own "
-             "pin of compat-clone, a vendored checkout, else how the running compat_clone was installed)")
+             "pin of compat-clone, how the running compat_clone was installed when that is inside the project, else a "
+             "compat_clone wheel kept in the project; with none of these it refuses: no index serves compat-clone yet)")
     add("--progress", type=float, metavar="SECONDS",
         help="while commands run, show the running environments and their elapsed time: a live line on a "
              "terminal, else a plain line every SECONDS (default: 60); 0 turns it off")
@@ -245,8 +246,10 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
             args.table = validate_table_path(args.table, project)
         if args.install_from:
             install, why = install_requirement(args.install_from, project), f"--install-from {args.install_from}"
-        else:
+        elif args.emit == "workflow":
             install, why = default_install_source(project, __version__)
+        else:  # the strategy matrix alone installs nothing
+            install, why = "", ""
         text = emit(args.emit, selected, command, selection, _common_options(args),
                     table=args.table, install=install, install_why=why)
     except ValueError as e:

@@ -20,7 +20,8 @@ __all__ = ["load_codemod", "migrate_source", "migrate_path"]
 
 INSTALL_HINT = (
     "`compat-clone migrate` needs libcst, which is not installed. "
-    "Install it with `pip install 'compat-clone[migrate]'` (or `pip install 'libcst>=1.0'`)."
+    "Install it with `pip install 'libcst>=1.0'`, or install compat_clone with its `compat-clone[migrate]` extra "
+    "(`pip install '.[migrate]'` in a checkout, `pip install 'compat_clone-VERSION-py3-none-any.whl[migrate]'`)."
 )
 
 
