@@ -134,6 +134,15 @@ UNCHANGED = {
     "deepcopy of something that is not named like a model": (
         "import copy\nconfig = copy.deepcopy(settings)\n"
     ),
+    "deepcopy of a plain dict named like a model's": (
+        "import copy\ntarget_params = {'tau': 0.01}\nsaved = copy.deepcopy(target_params)\n"
+    ),
+    "deepcopy of containers, NumPy arrays and annotated parameters": (
+        "import copy\nfrom collections import OrderedDict\nfrom typing import Dict\nimport numpy as np\n"
+        "target_net_weights = [w for w in range(3)]\npolicy_table = OrderedDict()\nmodel_input = np.zeros(3)\n"
+        "def f(model_cfg: Dict[str, int]):\n    return copy.deepcopy(model_cfg)\n"
+        "a, b, c = copy.deepcopy(target_net_weights), copy.deepcopy(policy_table), copy.deepcopy(model_input)\n"
+    ),
 }
 
 REPORTED: Dict[str, Tuple[str, Tuple[int, int, str]]] = {
@@ -241,7 +250,7 @@ def test_fixture_diff_reports_and_exit_status(tmp_path: Path, capsys: Any) -> No
     shutil.copytree(FIXTURE / "before", root)
     assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     err = capsys.readouterr().err
-    assert "3 file(s) would be migrated, 3 use(s) need a fix by hand." in err  # notes not counted
+    assert "3 file(s) would be migrated, 2 use(s) need a fix by hand, 1 site(s) to review" in err  # notes not counted
     assert err.count(": note: ") == 2
     assert _cli([str(root)]) == _migrate.EXIT_OK  # the diff, on stdout
     out = capsys.readouterr().out
@@ -259,8 +268,41 @@ def test_fixture_diff_reports_and_exit_status(tmp_path: Path, capsys: Any) -> No
     assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "0 file(s) would be migrated, 3 use(s) need a fix by hand." in captured.err
+    assert "0 file(s) would be migrated, 2 use(s) need a fix by hand, 1 site(s) to review" in captured.err
     assert ": note: " not in captured.err
+
+
+@needs_libcst
+def test_check_passes_a_migrated_tree_whose_sites_are_marked_reviewed(tmp_path: Path, capsys: Any) -> None:
+    """`migrate --check` as a CI gate: a site to review alone exits 3 (EXIT_REVIEW), a use to fix by hand 1; a
+    `# compat-clone: ok RULE` comment naming the site's rule marks it reviewed, and the gate passes."""
+    from test_migrate import _cli
+
+    root = tmp_path / "rl_agents"
+    shutil.copytree(FIXTURE / "after", root)
+    dqn, util = root / "dqn.py", root / "util.py"
+    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES  # the two updates to fix by hand
+
+    def mark(path: Path, needle: str, comment: str, above: bool = False) -> None:
+        lines = path.read_text().splitlines(keepends=True)
+        (i,) = [i for i, line in enumerate(lines) if needle in line]
+        if above:  # a comment line of its own marks the line below
+            lines[i:i] = [lines[i][: len(lines[i]) - len(lines[i].lstrip())] + comment + "\n"]
+        else:
+            lines[i] = lines[i].rstrip("\n") + "  " + comment + "\n"
+        path.write_text("".join(lines))
+
+    mark(dqn, "t.assign(self.tau", "# compat-clone: ok assign-update")
+    mark(util, "updates.append((tw, tau", "# compat-clone: ok graph-update")
+    mark(dqn, "copy.deepcopy(self.model)", "# compat-clone: ok graph-update", above=True)  # another rule's name
+    capsys.readouterr()
+    assert _cli(["--check", str(root)]) == _migrate.EXIT_REVIEW  # the deepcopy alone is left: its own status
+    err = capsys.readouterr().err
+    assert "0 file(s) would be migrated, 0 use(s) need a fix by hand, 1 site(s) to review" in err
+    assert "2 marked reviewed" in err and "[deepcopy]" in err and "[graph-update]" not in err
+    dqn.write_text(dqn.read_text().replace("# compat-clone: ok graph-update", "# compat-clone: ok deepcopy"))
+    assert _cli(["--check", str(root)]) == _migrate.EXIT_OK
+    assert "3 marked reviewed" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------

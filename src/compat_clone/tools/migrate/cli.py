@@ -8,13 +8,15 @@ import sys
 from typing import Iterator, List, Optional, Sequence
 
 from compat_clone.tools.migrate.report import MigrateResult
+from compat_clone.tools.migrate.rules import REVIEW_RULES
 from compat_clone.tools.migrate.source import load_codemod, migrate_path
 
-__all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "add_arguments", "run", "iter_python_files"]
+__all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "EXIT_REVIEW", "add_arguments", "run", "iter_python_files"]
 
 EXIT_OK = 0
-EXIT_CHANGES = 1
+EXIT_CHANGES = 1   # --check: a file would change, or a use needs a fix by hand
 EXIT_ERROR = 2
+EXIT_REVIEW = 3    # --check: only sites to review remain (the tool cannot tell whether they hold a Keras model)
 
 _DESCRIPTION = (
     "Rewrite old Keras `clone_model` code to use compat_clone: calls and imports of "
@@ -25,9 +27,12 @@ _DESCRIPTION = (
     "`compat_clone.copy_weights`, hand-rolled clones (`model_from_config`, `from_config`, "
     "`model_from_json`) `compat_clone.clone_model`. Prints a unified diff unless --write or "
     "--check. Uses that cannot be rewritten safely are reported as PATH:LINE:COL on stderr "
-    "(a rewrite that may behave differently, as PATH:LINE:COL: note:, not counted by --check). "
+    "(a rewrite that may behave differently, as PATH:LINE:COL: note:, not counted by --check), each "
+    "ending with its rule in brackets; a `# compat-clone: ok RULE` comment on the line (or alone on the "
+    "line above) marks that site reviewed: not reported, not counted. "
     "Exit status: 0 done; 1 with --check when a file would change or a use needs a fix "
-    "by hand; 2 usage error or a file that could not be read or parsed."
+    "by hand; 3 with --check when only sites to review remain (a `copy.deepcopy` of what may be a model: "
+    "rule deepcopy); 2 usage error or a file that could not be read or parsed."
 )
 
 
@@ -45,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--models",
         metavar="DIR",
         help="instead of code: list the saved Keras 2 models under DIR (.h5, .keras, SavedModel) "
-        "with the `compat-clone convert` command for each (tools/migrate/models.py)",
+        "with the `compat-clone convert` command for each",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="edit the files in place")
@@ -53,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--check",
         action="store_true",
         help="change nothing; list the files that would change and report the uses to fix "
-        "by hand; exit 1 if there is any (for CI)",
+        "by hand (for CI): exit 1 if there is any, else 3 if sites to review remain, else 0",
     )
 
 
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     errors = 0
     would_change: List[str] = []
-    reports = 0
+    reports = review = reviewed = 0
     missing = [p for p in args.paths if not os.path.exists(p)]
     for path in missing:
         print(f"{path}: no such file or folder, skipped", file=sys.stderr)
@@ -126,20 +131,26 @@ def run(args: argparse.Namespace) -> int:
             errors += 1
             continue
         for report in result.reports:
-            print(report, file=sys.stderr)
-        reports += sum(not report.note for report in result.reports)
+            if not report.reviewed:
+                print(report, file=sys.stderr)
+        found = [r for r in result.reports if not r.note]
+        reviewed += sum(r.reviewed for r in found)
+        review += sum(not r.reviewed and r.rule in REVIEW_RULES for r in found)
+        reports += sum(not r.reviewed and r.rule not in REVIEW_RULES for r in found)
         if result.changed:
             would_change.append(path)
             _emit(result, args)
-    needs_work = args.check and bool(would_change or reports)
-    if needs_work:
+    if args.check and (would_change or reports or review or reviewed):
         print(
-            f"{len(would_change)} file(s) would be migrated, {reports} use(s) need a fix by hand.",
+            f"{len(would_change)} file(s) would be migrated, {reports} use(s) need a fix by hand, {review} site(s) "
+            f"to review (mark one reviewed with `# compat-clone: ok RULE`), {reviewed} marked reviewed.",
             file=sys.stderr,
         )
     if errors:
         return EXIT_ERROR
-    return EXIT_CHANGES if needs_work else EXIT_OK
+    if not args.check:
+        return EXIT_OK
+    return EXIT_CHANGES if would_change or reports else EXIT_REVIEW if review else EXIT_OK
 
 
 def _migrate_file(path: str) -> Optional[MigrateResult]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import ImportAssignment, PositionProvider
+from libcst.metadata import Assignment, ImportAssignment, PositionProvider
 
 from compat_clone.tools.migrate.idioms import (
     SERIALIZED_BY,
@@ -89,10 +89,48 @@ class IdiomAnalysis:
                 return True
         if name == "deepcopy" and len(args) == 1 and self.analyzer.resolved(func) == {"copy.deepcopy"}:
             arg = dotted(args[0].value)
-            if arg is not None and _looks_like_a_model(arg):
+            if arg is not None and _looks_like_a_model(arg) and not self._plain_data(args[0].value):
                 self.analyzer.report(node, DEEPCOPY_WHY.format(arg=arg))
                 return True
         return False
+
+    def _plain_data(self, node: cst.CSTNode) -> bool:
+        """Whether the name `node` is bound, everywhere in its scope, to plain data (a literal, a comprehension,
+        `dict(...)`, a NumPy array) or is a parameter annotated as such: its deep copy is no Keras model's."""
+        scope = self.analyzer.scope(node) if isinstance(node, cst.Name) else None
+        bindings = list(scope[node.value]) if scope is not None and isinstance(node, cst.Name) else []
+        if not bindings:
+            return False
+        for binding in bindings:
+            if not isinstance(binding, Assignment):  # an import, a builtin
+                return False
+            where = self.analyzer.parent(binding.node) if isinstance(binding.node, cst.Name) else binding.node
+            if isinstance(where, cst.AssignTarget):
+                value = getattr(self.analyzer.parent(where), "value", None)
+            elif isinstance(where, cst.AnnAssign):
+                value = where.value if where.value is not None else where.annotation.annotation
+            elif isinstance(where, cst.Param) and where.annotation is not None:
+                value = where.annotation.annotation
+            else:
+                return False
+            if value is None or not self._is_plain_value(value):
+                return False
+        return True
+
+    def _is_plain_value(self, value: cst.CSTNode) -> bool:
+        if isinstance(value, _PLAIN_NODES):
+            return True
+        head = value.value if isinstance(value, cst.Subscript) else value  # `Dict[str, int]`
+        if isinstance(value, cst.Call):
+            head = value.func
+        name = dotted(head) if isinstance(head, (cst.Name, cst.Attribute)) else None
+        if name is None:
+            return False
+        resolved = self.analyzer.resolved(head) or set()
+        if any(q.partition(".")[0] == "numpy" for q in resolved):
+            return True
+        # a builtin (resolves to nothing imported) or one of the standard library's containers
+        return name.rpartition(".")[2] in _PLAIN_TYPES and all(q.partition(".")[0] in _STDLIB for q in resolved)
 
     def blends_with(self, value: cst.CSTNode, target: cst.CSTNode) -> bool:
         """Whether `value` is a blend of `target` with something else."""
@@ -287,6 +325,16 @@ def _is_a_layer(*names: str) -> bool:
 
 # the last part of a name that looks like a model's: `target_model`, `q_net`, `actor`, ...
 _MODEL_WORDS = ("model", "net", "actor", "critic", "policy", "target", "clone")
+
+
+# What a deep copy of is no Keras model's: literals and comprehensions, and the builtin and standard containers
+# (called or named as an annotation).
+_PLAIN_NODES = (cst.Dict, cst.List, cst.Set, cst.Tuple, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                cst.Integer, cst.Float, cst.DictComp, cst.ListComp, cst.SetComp)
+_PLAIN_TYPES = frozenset({"dict", "list", "set", "tuple", "frozenset", "str", "bytes", "int", "float", "OrderedDict",
+                          "defaultdict", "deque", "Counter", "Dict", "List", "Set", "Tuple", "FrozenSet", "Mapping",
+                          "MutableMapping", "Sequence"})
+_STDLIB = ("collections", "typing", "builtins")
 
 
 def _looks_like_a_model(name: str) -> bool:

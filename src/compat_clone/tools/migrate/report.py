@@ -22,6 +22,9 @@ class Report:
         why: what the use is, why it was left alone, and what to do.
         note: the use was rewritten; `why` says how the rewrite can behave
             differently (printed as `PATH:LINE:COL: note: ...`; not a fix by hand).
+        rule: the rule it falls under (`rules.RULES`), the name a
+            ``# compat-clone: ok RULE`` comment on its line gives to mark it reviewed.
+        reviewed: such a comment marks it: not printed, not counted by ``--check``.
     """
 
     path: str
@@ -29,10 +32,13 @@ class Report:
     column: int
     why: str
     note: bool = False
+    rule: str = ""
+    reviewed: bool = False
 
     def __str__(self) -> str:
         kind = "note: " if self.note else ""
-        return f"{self.path}:{self.line}:{self.column}: {kind}{self.why}"
+        rule = f" [{self.rule}]" if self.rule and not self.note else ""
+        return f"{self.path}:{self.line}:{self.column}: {kind}{self.why}{rule}"
 
 
 @dataclasses.dataclass

@@ -213,3 +213,34 @@ CUSTOM_OBJECTS_WHY = (
     "`copy_weights=True` to keep the weights) inside "
     "`with keras.utils.custom_object_scope(custom_objects):`."
 )
+
+
+# -- rule names: what a report is about, and how a reviewed site is marked (docs/migrate.md, "CI")
+
+# A use that needs a decision, not a fix: whether the object is a Keras model (this tool cannot tell).
+REVIEW_RULES = frozenset({"deepcopy"})
+RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update",
+         "assign-update", "deepcopy")
+
+
+def rule_of(why: str) -> str:
+    """The rule a report's message belongs to, one of `RULES`: the name `# compat-clone: ok RULE` gives.
+
+    Example:
+
+    >>> rule_of(GRAPH_UPDATE_WHY), rule_of(DEEPCOPY_WHY.format(arg="m"))
+    ('graph-update', 'deepcopy')
+    """
+    if why.startswith("`copy.deepcopy("):
+        return "deepcopy"
+    if why == GRAPH_UPDATE_WHY:
+        return "graph-update"
+    if why == ASSIGN_UPDATE_WHY:
+        return "assign-update"
+    if why.startswith("hand-rolled clone ("):
+        return "custom-objects"
+    if MULTI_GPU_WHY in why:
+        return "multi-gpu-model"
+    if why.startswith("`clone_and_build_model"):
+        return "clone-and-build-model"
+    return "clone-model"

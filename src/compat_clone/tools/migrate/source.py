@@ -9,12 +9,14 @@ without libcst.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
+import re
 from types import ModuleType
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Set, Union
 
 from compat_clone.tools.migrate.report import MigrateResult, Report
-from compat_clone.tools.migrate.rules import TRIGGERS
+from compat_clone.tools.migrate.rules import TRIGGERS, rule_of
 
 __all__ = ["load_codemod", "migrate_source", "migrate_path"]
 
@@ -98,7 +100,30 @@ def migrate_source(
     reports: List[Report]
     migrated: bytes
     reports, migrated = codemod.migrate(module, path, is_package_init)
-    return MigrateResult(path, data, migrated, reports)
+    return MigrateResult(path, data, migrated, _with_rules(reports, data))
+
+
+# `# compat-clone: ok deepcopy` (or `ok deepcopy, graph-update`): the named rules' reports on this line, or on the
+# next line when the comment stands alone, were reviewed.
+_MARK_RE = re.compile(rb"#\s*compat-clone:\s*ok\b([^#\r\n]*)")
+
+
+def _with_rules(reports: List[Report], data: bytes) -> List[Report]:
+    """Each report with its rule, and marked reviewed where a `# compat-clone: ok RULE` comment names that rule."""
+    marks: Dict[int, Set[str]] = {}
+    for number, line in enumerate(data.splitlines(), start=1):
+        found = _MARK_RE.search(line)
+        if found is None:
+            continue
+        names = {n for n in re.split(r"[\s,]+", found.group(1).decode("utf-8", "replace")) if n}
+        marks.setdefault(number, set()).update(names)
+        if not line[: found.start()].strip():  # a comment line of its own: it marks the next line
+            marks.setdefault(number + 1, set()).update(names)
+    out = []
+    for report in reports:
+        rule = rule_of(report.why)
+        out.append(dataclasses.replace(report, rule=rule, reviewed=rule in marks.get(report.line, ())))
+    return out
 
 
 def migrate_path(path: str) -> MigrateResult:
