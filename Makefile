@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging gpu-wheels
+.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging gpu-wheels docs
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -49,6 +49,11 @@ lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy --strict dev/structure_check.py
 	$(VENV)/bin/ruff check src tests bench dev
 	$(VENV)/bin/python dev/structure_check.py
+
+# `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
+# (tests/test_matrix_docs.py fails when they drift).
+docs: $(VENV)/.stamp
+	$(VENV)/bin/python -m compat_clone.tools.matrix.table_text --write docs/matrix.md
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
     add("--jobs", "-j", type=int, metavar="N",
         help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
-    add("--list", action="store_true", help="list the environments and exit")
+    add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
     add("--root", default=".matrix", metavar="DIR", help="where environments live (default: .matrix)")
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
+    from compat_clone.tools.matrix.table_text import LIST_LEGEND, list_footer
+
+    print(LIST_LEGEND)
     width = max(len(e.name) for e in envs)
     for e in envs:
         stamp_path = root / e.name / _STAMP_FILE
@@ -95,6 +98,7 @@ def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
             print(f"{' ' * width}         {' '.join(extra)}")
         if e.note:
             print(f"{' ' * width}         # {e.note}")
+    print(f"\n{list_footer(envs)}")
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> int:

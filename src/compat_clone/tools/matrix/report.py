@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from compat_clone.tools.matrix.results import ReportError, Results, _load_outcomes, _load_run, _Run
 from compat_clone.tools.matrix.table import BUILTIN_TABLE
 
-__all__ = ["render_table", "render_report", "parse_report", "update_readme", "write"]
+__all__ = ["render_table", "render_report", "parse_report", "update_readme", "readme_note", "write"]
 
 START_MARKER = "<!-- compat-table:start -->"
 END_MARKER = "<!-- compat-table:end -->"
@@ -345,6 +345,22 @@ def _keep_previous(report: Path, table: str, names: Sequence[str], run: _Run) ->
     return kept
 
 
+def readme_note(default: Sequence[str], shown: Sequence[str], with_results: int, report_name: str) -> str:
+    """The line under the README's table: which environments its columns are, counted from the table.
+
+    Args:
+        default: the default run's environments (the table's enabled ones).
+        shown: those with a column (the others ran no feature: no results).
+        with_results: how many environments the full report has.
+        report_name: the full report's file name.
+    """
+    missing = [f"`{e}`" for e in default if e not in shown]
+    without = f"; {', '.join(missing)} ran no feature: no column" if missing else ""
+    return (f"\nThe columns are {len(shown)} of the {len(default)} environments of the default run (a run without "
+            f"--env or --tag{without}); [{report_name}]({report_name}) has all {with_results} with results, one row "
+            "per zoo case and aspect.\n")
+
+
 def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
           statuses: Optional[Mapping[str, str]] = None, expected: Optional[Sequence[str]] = None, *,
           table: str = BUILTIN_TABLE, notes: Optional[List[str]] = None) -> List[Path]:
@@ -409,9 +425,7 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
         shown = {e: r for e, r in results.items() if e in default} if default else results
         readme_table = render_table(shown, default or names, run.descriptions, summarize=("zoo",))
         if len(shown) < len(results):
-            readme_table += (f"\nThe columns are the default run's environments (a run without --env or --tag); "
-                             f"[{report.name}]({report.name}) has all {len(results)} with results, one row per "
-                             "zoo case and aspect.\n")
+            readme_table += readme_note(default, list(shown), len(results), report.name)
         if update_readme(readme, readme_table):
             written.append(readme)
     return written
