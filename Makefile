@@ -91,12 +91,14 @@ packaging: $(VENV)/.stamp dist
 #   make test MATRIX_ARGS="--env 'keras-3.15-*'"   a subset
 #   make test PYTEST_ARGS="-n 2 -q tests -x"        other pytest arguments
 MATRIX_ARGS ?= --timeout 1500
+# Our suite's own needs (hypothesis, keras-hub, tfmot, ...), laid over the built-in table, which is what users get.
+OVERLAY := tests/matrix-overlay.toml
 PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
 WHEEL = $$(ls $(abspath $(DIST))/compat_clone-*.whl)
 
 test: $(VENV)/.stamp lint packaging
 	COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) \
-		--report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
+		--overlay $(OVERLAY) --report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
 
 # `make test-wide`: the same in the wide matrix (`--tag wide`: every environment
 # of the table, also the ones `enabled = false` keeps out of `make test`: every
@@ -106,7 +108,7 @@ test: $(VENV)/.stamp lint packaging
 test-wide: $(VENV)/.stamp packaging
 	COMPAT_CLONE_ZOO_FULL=1 COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) \
 		$(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
-		--report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
+		--overlay $(OVERLAY) --report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
 
 # Regenerate COMPATIBILITY.md / the README table from the last results, without running.
 report: $(VENV)/.stamp

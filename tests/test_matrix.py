@@ -114,8 +114,8 @@ def test_builtin_table_pins_are_exact_and_safe() -> None:
         assert package in pins, (env.name, env.packages, env.no_deps)
         assert family_for(package, pins[package]) == family, (env.name, package, pins[package])
         assert (pins[package] + ".").startswith(claim["version"] + "."), (env.name, pins[package], claim)
-        # every environment gets the test tools
-        assert any(p.startswith("pytest-xdist") for p in env.packages), env.name
+        # every environment gets pytest (the rest of our suite's tools: tests/matrix-overlay.toml)
+        assert any(p.startswith("pytest>=") for p in env.packages), env.name
         if family == "keras2" and pins.get("tensorflow", "").startswith("1."):
             # where its users run it: TF 1.15, installed with its own metadata, no fix-up
             assert env.fixup is None and env.python == "3.7" and any(p.startswith("keras==2.") for p in env.packages)
@@ -268,8 +268,8 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    assert install._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib"]) == [
-        "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"),
+    assert install._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib", "-r requirements-test.txt"]) == [
+        "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"), "-r", str(tmp_path / "requirements-test.txt"),
     ]
 
 

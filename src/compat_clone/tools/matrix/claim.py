@@ -58,9 +58,10 @@ MODULE_FAMILIES: Dict[str, Tuple[str, ...]] = {
 
 
 def claim_from_environ(environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The claim (``family``, ``version``, ``backend``, ``module``) from ``COMPAT_CLONE_EXPECT_*``; empty keys dropped."""
+    """The claim (``family``, ``version``, ``backend``, ``module``, ``uses``) from ``COMPAT_CLONE_EXPECT_*``; empty keys
+    dropped."""
     environ = os.environ if environ is None else environ
-    keys = ("family", "version", "backend", "module")
+    keys = ("family", "version", "backend", "module", "uses")
     claim = {key: environ.get(f"COMPAT_CLONE_EXPECT_{key.upper()}", "") for key in keys}
     return {key: value for key, value in claim.items() if value}
 

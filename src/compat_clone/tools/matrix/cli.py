@@ -47,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="every environment with this tag, enabled or not (`wide`: the whole built-in matrix); --env then "
              "narrows the group")
     add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
+    add("--overlay", metavar="FILE.toml",
+        help="add a project's test needs to the table's environments: [defaults] and per-[[env]] packages, no_deps, "
+             "pip_args, env (docs/matrix.md, \"What your tests need\"); the built-in table installs the Keras pins "
+             "and pytest only")
     add("--jobs", "-j", type=int, metavar="N",
         help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
     add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
@@ -128,6 +132,10 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     try:
         table = load_table(args.table)
+        if args.overlay:
+            from compat_clone.tools.matrix.overlay import apply_overlay
+
+            table = apply_overlay(table, args.overlay)
         selected = select_envs(table, args.env, args.tag)
     except TableError as e:
         return _fail(str(e))
@@ -224,6 +232,7 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
 def _common_options(args: argparse.Namespace) -> List[str]:
     """Options every `compat-clone matrix` call of an emitted CI set-up repeats."""
     out = ["--table", args.table] if args.table else []
+    out += ["--overlay", args.overlay] if args.overlay else []
     return out + (["--timeout", f"{args.timeout:g}"] if args.timeout is not None else [])
 
 

@@ -113,13 +113,15 @@ def _source_identity(src: Tuple[str, Path]) -> Any:
 
 
 def _expand_requirements(items: Sequence[str]) -> List[str]:
-    """``"-e ."`` (one table string) becomes ``-e <absolute path>`` for uv; paths
-    are relative to the folder the matrix runs in (the project root)."""
+    """``"-e ."`` and ``"-r requirements-test.txt"`` (one table string each) become ``-e <absolute path>`` /
+    ``-r <absolute path>`` for uv; paths are relative to the folder the matrix runs in (the project root)."""
     out: List[str] = []
     for item in items:
         flag, _, rest = item.partition(" ")
         if flag in ("-e", "--editable") and rest.strip():
             out += ["-e", str(Path(rest.strip()).expanduser().resolve())]
+        elif flag in ("-r", "--requirement") and rest.strip():
+            out += ["-r", str(Path(rest.strip()).expanduser().resolve())]
         else:
             out.append(item)
     return out

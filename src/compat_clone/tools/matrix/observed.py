@@ -119,6 +119,8 @@ def judge(claim: Mapping[str, str], record: Mapping[str, Any]) -> Tuple[str, Lis
             return "mislabeled", [f"the tests' {family} models are {_seen_text(ours)}, the table claims version "
                                   f"{version}. Fix the environment's pins or `expect.version`."], used
         return "ok", [], used
+    if not modules and claim.get("uses") == "none":
+        return "ok", [], "no Keras (the table's `expect.uses = \"none\"`)"
     if not modules:
         return NO_KERAS, [f"the tests imported no Keras and compat_clone saw no model: nothing here shows that "
                           f"they ran on {family or 'Keras'}. Run tests that build models, or leave this "

@@ -124,7 +124,7 @@ _FIELDS: Dict[str, _Field] = {
     "note": _Field("str", ""),
 }
 _DEFAULT_KEYS = {key for key, field in _FIELDS.items() if field.in_defaults}
-_EXPECT_KEYS = {"family", "version", "backend", "module"}
+_EXPECT_KEYS = {"family", "version", "backend", "module", "uses"}
 
 
 def _validate_keys(table: Mapping[str, Any], allowed: Set[str], where: str) -> None:
@@ -164,6 +164,9 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
     from compat_clone.tools.matrix.claim import MODULE_FAMILIES
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
+    if expect.get("uses", "keras") not in ("keras", "none"):
+        raise TableError(f"Expected `expect.uses` of {where} to be \"keras\" (the default) or \"none\" (its tests are "
+                         f"not claimed to use Keras). Received: uses={expect['uses']!r}.")
     module = expect.get("module")
     if module is not None and module not in MODULE_FAMILIES:
         raise TableError(
