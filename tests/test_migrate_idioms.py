@@ -137,6 +137,11 @@ UNCHANGED = {
     "deepcopy of a plain dict named like a model's": (
         "import copy\ntarget_params = {'tau': 0.01}\nsaved = copy.deepcopy(target_params)\n"
     ),
+    "deepcopy of an attribute its class binds to a dict only": (
+        "import copy\nclass Agent:\n    def __init__(self):\n        self.target_params = {'tau': 0.01}\n"
+        "    def reset(self):\n        self.target_params = dict(tau=0.02)\n"
+        "    def snapshot(self):\n        return copy.deepcopy(self.target_params)\n"
+    ),
     "deepcopy of containers, NumPy arrays and annotated parameters": (
         "import copy\nfrom collections import OrderedDict\nfrom typing import Dict\nimport numpy as np\n"
         "target_net_weights = [w for w in range(3)]\npolicy_table = OrderedDict()\nmodel_input = np.zeros(3)\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import Assignment, ImportAssignment, PositionProvider
 
 from compat_clone.tools.migrate.idioms import (
@@ -97,6 +98,8 @@ class IdiomAnalysis:
     def _plain_data(self, node: cst.CSTNode) -> bool:
         """Whether the name `node` is bound, everywhere in its scope, to plain data (a literal, a comprehension,
         `dict(...)`, a NumPy array) or is a parameter annotated as such: its deep copy is no Keras model's."""
+        if isinstance(node, cst.Attribute):
+            return self._plain_attribute(node)
         scope = self.analyzer.scope(node) if isinstance(node, cst.Name) else None
         bindings = list(scope[node.value]) if scope is not None and isinstance(node, cst.Name) else []
         if not bindings:
@@ -116,6 +119,25 @@ class IdiomAnalysis:
             if value is None or not self._is_plain_value(value):
                 return False
         return True
+
+    def _plain_attribute(self, node: cst.Attribute) -> bool:
+        """`self.x` whose every assignment in its class (`self.x = ...`, `self.x: T = ...`) is plain data."""
+        name = dotted(node)
+        owner = self.analyzer.parent(node)
+        while owner is not None and not isinstance(owner, cst.ClassDef):
+            owner = self.analyzer.parent(owner)
+        if owner is None or name is None or not name.startswith("self."):
+            return False
+        values: List[cst.CSTNode] = []
+        for assign in m.findall(owner, m.Assign() | m.AnnAssign() | m.AugAssign()):
+            targets = ([t.target for t in assign.targets] if isinstance(assign, cst.Assign)
+                       else [getattr(assign, "target", None)])
+            if any(t is not None and dotted(t) == name for t in targets):
+                value = getattr(assign, "value", None)
+                if isinstance(assign, cst.AugAssign) or value is None:
+                    return False
+                values.append(value)
+        return bool(values) and all(self._is_plain_value(v) for v in values)
 
     def _is_plain_value(self, value: cst.CSTNode) -> bool:
         if isinstance(value, _PLAIN_NODES):
