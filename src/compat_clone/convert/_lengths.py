@@ -66,7 +66,7 @@ def _reshape_lengths(architecture: Any, specs: Sequence[Tuple[Tuple[Optional[int
                 visit(value)
 
     visit(architecture)
-    found = []
+    found: List[int] = []
     for dims, _, _ in specs:
         opened = sum(d is None for d in dims[1:])
         rest = int(np.prod([d for d in dims[1:] if d is not None], dtype=np.int64))

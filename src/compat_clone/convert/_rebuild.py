@@ -125,20 +125,25 @@ class _Builder:
 
     def own_activations(self, mapped: Dict[str, Any], path: str) -> None:
         """Activations saved by a name of the user's own (``'<lambda>'``, ``'swish2'``): `custom_objects`' functions."""
+        # a function given as '<lambda>' is saved by the source under its own name
+        own = {str(getattr(fn, "__name__", "")): fn for fn in self.custom.values()
+               if callable(fn) and not isinstance(fn, type)}
         for key in ("activation", "recurrent_activation"):
             value = mapped.get(key)
-            if not isinstance(value, str):
+            if not isinstance(value, str) or (value != "<lambda>" and hasattr(self.keras.activations, value)):
                 continue
-            if value in self.custom:
-                mapped[key] = self.custom[value]
-                self.changes.append(f"{path}: {key}={value!r} computed by custom_objects[{value!r}]")
-            elif value == "<lambda>":
-                raise MissingCustomObjectError(
-                    f"Layer {path!r} has {key}='<lambda>': Keras 2 saved a lambda function by that name, "
-                    "without its code, so no Keras can compute it from the file. Pass the function: "
-                    "`convert(model, custom_objects={'<lambda>': fn})`",
-                    name="<lambda>", layers=[path], kind="activation",
-                )
+            function = self.custom.get(value, own.get(value))
+            if function is not None:
+                mapped[key] = function
+                self.changes.append(f"{path}: {key}={value!r} computed by the function given for it")
+                continue
+            saved = ("Keras 2 saved a lambda function by that name, without its code, so no Keras can compute "
+                     "it from the file" if value == "<lambda>" else "a function of the source model's own")
+            raise MissingCustomObjectError(
+                f"Layer {path!r} has {key}={value!r}: {saved}. Pass the function: "
+                f"`convert(model, custom_objects={{{value!r}: fn}})`",
+                name=value, layers=[path], kind="activation",
+            )
 
     def application_class(self, class_name: str, path: str) -> Any:
         """Keras 3's own class for a layer class of a Keras 2 `keras.applications` model.

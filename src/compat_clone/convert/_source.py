@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -99,15 +100,23 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
     except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
         if "<lambda>" in str(e) and "<lambda>" not in objects:
             layers = _lambda_activations(path)
-            named = ", ".join(f"{layer!r} ({key})" for layer, key in layers) or "a layer"
+            named = ", ".join(f"layer {layer!r} ({key}='<lambda>')" for layer, key in layers) or "a layer"
             raise MissingCustomObjectError(
-                f"Keras {keras.__version__} could not load {path!r}: {named} has an activation saved as "
-                "'<lambda>': Keras 2 saved a lambda function by that name, without its code, so no Keras can "
+                f"Keras {keras.__version__} could not load {path!r}: {named}: Keras 2 saved a lambda function by that name, without its code, so no Keras can "
                 "read it back. Pass the function under that name"
                 + (" (one function for all of them: if they differ, save the model again with named functions)"
                    if len(layers) > 1 else "")
                 + ": `custom_objects={'<lambda>': fn}`",
                 name="<lambda>", layers=[layer for layer, _ in layers], kind="activation",
+            ) from e
+        unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
+        if unknown and unknown.group(1) not in objects:
+            name = unknown.group(1).rpartition(">")[2]
+            raise MissingCustomObjectError(
+                f"Keras {keras.__version__} could not load {path!r}: it holds a layer of class {name!r}, a custom "
+                f"layer of the model's own, and was given no class for it. Pass its class: "
+                f"`custom_objects={{{name!r}: {name}}}`",
+                name=name, layers=[], kind="layer",
             ) from e
         fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
                if "safe_mode" in str(e) else
@@ -125,7 +134,7 @@ def _lambda_activations(path: str) -> List[Any]:
             with zipfile.ZipFile(path) as archive:
                 text = archive.read("config.json").decode("utf-8")
         elif os.path.isfile(path):
-            import h5py
+            import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
             with h5py.File(path, "r") as f:
                 text = f.attrs.get("model_config")

@@ -136,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
             cmd += ["--no-safe-mode"]
         rc, described = _worker(source, cmd + _co_args(co))
         if rc == _WORKER_USAGE:  # the way out is an option (--inputs, --custom-objects): said above
-            print(f"compat-clone convert: nothing written; {args.source!r} was read in {source.label}.",
-                  file=sys.stderr)
+            print(f"compat-clone convert: nothing written ({args.source!r} in {source.label}).", file=sys.stderr)
             return EXIT_USAGE
         if described is None:
             print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
