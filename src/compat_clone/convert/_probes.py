@@ -127,13 +127,37 @@ def random_inputs(model: Any, samples: int, seed: int, length: int = OPEN_DIM) -
     return arrays
 
 
-def _failure(model: Any, inputs: List[np.ndarray]) -> Tuple[List[np.ndarray], str]:
-    """The source's outputs on `inputs`, and "" when it computed them, else why not (an empty output)."""
-    outputs = predict(model, inputs)
+# what `_failure` says of an output that is NaN everywhere (a mean over no steps): accepted when no length does better
+_ALL_NAN = "is NaN everywhere"
+
+
+def _failure(model: Any, inputs: List[np.ndarray], quick: bool = False) -> Tuple[List[np.ndarray], str]:
+    """The source's outputs on `inputs`, and "" when it computed them, else why not.
+
+    Not computed: an empty output (cropped or convolved below one step), or
+    one that is NaN everywhere (a pooling over no steps). `quick`: a
+    tf.keras model is called eagerly (its `predict` traces again for each
+    new shape, which a search of lengths pays for every length).
+    """
+    outputs = _called(model, inputs) if quick else predict(model, inputs)
     for k, out in enumerate(outputs):
         if out.size == 0:
             return outputs, f"output {k} is empty (shape {out.shape}): the input is too short for the model"
+    for k, out in enumerate(outputs):
+        if out.dtype.kind == "f" and np.all(np.isnan(out)):
+            return outputs, f"output {k} {_ALL_NAN} (shape {out.shape}): the input is too short for the model"
     return outputs, ""
+
+
+def _called(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not tf.executing_eagerly():  # standalone Keras 2: a TF1 graph, `predict` runs it as is
+        return predict(model, inputs)
+    tensors = [tf.convert_to_tensor(x) for x in inputs]
+    out = model(tensors if len(tensors) > 1 else tensors[0], training=False)
+    return [np.asarray(o) for o in output_list(model, out)]
 
 
 def random_probe(model: Any, samples: int, seed: int, architecture: Any,
@@ -162,8 +186,13 @@ def random_probe(model: Any, samples: int, seed: int, architecture: Any,
             f"({shapes}): {failure}. Nothing was converted. Give inputs it computes with --inputs FILE.npz "
             "(np.savez, one array per model input; in Python: `probe_inputs=`)."
         )
-    length, _ = find_length(lambda n: _failure(model, random_inputs(model, 1, seed, n))[1], specs,
-                            architecture, Attempt(OPEN_DIM, failure), source=source)
+    try:
+        length, _ = find_length(lambda n: _failure(model, random_inputs(model, 1, seed, n), quick=True)[1], specs,
+                                architecture, Attempt(OPEN_DIM, failure), source=source)
+    except ProbeInputError:
+        if _ALL_NAN in failure:  # the source answers NaN at every length: that is its answer
+            return inputs, outputs
+        raise
     inputs = random_inputs(model, samples, seed, length)
     return inputs, predict(model, inputs)
 
