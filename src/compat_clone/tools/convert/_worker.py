@@ -21,11 +21,10 @@ a failed proof exits 3.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence
 
 from compat_clone.errors import CompatCloneError, MissingCustomObjectError, ProbeInputError
 from compat_clone.tools.convert._custom import resolve_custom_objects
