@@ -5,7 +5,8 @@ Python 3.8, whose ``model.save()`` writes a SavedModel with the Keras metadata
 inside ``saved_model.pb`` and no ``keras_metadata.pb``); imports no compat_clone:
 
     python tests/convert_field_sources.py OUT_DIR FAMILY CASE...
-        CASE: plain-savedmodel | dict-savedmodel | dict-h5 | embed-h5 | nan-h5
+        CASE: plain-savedmodel | dict-savedmodel | dict-h5 | embed-h5 | nan-h5 | custom-h5 | custom-savedmodel
+              | lambda-h5 | unfed-h5
 
 Writes ``OUT_DIR/<case>`` (a folder for a SavedModel, else ``<name>.h5``) and
 ``OUT_DIR/<case>.npz`` with inputs ``x`` and the source's outputs ``y<k>`` on
@@ -90,6 +91,30 @@ def nan_outputs(K: Any) -> Any:
     return model
 
 
+def custom(K: Any) -> Any:
+    """A layer of the project's own layers module (tests/convert_field_layers.py)."""
+    from convert_field_layers import Gain  # next to this script
+
+    L = K.layers
+    inputs = L.Input((5,), name="x")
+    h = Gain(5, name="gain")(L.Dense(5, name="dense")(inputs))
+    return _seeded(K.models.Model(inputs, L.Dense(2, name="dense_out")(h), name="gained"), 5)
+
+
+def lambda_activation(K: Any) -> Any:
+    """A Dense whose activation is a lambda: Keras 2 saves it as '<lambda>'."""
+    L = K.layers
+    inputs = L.Input((4,), name="x")
+    return _seeded(K.models.Model(inputs, L.Dense(3, activation=lambda t: t * 0.5, name="halved")(inputs)), 6)
+
+
+def unfed(K: Any) -> Any:
+    """Three values a step reshaped to (7, 2): no length of its open dimension feeds it."""
+    L = K.layers
+    inputs = L.Input((None, 3), name="frames")
+    return _seeded(K.models.Model(inputs, L.Dense(2, name="dense_out")(L.Reshape((7, 2), name="pairs")(inputs))), 7)
+
+
 # case -> (builder, file name, save_format, input shape)
 _CASES = {
     "plain-savedmodel": (plain, "plain_savedmodel", "tf", (5, 6, 4)),
@@ -97,6 +122,10 @@ _CASES = {
     "dict-h5": (dict_outputs, "dict.h5", "h5", (5, 6)),
     "embed-h5": (float_embedding, "embed.h5", "h5", (5, 40)),
     "nan-h5": (nan_outputs, "nan.h5", "h5", (5, 4)),
+    "custom-h5": (custom, "custom.h5", "h5", (5, 5)),
+    "custom-savedmodel": (custom, "custom_savedmodel", "tf", (5, 5)),
+    "lambda-h5": (lambda_activation, "lambda.h5", "h5", (5, 4)),
+    "unfed-h5": (unfed, "unfed.h5", "h5", None),
 }
 
 
@@ -115,11 +144,13 @@ def main(out: str, family: str, cases: List[str]) -> None:
         model = build(K)
         path = os.path.join(out, name)
         model.save(path, save_format=save_format)
+        written[case] = path
+        if shape is None:  # nothing computes it
+            continue
         rng = np.random.default_rng(7)
         x = (rng.integers(0, 50, size=shape) if case == "embed-h5" else rng.normal(size=shape)).astype("float32")
         ys = _outputs(model.predict(x))
         np.savez(os.path.join(out, f"{case}.npz"), x=x, **{f"y{k}": y for k, y in enumerate(ys)})
-        written[case] = path
     print(json.dumps({"keras": K.__version__, "tensorflow": __import__("tensorflow").__version__,
                       "written": written}))
 

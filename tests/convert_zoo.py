@@ -273,6 +273,39 @@ def dict_outputs(K: Any) -> Case:
     return Case(randomize(K.models.Model(features, outputs, name="dict_outputs")))
 
 
+def cropped_residual(K: Any) -> Case:
+    """A residual Conv1D network cropped 5,000 steps on each side: only inputs over 10,004 steps feed it."""
+    L = K.layers
+    x = L.Input((None, 2), name="signal")
+    h = L.Conv1D(8, 3, padding="same", activation="relu", name="conv_a")(x)
+    r = L.Conv1D(8, 5, padding="valid", name="conv_valid")(h)
+    r = L.Conv1D(8, 3, padding="same", name="conv_b")(r)
+    h = L.Add(name="residual")([L.Cropping1D((2, 2), name="align")(h), r])
+    y = L.Conv1D(1, 1, name="head")(L.Cropping1D((5000, 5000), name="crop")(h))
+    return Case(randomize(K.models.Model(x, y, name="cropped_residual")), rtol=1e-4, atol=1e-5)
+
+
+def strided_conv2d(K: Any) -> Case:
+    """Open image sides through a strided valid Conv2D, pooling and a valid Conv2D: at least 23 pixels."""
+    L = K.layers
+    x = L.Input((None, None, 3), name="image")
+    h = L.Conv2D(4, 5, strides=3, padding="valid", activation="relu", name="conv_s3")(x)
+    h = L.MaxPooling2D(3, strides=2, name="pool")(h)
+    h = L.Conv2D(4, 3, padding="valid", name="conv_valid")(h)
+    y = L.Dense(2, name="head")(L.GlobalAveragePooling2D(name="gap")(h))
+    return Case(randomize(K.models.Model(x, y, name="strided_conv2d")), rtol=1e-4, atol=1e-5)
+
+
+def flatten_dense(K: Any) -> Case:
+    """Cropping2D and a strided valid Conv2D into Flatten -> Dense: the sizes fixed by the Dense's kernel."""
+    L = K.layers
+    x = L.Input((16, 12, 2), name="patch")
+    h = L.Cropping2D(((1, 2), (0, 3)), name="crop")(x)
+    h = L.Conv2D(3, 3, strides=2, padding="valid", name="conv_s2")(h)
+    y = L.Dense(4, name="head")(L.Flatten(name="flat")(h))
+    return Case(randomize(K.models.Model(x, y, name="flatten_dense")), rtol=1e-4, atol=1e-5)
+
+
 ZOO: Dict[str, Callable[[Any], Case]] = {
     "mobilenet_v2": mobilenet_v2,
     "tagger": tagger,
@@ -288,6 +321,9 @@ ZOO: Dict[str, Callable[[Any], Case]] = {
     "slash_names": slash_names,
     "conv_variants": conv_variants,
     "dict_outputs": dict_outputs,
+    "cropped_residual": cropped_residual,
+    "strided_conv2d": strided_conv2d,
+    "flatten_dense": flatten_dense,
 }
 
 

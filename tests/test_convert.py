@@ -33,6 +33,7 @@ from compat_clone.errors import (
     ConversionMismatchError,
     DescriptionFileError,
     InvalidArgumentError,
+    ProbeInputError,
     UnconvertibleLayerError,
 )
 from tests.conftest import families_under_test, keras_module
@@ -525,6 +526,40 @@ def test_mismatch_returns_nothing(K2: Any) -> None:
         convert(case.model, custom_objects=wrong)
     proof = caught.value.proof
     assert not proof.ok and proof.max_abs > 1e-3
+
+
+@needs_keras2
+def test_probes_are_as_long_as_the_source_computes(K2: Any) -> None:
+    """Open dimensions are probed at the smallest length the source itself computes with."""
+    for name, shape in (("strided_conv2d", (3, 23, 23, 3)), ("cropped_residual", (3, 10005, 2))):
+        description = describe(ZOO[name](K2).model, samples=3, seed=1)
+        assert description.probes[0].inputs[0].shape == shape, name
+    L = K2.layers
+    x = L.Input((None, 4), name="wave")  # no length within the budget (2M values: 524,288 steps of 4) feeds it
+    model = K2.models.Model(x, L.Cropping1D((300_000, 300_000))(x))
+    with pytest.raises(ProbeInputError, match=r"input 'wave' \(None, None, 4\): 27 lengths .* 5-16, 32, 64, .*"
+                                              r"262144, 524288 \(up to 2,097,152 values per sample\), all fail "
+                                              r"\(at 5: .*--inputs FILE\.npz"):
+        describe(model)
+
+
+@needs_both
+def test_exact_length_found_and_a_keras3_failure_names_its_layer(K2: Any) -> None:
+    """Reshape((6, 8)) -> Flatten -> Dense fixes the length at 6; a Keras 3 model failing on inputs the
+    source computed is named by the layer that fails."""
+    import keras
+
+    L = K2.layers
+    x = L.Input((None, 8))
+    source = K2.models.Model(x, L.Dense(2)(L.Flatten()(L.Reshape((6, 8))(x))))
+    model, proof = convert(source, return_proof=True)
+    assert proof.shapes == ((4, 6, 8),) and "probe samples (random) of shape (4, 6, 8)," in str(proof), str(proof)
+    description = describe(source)
+    i = keras.Input((None, 8))
+    broken = keras.Model(i, keras.layers.Dense(2)(keras.layers.Flatten()(keras.layers.Reshape((7, 8), name="seven")(i))))
+    with pytest.raises(ConversionMismatchError, match=r"at layer 'seven', on probe inputs of shape \(4, 6, 8\) "
+                                                      "that the source computed"):
+        verify(description, broken)
 
 
 @needs_both

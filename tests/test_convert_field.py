@@ -37,9 +37,15 @@ _CASES: Dict[str, Tuple[str, ...]] = {
     "dict-h5": ("keras-3.15-tf",),
     "embed-h5": ("keras-3.15-jax",),
     "nan-h5": ("keras-3.15-torch",),
+    "custom-savedmodel": ("keras-3.15-tf",),
+    "custom-h5": ("keras-3.15-jax",),
+    "lambda-h5": ("keras-3.15-torch",),
+    "unfed-h5": ("keras-3.15-tf",),
 }
 _FILES = {"plain-savedmodel": "plain_savedmodel", "dict-savedmodel": "dict_savedmodel", "dict-h5": "dict.h5",
-          "embed-h5": "embed.h5", "nan-h5": "nan.h5"}
+          "embed-h5": "embed.h5", "nan-h5": "nan.h5", "custom-savedmodel": "custom_savedmodel",
+          "custom-h5": "custom.h5", "lambda-h5": "lambda.h5", "unfed-h5": "unfed.h5"}
+LAYERS = Path(__file__).resolve().parent / "convert_field_layers.py"
 
 
 cross_env = keras3_target("TF 2.4's files are converted")
@@ -168,6 +174,74 @@ def test_migrate_models_lists_a_tf24_savedmodel(field: Any, capsys: pytest.Captu
     assert rc == 0, out + err
     assert "graphs, not a Keras model" not in out + err
     assert f"compat-clone convert {folder / 'plain_savedmodel'} -o " in out and f"--from {WRITER}" in out, out
+
+
+def _package(root: Path) -> Path:
+    """A project folder holding ``mypkg/layers.py`` (tests/convert_field_layers.py), as users have their layers."""
+    (root / "mypkg").mkdir(parents=True)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (root / "mypkg" / "layers.py").write_text(LAYERS.read_text())
+    return root
+
+
+@cross_env
+@pytest.mark.parametrize("name", [_case("custom-savedmodel"), _case("custom-h5")])
+def test_custom_layers_by_module_or_file(name: str, field: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --custom-objects: exit 2 with the command-line form; with the module (SavedModel) or the
+    file (.h5) that defines the layer, imported by TF 2.4 and by Keras 3 alike: proven."""
+    folder = field()
+    source = folder / _FILES[name]
+    monkeypatch.chdir(_package(tmp_path / "project"))  # the workers import from the folder the command runs in
+    rc, stdout, stderr = convert(_common(source, tmp_path / "refused.keras"), capsys)
+    assert rc == 2, stdout + stderr
+    assert "MissingCustomObjectError" in stderr and "'Gain'" in stderr, stderr
+    assert "--custom-objects path/to/layers.py" in stderr and "--custom-objects Gain=my_package.layers.Gain" in stderr
+    assert not (tmp_path / "refused.keras").exists()
+    # the SavedModel is read by TF 2.4 without the class (revived): the Keras 3 side refuses; the .h5 is not read
+    assert ("keras-3.15" in stderr) == name.endswith("savedmodel"), stderr
+    given = "mypkg.layers" if name.endswith("savedmodel") else "mypkg/layers.py"
+    out = tmp_path / "new.keras"
+    rc, stdout, stderr = convert(_common(source, out) + ["--custom-objects", given], capsys)
+    assert rc == 0, stdout + stderr
+    assert "proof: 1 output on 4 probe samples (random) of shape (4, 5)," in stdout and ": OK" in stdout, stdout
+    print(stdout)
+
+
+@cross_env
+@pytest.mark.parametrize("name", [_case("lambda-h5")])
+def test_an_activation_saved_as_lambda_is_named(name: str, field: Any, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    folder = field()
+    source = folder / _FILES[name]
+    monkeypatch.chdir(_package(tmp_path / "project"))
+    rc, stdout, stderr = convert(_common(source, tmp_path / "refused.keras"), capsys)
+    assert rc == 2, stdout + stderr
+    assert "layer 'halved' (activation='<lambda>')" in stderr, stderr
+    assert "--custom-objects '<lambda>=my_package.acts.my_function'" in stderr, stderr
+    out = tmp_path / "new.keras"
+    rc, stdout, stderr = convert(_common(source, out) + ["--custom-objects", "<lambda>=mypkg.layers.halve"], capsys)
+    assert rc == 0, stdout + stderr
+    assert "halved: activation='halve' computed by the function given for it" in stdout, stdout
+    assert "proof: 1 output on 4 probe samples (random) of shape (4, 4)," in stdout and ": OK" in stdout, stdout
+    print(stdout)
+
+
+@cross_env
+@pytest.mark.parametrize("name", [_case("unfed-h5")])
+def test_a_model_no_probe_feeds_exits_2_with_the_reason(name: str, field: Any, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Input((None, 3)) -> Reshape((7, 2)): no length computes; stopped in the source, before the rebuild."""
+    folder = field()
+    out = tmp_path / "new.keras"
+    rc, stdout, stderr = convert(_common(folder / _FILES[name], out), capsys)
+    assert rc == 2, stdout + stderr
+    assert "ProbeInputError: The source model (tensorflow 2.4.4) computes none of the probe inputs tried " \
+           "for input 'frames' (None, None, 3)" in stderr, stderr
+    assert "5-16, 32, 64," in stderr and "--inputs FILE.npz" in stderr, stderr
+    assert "keras-3.15" not in stderr and "proof:" not in stdout, stdout + stderr  # no rebuild was tried
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)

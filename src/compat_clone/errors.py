@@ -26,7 +26,9 @@ __all__ = [
     "WeightsUnreadableError",
     "ConversionError",
     "UnconvertibleLayerError",
+    "MissingCustomObjectError",
     "ConversionMismatchError",
+    "ProbeInputError",
     "DescriptionFileError",
     "layer_rebuild_error",
     "layer_rebuild_note",
@@ -97,6 +99,22 @@ class UnconvertibleLayerError(ConversionError):
     """
 
 
+class MissingCustomObjectError(UnconvertibleLayerError):
+    """A layer needs a class or function of the user's own that the conversion was not given.
+
+    Attributes:
+        name: the name to pass it under (``"Scale"``, ``"<lambda>"``).
+        layers: the paths of the layers that need it.
+        kind: ``"layer"`` (a custom layer class) or ``"activation"`` (a function).
+    """
+
+    def __init__(self, message: str, name: str = "", layers: Any = (), kind: str = "layer") -> None:
+        super().__init__(message)
+        self.name = name
+        self.layers = tuple(layers)
+        self.kind = kind
+
+
 class ConversionMismatchError(ConversionError):
     """The converted model's outputs differ from the source's above tolerance.
 
@@ -107,6 +125,10 @@ class ConversionMismatchError(ConversionError):
     def __init__(self, message: str, proof: Any = None) -> None:
         super().__init__(message)
         self.proof = proof
+
+
+class ProbeInputError(ConversionError):
+    """The source model computes none of the probe inputs the conversion can make: give some with `probe_inputs`."""
 
 
 class DescriptionFileError(ConversionError):

@@ -121,6 +121,9 @@ def convert(
             `custom_objects`, a layer Keras 3 dropped), named with the way out.
         ConversionMismatchError: the outputs differ above tolerance (its
             ``proof`` attribute holds the measurements).
+        ProbeInputError: the source computes none of the random probes
+            (its open dimensions tried at every length within a memory
+            budget): pass `probe_inputs`.
         InvalidArgumentError: an argument of the wrong kind.
 
     Example:

@@ -18,7 +18,7 @@ import numpy as np
 
 from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
-from compat_clone.convert._probes import output_masks, predict, random_inputs, user_inputs
+from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
 
 __all__ = ["Description", "ProbeSet", "WeightRecord", "describe", "FORMAT"]
@@ -137,6 +137,9 @@ def describe(
         InvalidArgumentError: `model` is a Keras 3 model, `samples` is not a
             positive integer, or `probe_inputs` does not fit the inputs.
         UnsupportedModelError: a subclassed model (no graph to describe).
+        ProbeInputError: the source computes none of the random probes
+            tried (its open dimensions at every length within a memory
+            budget): pass `probe_inputs`.
 
     Example:
 
@@ -166,10 +169,11 @@ def describe(
     _record_layers(model, weights, notes)
     if probe_inputs is not None:  # the user's inputs replace the random ones
         probes = [ProbeSet("user", user_inputs(model, probe_inputs), [])]
-    else:
-        probes = [ProbeSet("random", random_inputs(model, samples, seed), [])]
+        probes[0].outputs = predict(model, probes[0].inputs)
+    else:  # open dimensions at a length the source computes with
+        inputs, outputs = random_probe(model, samples, seed, architecture, f"{info.package} {info.version}")
+        probes = [ProbeSet("random", inputs, outputs)]
     for probe in probes:
-        probe.outputs = predict(model, probe.inputs)
         masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
     import sys

@@ -98,7 +98,7 @@ def rebuild_file(description_path: str, out: str, *, rtol: float, atol: float,
         # Lambda layers' code is the source's, which the user chose to convert).
         step = "read back from its file"
         try:
-            reloaded = keras.models.load_model(out, custom_objects=custom_objects or None, compile=False,
+            reloaded = keras.models.load_model(out, custom_objects=_by_own_names(custom_objects), compile=False,
                                                safe_mode=not lambdas)
         except Exception as e:
             raise ConversionMismatchError(f"Keras {keras.__version__} cannot load the file it wrote: "
@@ -116,3 +116,15 @@ def rebuild_file(description_path: str, out: str, *, rtol: float, atol: float,
         return {"ok": False, "error": error, "proof": None if e.proof is None else e.proof.to_json()}
     return {"ok": True, "proof": proof.to_json(), "keras": keras.__version__,
             "backend": keras.backend.backend(), "lambdas": lambdas, "formulas": formulas}
+
+
+def _by_own_names(custom_objects: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """`custom_objects`, each function also under its own name: Keras 3 saves a function so
+    (one passed as ``'<lambda>'`` for a Keras 2 activation comes back as ``'swish2'``)."""
+    if not custom_objects:
+        return None
+    found = dict(custom_objects)
+    for value in custom_objects.values():
+        if callable(value) and not isinstance(value, type):
+            found.setdefault(str(getattr(value, "__name__", "")), value)
+    return found

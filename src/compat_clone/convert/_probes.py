@@ -15,12 +15,11 @@ import numpy as np
 
 from compat_clone._dispatch import KERAS2
 from compat_clone._walk import walk
-from compat_clone.errors import InvalidArgumentError
+from compat_clone.convert._lengths import OPEN_DIM, Attempt, find_length, open_dims, summary
+from compat_clone.errors import InvalidArgumentError, ProbeInputError
 
-__all__ = ["input_specs", "random_inputs", "user_inputs", "predict", "output_list", "output_masks"]
+__all__ = ["input_specs", "random_inputs", "random_probe", "user_inputs", "predict", "output_list", "output_masks"]
 
-# A sequence dimension the model leaves open (`None`) is probed at this length.
-_OPEN_DIM = 5
 # Integer inputs that feed no Embedding are drawn from [0, _INT_HIGH).
 _INT_HIGH = 10
 
@@ -102,11 +101,12 @@ def _node_input_layers(node: Any) -> List[Any]:
     return list(layers)
 
 
-def random_inputs(model: Any, samples: int, seed: int) -> List[np.ndarray]:
+def random_inputs(model: Any, samples: int, seed: int, length: int = OPEN_DIM) -> List[np.ndarray]:
+    """Random probes for each input (its shape, dtype and role), its open dimensions `length` long."""
     rng = np.random.default_rng(seed)
     arrays = []
     for dims, dtype, name in input_specs(model):
-        shape = (samples,) + tuple(_OPEN_DIM if d is None else d for d in dims[1:])
+        shape = (samples,) + tuple(length if d is None else d for d in dims[1:])
         role = _input_role(model, name)
         padded = role.padded or dtype.startswith(("int", "uint"))
         if role.choices is not None:
@@ -125,6 +125,76 @@ def random_inputs(model: Any, samples: int, seed: int) -> List[np.ndarray]:
             values[::2, -2:] = 0 if role.mask_value is None else role.mask_value
         arrays.append(values if role.choices is not None and dtype == "string" else values.astype(dtype))
     return arrays
+
+
+# what `_failure` says of an output that is NaN everywhere (a mean over no steps): accepted when no length does better
+_ALL_NAN = "is NaN everywhere"
+
+
+def _failure(model: Any, inputs: List[np.ndarray], quick: bool = False) -> Tuple[List[np.ndarray], str]:
+    """The source's outputs on `inputs`, and "" when it computed them, else why not.
+
+    Not computed: an empty output (cropped or convolved below one step), or
+    one that is NaN everywhere (a pooling over no steps). `quick`: a
+    tf.keras model is called eagerly (its `predict` traces again for each
+    new shape, which a search of lengths pays for every length).
+    """
+    outputs = _called(model, inputs) if quick else predict(model, inputs)
+    for k, out in enumerate(outputs):
+        if out.size == 0:
+            return outputs, f"output {k} is empty (shape {out.shape}): the input is too short for the model"
+    for k, out in enumerate(outputs):
+        if out.dtype.kind == "f" and np.all(np.isnan(out)):
+            return outputs, f"output {k} {_ALL_NAN} (shape {out.shape}): the input is too short for the model"
+    return outputs, ""
+
+
+def _called(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not tf.executing_eagerly():  # standalone Keras 2: a TF1 graph, `predict` runs it as is
+        return predict(model, inputs)
+    tensors = [tf.convert_to_tensor(x) for x in inputs]
+    out = model(tensors if len(tensors) > 1 else tensors[0], training=False)
+    return [np.asarray(o) for o in output_list(model, out)]
+
+
+def random_probe(model: Any, samples: int, seed: int, architecture: Any,
+                 source: str) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+    """Random probe inputs the source computes with, and its outputs on them.
+
+    Open dimensions are probed at `OPEN_DIM` first; where the source cannot
+    compute that, at the smallest length it computes (`find_length`, asking
+    the source itself one sample at a time).
+
+    Raises:
+        ProbeInputError: the source computes none of the probes tried.
+    """
+    inputs = random_inputs(model, samples, seed)
+    try:
+        outputs, failure = _failure(model, inputs)
+    except Exception as exc:  # the source refuses them: other lengths are tried
+        outputs, failure = [], summary(exc)
+    if not failure:
+        return inputs, outputs
+    specs = input_specs(model)
+    if not open_dims(specs):
+        shapes = ", ".join(f"{name!r} {tuple(dims)}" for dims, _, name in specs)
+        raise ProbeInputError(
+            f"The source model ({source}) does not compute random probe inputs of its input shapes "
+            f"({shapes}): {failure}. Nothing was converted. Give inputs it computes with --inputs FILE.npz "
+            "(np.savez, one array per model input; in Python: `probe_inputs=`)."
+        )
+    try:
+        length, _ = find_length(lambda n: _failure(model, random_inputs(model, 1, seed, n), quick=True)[1], specs,
+                                architecture, Attempt(OPEN_DIM, failure), source=source)
+    except ProbeInputError:
+        if _ALL_NAN in failure:  # the source answers NaN at every length: that is its answer
+            return inputs, outputs
+        raise
+    inputs = random_inputs(model, samples, seed, length)
+    return inputs, predict(model, inputs)
 
 
 def user_inputs(model: Any, probe_inputs: Any) -> List[np.ndarray]:

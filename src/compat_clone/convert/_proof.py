@@ -86,6 +86,8 @@ class Proof:
         origins: where the probe inputs came from, ``"random"`` (drawn by
             `describe` for each input's shape, dtype and role) and/or
             ``"user"`` (given with ``probe_inputs`` / ``--inputs``).
+        shapes: the shape of each probe input (batch first), of the first
+            probe set: the lengths the open dimensions were probed at.
     """
 
     outputs: Tuple[OutputDiff, ...]
@@ -94,6 +96,7 @@ class Proof:
     atol: float
     changes: Tuple[str, ...] = ()
     origins: Tuple[str, ...] = ()
+    shapes: Tuple[Tuple[int, ...], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -115,6 +118,7 @@ class Proof:
         return {
             "line": str(self), "ok": bool(self.ok), "samples": int(self.samples), "rtol": self.rtol,
             "atol": self.atol, "origins": list(self.origins), "changes": list(self.changes),
+            "shapes": [list(shape) for shape in self.shapes],
             "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o))
                         for o in self.outputs],
         }
@@ -132,7 +136,8 @@ class Proof:
                             for k, o in enumerate(data["outputs"]))
             return cls(outputs=outputs, samples=int(data["samples"]), rtol=float(data["rtol"]),
                        atol=float(data["atol"]), changes=tuple(data.get("changes", ())),
-                       origins=tuple(data.get("origins", ())))
+                       origins=tuple(data.get("origins", ())),
+                       shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())))
         except (KeyError, TypeError) as exc:
             raise InvalidArgumentError(
                 f"Expected a proof's JSON (`Proof.to_json()`). Received: {str(data)[:200]} (missing {exc})."
@@ -146,9 +151,10 @@ class Proof:
         where = " and ".join(_ORIGINS.get(o, o) for o in self.origins)
         nonfinite = sum(o.nonfinite for o in self.outputs)
         special = f"; the source produces NaN/inf at {nonfinite} positions" if nonfinite else ""
+        shapes = " + ".join(str(tuple(shape)) for shape in self.shapes)
         return (
             f"proof: {n} output{'s' if n != 1 else ''} on {self.samples} probe samples"
-            f"{f' ({where})' if where else ''}, "
+            f"{f' ({where})' if where else ''}{f' of shape {shapes}' if shapes else ''}, "
             f"max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} "
             f"(rtol {self.rtol:.0e}, atol {self.atol:.0e}){special}: {verdict}"
         )
@@ -215,6 +221,7 @@ def verify(
         atol=float(atol),
         changes=tuple(changes),
         origins=tuple(dict.fromkeys(p.origin for p in probes)),
+        shapes=tuple(tuple(int(d) for d in np.shape(x)) for x in probes[0].inputs),
     )
     if not proof.ok:
         raise ConversionMismatchError(
@@ -239,14 +246,17 @@ def _answers(model: Any, probe: ProbeSet) -> List[np.ndarray]:
     """The converted model's outputs on one probe set, as many as the source's."""
     try:
         got = _run(model, probe.inputs)
-    except Exception as exc:  # the target Keras cannot run what it built
+    except Exception as exc:  # the target Keras cannot run what it built, on inputs the source computed
         import keras
 
+        where = _failing_layer(model, probe.inputs)
         raise ConversionMismatchError(
             f"The converted model does not run in Keras {keras.__version__} on "
-            f"{keras.backend.backend()}: {type(exc).__name__}: {str(exc).strip()[:600]}. The Keras 3 "
-            "graph was built but this Keras version fails to compute it; a newer Keras 3 may "
-            "(the command line's default target is the newest of the matrix)."
+            f"{keras.backend.backend()}{where}, on probe inputs of shape "
+            f"{' + '.join(str(np.shape(x)) for x in probe.inputs)} that the source computed: "
+            f"{type(exc).__name__}: {str(exc).strip()[:600]}. The Keras 3 graph was built but this "
+            "Keras version fails to compute it; a newer Keras 3 may (the command line's default target "
+            "is the newest of the matrix)."
         ) from exc
     if len(got) != len(probe.outputs):
         raise ConversionMismatchError(
@@ -255,6 +265,48 @@ def _answers(model: Any, probe: ProbeSet) -> List[np.ndarray]:
             "report it with the description file."
         )
     return got
+
+
+class _LayerFailed(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _failing_layer(model: Any, inputs: List[np.ndarray]) -> str:
+    """`` at layer 'name'``: the first layer of a Functional model whose call fails on `inputs` ("" if unknown).
+
+    The model's own graph walk (`Functional._run_through_graph`, Keras 3)
+    calls each layer through a wrapper that names it when it raises.
+    """
+    graph = getattr(model, "_functional", None) or model  # a Keras 3 Sequential runs its inner Functional
+    run = getattr(graph, "_run_through_graph", None)
+    if run is None:
+        return ""
+
+    def wrap(operation: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return operation(*args, **kwargs)
+            except _LayerFailed:
+                raise
+            except Exception as exc:
+                raise _LayerFailed(operation.name) from exc
+
+        return call
+
+    import keras
+
+    try:
+        tensors = [keras.ops.convert_to_tensor(x) for x in inputs]
+        given: Any = tensors if len(tensors) > 1 else tensors[0]
+        standardize = getattr(graph, "_standardize_inputs", None)
+        run(standardize(given) if standardize is not None else given, operation_fn=wrap)
+    except _LayerFailed as failed:
+        return f" at layer {failed.name!r}"
+    except Exception:  # the walk itself failed: no layer to name
+        return ""
+    return ""
 
 
 def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:

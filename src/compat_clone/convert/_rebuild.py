@@ -18,7 +18,7 @@ from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._graph import functional, is_model_entry
 from compat_clone.convert._lambdas import lambda_layer
 from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
-from compat_clone.errors import InvalidArgumentError, UnconvertibleLayerError
+from compat_clone.errors import InvalidArgumentError, MissingCustomObjectError, UnconvertibleLayerError
 
 __all__ = ["rebuild"]
 
@@ -115,12 +115,35 @@ class _Builder:
                 f"Layer {path!r} is a {short}, which Keras has no longer had since {since}: "
                 f"{advice}. Or pass a Keras 3 class in `custom_objects={{{short!r}: ...}}`."
             )
-        raise UnconvertibleLayerError(
+        raise MissingCustomObjectError(
             f"Layer {path!r} is of class {class_name!r}, which is not a Keras "
             f"{self.keras.__version__} layer (a custom layer of the source model). "
             f"Pass its Keras 3 implementation: `convert(model, custom_objects={{{short!r}: "
-            "MyLayerForKeras3})`."
+            "MyLayerForKeras3})`",
+            name=short, layers=[path], kind="layer",
         )
+
+    def own_activations(self, mapped: Dict[str, Any], path: str) -> None:
+        """Activations saved by a name of the user's own (``'<lambda>'``, ``'swish2'``): `custom_objects`' functions."""
+        # a function given as '<lambda>' is saved by the source under its own name
+        own = {str(getattr(fn, "__name__", "")): fn for fn in self.custom.values()
+               if callable(fn) and not isinstance(fn, type)}
+        for key in ("activation", "recurrent_activation"):
+            value = mapped.get(key)
+            if not isinstance(value, str) or (value != "<lambda>" and hasattr(self.keras.activations, value)):
+                continue
+            function = self.custom.get(value, own.get(value))
+            if function is not None:
+                mapped[key] = function
+                self.changes.append(f"{path}: {key}={value!r} computed by the function given for it")
+                continue
+            saved = ("Keras 2 saved a lambda function by that name, without its code, so no Keras can compute "
+                     "it from the file" if value == "<lambda>" else "a function of the source model's own")
+            raise MissingCustomObjectError(
+                f"Layer {path!r} has {key}={value!r}: {saved}. Pass the function: "
+                f"`convert(model, custom_objects={{{value!r}: fn}})`",
+                name=value, layers=[path], kind="activation",
+            )
 
     def application_class(self, class_name: str, path: str) -> Any:
         """Keras 3's own class for a layer class of a Keras 2 `keras.applications` model.
@@ -181,6 +204,7 @@ class _Builder:
         cls = self.layer_class(class_name, path)
         is_custom = cls is not getattr(self.keras.layers, class_name.rpartition(">")[2], None)
         mapped = map_config(class_name, config, path, cls, self.changes, self.activation)
+        self.own_activations(mapped, path)
         for key, value in mapped.items():
             # Keras 3.0 deserializes some initializers by their new class name
             # only (`OrthogonalInitializer`): build the ones its module names.

@@ -14,13 +14,14 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 import tempfile
 import zipfile
 from typing import Any, List, Mapping, Optional
 
 from compat_clone.convert import _keras2_h5
-from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
 
 __all__ = ["keras_for", "read_model", "read_inputs"]
 
@@ -97,12 +98,66 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
     except CompatCloneError:
         raise
     except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix
+        if "<lambda>" in str(e) and "<lambda>" not in objects:
+            layers = _lambda_activations(path)
+            named = ", ".join(f"layer {layer!r} ({key}='<lambda>')" for layer, key in layers) or "a layer"
+            raise MissingCustomObjectError(
+                f"Keras {keras.__version__} could not load {path!r}: {named}: Keras 2 saved a lambda function by that name, without its code, so no Keras can "
+                "read it back. Pass the function under that name"
+                + (" (one function for all of them: if they differ, save the model again with named functions)"
+                   if len(layers) > 1 else "")
+                + ": `custom_objects={'<lambda>': fn}`",
+                name="<lambda>", layers=[layer for layer, _ in layers], kind="activation",
+            ) from e
+        unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
+        if unknown and unknown.group(1) not in objects:
+            name = unknown.group(1).rpartition(">")[2]
+            raise MissingCustomObjectError(
+                f"Keras {keras.__version__} could not load {path!r}: it holds a layer of class {name!r}, a custom "
+                f"layer of the model's own, and was given no class for it. Pass its class: "
+                f"`custom_objects={{{name!r}: {name}}}`",
+                name=name, layers=[], kind="layer",
+            ) from e
         fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
                if "safe_mode" in str(e) else
                "If the model uses layers or functions of your own, pass --custom-objects module:name.")
         raise InvalidArgumentError(
             f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
         ) from e
+
+
+def _lambda_activations(path: str) -> List[Any]:
+    """(layer, key) of each activation a saved model's config names ``'<lambda>'`` (.h5, .keras; [] if unread)."""
+    text: Any = None
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                text = archive.read("config.json").decode("utf-8")
+        elif os.path.isfile(path):
+            import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+            with h5py.File(path, "r") as f:
+                text = f.attrs.get("model_config")
+    except Exception:  # the file was refused already; the message names no layer then
+        return []
+    if text is None:
+        return []
+    found: List[Any] = []
+
+    def visit(entry: Any) -> None:
+        if isinstance(entry, dict):
+            config = entry.get("config")
+            if isinstance(config, dict):
+                found.extend((config.get("name", "?"), key) for key in ("activation", "recurrent_activation")
+                             if config.get(key) == "<lambda>")
+            for value in entry.values():
+                visit(value)
+        elif isinstance(entry, list):
+            for value in entry:
+                visit(value)
+
+    visit(json.loads(text.decode("utf-8") if isinstance(text, bytes) else text))
+    return found
 
 
 def _plain_numbers(value: Any) -> Any:

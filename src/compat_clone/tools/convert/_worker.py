@@ -12,79 +12,39 @@ the saved Keras 2 model, write its description), `rebuild` is
 This module only turns the command line into that call in this interpreter
 (``--custom-objects`` resolved here) and its result into the protocol: the
 last line of stdout is ``COMPAT_CLONE_RESULT <json>`` (`RESULT_MARK`); a
-refusal exits 1 with the message on stderr, a failed proof exits 3.
+refusal exits 1 with the message on stderr, 2 where the way out is an option
+of the command line (probe inputs the source cannot compute: ``--inputs``; a
+custom layer or function it was not given: ``--custom-objects``, said so),
+a failed proof exits 3.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence
 
-from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.errors import CompatCloneError, MissingCustomObjectError, ProbeInputError
+from compat_clone.tools.convert._custom import resolve_custom_objects
 
 RESULT_MARK = "COMPAT_CLONE_RESULT "
 EXIT_REFUSED = 1
+EXIT_USAGE = 2  # the user's to fix on the command line (--inputs, --custom-objects): said in its terms
 EXIT_PROOF_FAILED = 3
 
 
-def split_spec(spec: str) -> Tuple[str, str]:
-    """``(module, name)`` of a ``--custom-objects module:name`` spec.
-
-    Raises:
-        InvalidArgumentError: `spec` is not ``module:name``.
-    """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise InvalidArgumentError(
-            f"Expected --custom-objects as module:name (e.g. my_layers:Scale). Received: {spec!r}."
-        )
-    return module_name, attr
-
-
-def resolve_custom_objects(specs: Sequence[str]) -> Dict[str, Any]:
-    """Resolves ``module:name`` specs in this interpreter: ``{name: object}``.
-
-    ``module:name`` imports `module` and takes its attribute `name` (dots walk
-    nested attributes: ``module:Outer.Inner``); an attribute that is a dict is
-    merged as a whole ``custom_objects`` mapping.
-
-    Args:
-        specs: the ``--custom-objects`` values.
-
-    Returns:
-        The mapping to pass to Keras.
-
-    Raises:
-        InvalidArgumentError: a malformed spec, a module that does not import,
-            an attribute that is not there.
-    """
-    out: Dict[str, Any] = {}
-    if specs:
-        sys.path.insert(0, os.getcwd())  # the user's modules next to their models
-    for spec in specs:
-        module_name, attr = split_spec(spec)
-        try:
-            value: Any = importlib.import_module(module_name)
-        except ImportError as e:
-            raise InvalidArgumentError(
-                f"--custom-objects {spec!r}: module {module_name!r} does not import in {sys.prefix!r} "
-                f"({e}). It must be importable in both environments (run from its folder, or install it)."
-            ) from e
-        for part in attr.split("."):
-            if not hasattr(value, part):
-                raise InvalidArgumentError(
-                    f"--custom-objects {spec!r}: {module_name!r} has no attribute {attr!r} in {sys.prefix!r}."
-                )
-            value = getattr(value, part)
-        if isinstance(value, dict):
-            out.update(value)
-        else:
-            out[attr.split(".")[-1]] = value
-    return out
+def _cli_terms(e: MissingCustomObjectError, given: Sequence[str]) -> str:
+    """A refused custom layer or function, said in the command line's terms."""
+    had = f" (--custom-objects gave {', '.join(given)}, which defines no {e.name!r} here)" if given else ""
+    if e.kind == "activation":
+        return (f"{e}{had}. On the command line: --custom-objects '{e.name}=my_package.acts.my_function' "
+                "(imported in both environments: a function of one tensor computing what the lambda did).")
+    return (f"{e}{had}. On the command line, pass the file or module that defines it, imported in both "
+            f"environments: --custom-objects path/to/layers.py, --custom-objects my_package.layers, or "
+            f"--custom-objects {e.name}=my_package.layers.{e.name}. There it must define {e.name} for the "
+            "Keras it finds (`keras.__version__`, or COMPAT_CLONE_CONVERT_SIDE=source|target).")
 
 
 def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
@@ -128,6 +88,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         result = _describe_step(args) if args.step == "describe" else _rebuild_step(args)
+    except MissingCustomObjectError as e:
+        print(f"{type(e).__name__}: {_cli_terms(e, args.custom_objects)}", file=sys.stderr)
+        return EXIT_USAGE
+    except ProbeInputError as e:
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except CompatCloneError as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_REFUSED

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
-from compat_clone.tools.convert._worker import RESULT_MARK, split_spec
+from compat_clone.tools.convert._custom import parse_spec
+from compat_clone.tools.convert._worker import EXIT_USAGE as _WORKER_USAGE
+from compat_clone.tools.convert._worker import RESULT_MARK
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "add_arguments", "run"]
 
@@ -31,7 +33,8 @@ _DESCRIPTION = (
     "family (detected from the file, or --from), described as neutral data, rebuilt in a Keras 3 "
     "environment (--to), and its outputs compared with the source's on probe inputs. NEW.keras is "
     "written only if every output is within --rtol/--atol. Exit status: 0 converted; 1 the "
-    "conversion or its proof failed (nothing written); 2 usage error."
+    "conversion or its proof failed (nothing written); 2 usage error, or the way out is an option: inputs the "
+    "model computes (--inputs), its custom layers or functions (--custom-objects)."
 )
 
 _EPILOG = """\
@@ -40,9 +43,11 @@ as `compat-clone matrix` builds it, in the per-user cache (~/.cache/compat-clone
 $COMPAT_CLONE_ENVS_DIR or --envs-dir to choose) and reused by every later run and project; or a
 path: a virtualenv folder or a python interpreter, used as it is.
 
---custom-objects module:name is resolved in each environment: `module` is imported there (from the
-current folder or the environment's packages) and its attribute `name` registered under that name;
-an attribute that is a dict is used as a whole custom_objects mapping. The source environment needs
+--custom-objects is resolved in each environment (from the current folder or the environment's
+packages): path/to/layers.py (a file) or my_package.layers (a module) registers every public class
+and function it defines under its own name; module:name registers that attribute (a dict: a whole
+custom_objects mapping); NAME=module.attr registers the attribute under NAME, e.g.
+'<lambda>=my_package.acts.swish' for an activation Keras 2 saved as '<lambda>'. The source environment needs
 the Keras 2 class, the target its Keras 3 counterpart: one module can serve both by checking which
 Keras it finds (`keras.__version__`), or the variable COMPAT_CLONE_CONVERT_SIDE (source | target) that
 the worker sets before importing it (for an environment that has both Kerases).
@@ -73,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "keras-3.15-tf, keras-3.15-jax, keras-3.15-torch)")
     add("--backend", choices=_BACKENDS,
         help="Keras 3 backend of the default --to (default: $KERAS_BACKEND, else tensorflow)")
-    add("--custom-objects", action="append", nargs="+", default=[], metavar="MODULE:NAME",
+    add("--custom-objects", action="append", nargs="+", default=[], metavar="FILE.py|MODULE[:NAME]|NAME=MODULE.ATTR",
         help="custom layers / functions, resolved in each environment (see below)")
     add("--inputs", metavar="FILE.npz",
         help="inputs of your own to prove the conversion on, INSTEAD of the random probes (np.savez: one "
@@ -130,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         if args.no_safe_mode:
             cmd += ["--no-safe-mode"]
         rc, described = _worker(source, cmd + _co_args(co))
+        if rc == _WORKER_USAGE:  # the way out is an option (--inputs, --custom-objects): said above
+            print(f"compat-clone convert: nothing written ({args.source!r} in {source.label}).", file=sys.stderr)
+            return EXIT_USAGE
         if described is None:
             print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
                   file=sys.stderr)
@@ -138,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
               f"{described['layers']} layers")
         rc, rebuilt = _worker(target, ["rebuild", "--description", desc_path, "--out", model_path,
                                        "--rtol", repr(args.rtol), "--atol", repr(args.atol)] + _co_args(co))
+        if rc == _WORKER_USAGE:
+            print(f"compat-clone convert: nothing written; the rebuild in {target.label} needs the above.",
+                  file=sys.stderr)
+            return EXIT_USAGE
         if rebuilt is None:
             print(f"compat-clone convert: rebuilding in {target.label} failed (exit {rc}); nothing written.",
                   file=sys.stderr)
@@ -181,7 +193,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     output = _checked_output(args)
     co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
     for spec in co:
-        split_spec(spec)
+        parse_spec(spec)
     try:
         table = load_table(args.table)
     except TableError as e:
@@ -329,7 +341,7 @@ def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]
     if result is None:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         # A refusal is one message on the last line; a crash shows its traceback's end.
-        tail = lines[-1:] if proc.returncode == 1 and lines and "Error: " in lines[-1] else lines[-25:]
+        tail = lines[-1:] if proc.returncode in (1, 2) and lines and "Error: " in lines[-1] else lines[-25:]
         for ln in tail:
             print(f"  {interp.label}: {ln}", file=sys.stderr)
     return proc.returncode, result
