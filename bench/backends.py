@@ -13,6 +13,11 @@ from typing import Any, Callable, Dict, List, Optional
 class Ops:
     """What the cases need from one backend. The base is TensorFlow eager (tf.keras, Keras 3 on TF)."""
 
+    # Whether `raw_copy(source, target)` moves the bytes (the soft case's "one raw copy of the same bytes"):
+    # TensorFlow eager's `assign` of a tensor shares its buffer (copy on write), so there the soft case
+    # copies into new buffers.
+    copies_into_target = False
+
     def __init__(self, K: Any) -> None:
         self.K = K
 
@@ -177,6 +182,7 @@ class JaxOps(Ops):
 
 
 class TorchOps(Ops):
+    copies_into_target = True
     def tensors(self, model: Any) -> List[Any]:
         return [v.value.detach() for v in model.weights]
 

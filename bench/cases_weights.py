@@ -158,8 +158,10 @@ def soft(ctx: Ctx) -> List[Dict[str, Any]]:
     def numpy_loop() -> None:
         target.set_weights([TAU * s + (1 - TAU) * t for s, t in zip(source.get_weights(), target.get_weights())])
 
+    into = ctx.ops.copies_into_target
     methods = {"tau": lambda: ctx.ops.settle(compat_clone.copy_weights(source, target, tau=TAU)),
-               "raw": ctx.ops.raw_copy(source, target), **ctx.ops.soft_references(source, target, TAU)}
+               "raw": ctx.ops.raw_copy(source, target if into else None),
+               **ctx.ops.soft_references(source, target, TAU)}
     fused = ctx.ops.raw_blend(source, target, TAU)
     if fused is not None:
         methods["fused"] = fused
@@ -167,4 +169,4 @@ def soft(ctx: Ctx) -> List[Dict[str, Any]]:
     # The NumPy loop is 10-100x slower than the rest: fewer runs, on their own.
     times.update(interleave({"numpy_loop": numpy_loop}, ctx.plan.heavy_reps))
     return [{"available": True, "mb": _nbytes(source) / 1e6, "times": times, "exact": exact,
-             "raw_op": ctx.ops.raw_copy_op(True), **({"fused_op": ctx.ops.raw_blend_op()} if fused else {})}]
+             "raw_op": ctx.ops.raw_copy_op(into), **({"fused_op": ctx.ops.raw_blend_op()} if fused else {})}]
