@@ -246,9 +246,9 @@ def _donation_group(values: List[Any], targets: List[Any], owned: Set[int]) -> T
     the most owned targets. A target array read by the call as a source is
     not donated (donating it would delete what the other pair reads; a
     variable paired twice holds the same array twice, no longer owned). An
-    uncommitted target keeps its commitment only
-    where its source is uncommitted too (a jitted result is committed if any
-    argument is): jit caches key on commitment.
+    uncommitted target keeps its commitment only where its source is
+    uncommitted too (a jitted result is committed if any argument is): jit
+    caches key on commitment.
     """
     jax = _fw("jax")
     by_device: Dict[Any, List[int]] = {}
@@ -279,11 +279,11 @@ def _copy_jit(jax: Any) -> Callable[..., Any]:
     return _COPY_JIT[0]
 
 
-def _in_place(jax: Any, fn: Callable[..., Any], dsts: List[Any], srcs: List[Any], *lead: Any) -> List[Any]:
-    """`fn(*lead, dsts, srcs)` with `dsts` donated: results written into the targets' buffers."""
+def _in_place(jax: Any, fn: Callable[..., Any], dsts: List[Any], srcs: List[Any]) -> List[Any]:
+    """`fn(dsts, srcs)` with `dsts` donated: results written into the targets' buffers."""
     if not dsts:
         return []
-    out = list(fn(*lead, dsts, srcs))
+    out = list(fn(dsts, srcs))
     # Never the source itself (that sharing is what `fit`'s own donation would break).
     return [_jax_put(jax, [o], [o.sharding])[0] if o is s else o for o, s in zip(out, srcs)]
 
