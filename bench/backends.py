@@ -7,11 +7,16 @@ a worker with only JAX or only torch never imports TensorFlow.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 
 class Ops:
     """What the cases need from one backend. The base is TensorFlow eager (tf.keras, Keras 3 on TF)."""
+
+    # Whether `raw_copy(source, target)` moves the bytes (the soft case's "one raw copy of the same bytes"):
+    # TensorFlow eager's `assign` of a tensor shares its buffer (copy on write), so there the soft case
+    # copies into new buffers.
+    copies_into_target = False
 
     def __init__(self, K: Any) -> None:
         self.K = K
@@ -40,15 +45,31 @@ class Ops:
             t.assign(tf.zeros(t.shape, t.dtype), read_value=False)
 
     def raw_copy(self, source: Any, target: Any = None) -> Callable[[], Any]:
-        """The framework copying the source's tensors and nothing else: the floor of any copy.
+        """The framework's fastest copy of the source's tensors and nothing else: the anchor of any copy.
 
-        Into new buffers; on torch, given a `target`, into the target's own
-        buffers, as `copy_weights` does there.
+        Given a `target`, into the target's variables (`copy_weights`'s job),
+        else into new buffers (a clone's); `raw_copy_op` names the op.
+        TensorFlow: `assign` of each source tensor to its target variable,
+        else `DeepCopy`.
         """
         import tensorflow as tf
 
         tensors = self.tensors(source)
-        return lambda: [tf.raw_ops.DeepCopy(x=t) for t in tensors]
+        if target is None:
+            return lambda: [tf.raw_ops.DeepCopy(x=t) for t in tensors]
+        pairs = list(zip(tensors, self.tensors(target)))
+        return lambda: [d.assign(s, read_value=False) for s, d in pairs]
+
+    def raw_copy_op(self, into_target: bool) -> str:
+        """The op `raw_copy` times, in words (each report row names the op it was measured against)."""
+        return "tf.Variable.assign(tensor)" if into_target else "tf.raw_ops.DeepCopy"
+
+    def raw_blend(self, source: Any, target: Any, tau: float) -> Optional[Callable[[], Any]]:
+        """The framework's fastest blend of the target toward the source in place (None: it has none)."""
+        return None
+
+    def raw_blend_op(self) -> str:
+        return "-"
 
     def soft_references(self, source: Any, target: Any, tau: float) -> Dict[str, Callable[[], Any]]:
         """Other ways to blend the same variables, measured beside `copy_weights(tau=)` (none by default)."""
@@ -78,8 +99,14 @@ class Keras2Ops(Ops):
     def raw_copy(self, source: Any, target: Any = None) -> Callable[[], Any]:
         import tensorflow as tf  # the compat.v1 module the keras2_on_tf2 fix-up installs
 
-        copied = tf.group(*[tf.raw_ops.DeepCopy(x=v.value()) for v in source.weights])
+        if target is None:
+            copied = tf.group(*[tf.raw_ops.DeepCopy(x=v.value()) for v in source.weights])
+        else:
+            copied = tf.group(*[d.assign(s.value()) for s, d in zip(source.weights, target.weights)])
         return lambda: self.K.backend.get_session().run(copied)
+
+    def raw_copy_op(self, into_target: bool) -> str:
+        return "tf.compat.v1 assign(tensor), one session run" if into_target else "tf.raw_ops.DeepCopy, one session run"
 
     def soft_references(self, source: Any, target: Any, tau: float) -> Dict[str, Callable[[], Any]]:
         """The soft update's floor and its previous way, as raw TF1 graph ops on the same variables.
@@ -126,13 +153,36 @@ class JaxOps(Ops):
         self.settle(model)
 
     def raw_copy(self, source: Any, target: Any = None) -> Callable[[], Any]:
+        """One batched `device_put(may_alias=False)` into new buffers (a target's, if given, untouched)."""
         import jax
 
         arrays = self.tensors(source)
         return lambda: jax.block_until_ready(jax.device_put(arrays, [a.sharding for a in arrays], may_alias=False))
 
+    def raw_copy_op(self, into_target: bool) -> str:
+        return "jax.device_put(may_alias=False)"
+
+    def raw_blend(self, source: Any, target: Any, tau: float) -> Optional[Callable[[], Any]]:
+        """One jitted blend with the target's arrays donated: written in place, then rebound to the variables."""
+        import jax
+
+        src = self.tensors(source)
+        blend = jax.jit(lambda s, t: [ti + tau * (si - ti) for si, ti in zip(s, t)], donate_argnums=1)
+
+        def run() -> Any:
+            out = blend(src, [v._value for v in target.weights])
+            for v, o in zip(target.weights, out):
+                v._direct_assign(o)
+            return jax.block_until_ready(out)
+
+        return run
+
+    def raw_blend_op(self) -> str:
+        return "jax.jit blend, target donated (in place)"
+
 
 class TorchOps(Ops):
+    copies_into_target = True
     def tensors(self, model: Any) -> List[Any]:
         return [v.value.detach() for v in model.weights]
 
@@ -147,6 +197,7 @@ class TorchOps(Ops):
         pass  # copy_ writes into the target's own buffers
 
     def raw_copy(self, source: Any, target: Any = None) -> Callable[[], Any]:
+        """`Tensor.copy_` per tensor into the target's own buffers, else `clone()` per tensor: memcpy-class."""
         import torch
 
         src = self.tensors(source)
@@ -154,11 +205,29 @@ class TorchOps(Ops):
 
         def run() -> Any:
             with torch.no_grad():
-                out = [t.clone() for t in src] if dst is None else torch._foreach_copy_(dst, src)
+                out = [t.clone() for t in src] if dst is None else [d.copy_(s) for d, s in zip(dst, src)]
             self.settle(source)
             return out
 
         return run
+
+    def raw_copy_op(self, into_target: bool) -> str:
+        return "torch Tensor.copy_ per tensor" if into_target else "torch Tensor.clone per tensor"
+
+    def raw_blend(self, source: Any, target: Any, tau: float) -> Optional[Callable[[], Any]]:
+        import torch
+
+        src, dst = self.tensors(source), self.tensors(target)
+
+        def lerp() -> Any:
+            with torch.no_grad():
+                torch._foreach_lerp_(dst, src, tau)
+            return self.settle(target)
+
+        return lerp
+
+    def raw_blend_op(self) -> str:
+        return "torch._foreach_lerp_"
 
 
 def ops_for(family: str, K: Any) -> Ops:

@@ -6,11 +6,13 @@ measures nothing. Wall times: device work is awaited before the clock stops.
 
 * ``clone``: native vs compat_clone clone of a chain of Dense(64) layers placed
   on the GPU, interleaved pairs.
-* ``copy`` (torch, JAX): `copy_weights` vs a raw device-to-device copy of the
-  same tensors, on a model of >= 4 GB (`Plan.gpu_heavy_layers` x
-  Dense(`gpu_heavy_width`)).
-* ``soft`` (torch, JAX): `copy_weights(tau=0.005)` on that model vs the fused
-  raw op (`torch._foreach_lerp_`; one jitted JAX blend).
+* ``copy`` (torch, JAX): `copy_weights` vs the fastest raw device-to-device
+  copy of the same tensors (`Ops.raw_copy`: torch `copy_` per tensor, a
+  cudaMemcpy; JAX `device_put(may_alias=False)`), on a model of >= 4 GB
+  (`Plan.gpu_heavy_layers` x Dense(`gpu_heavy_width`)).
+* ``soft`` (torch, JAX): `copy_weights(tau=0.005)` on that model vs the fastest
+  raw blend in place (`Ops.raw_blend`: `torch._foreach_lerp_`; one jitted JAX
+  blend with the target's arrays donated). Each row names its raw op.
 * ``clone with weights`` (torch, JAX): `clone_model(m, copy_weights=True)` of
   that model vs the raw copy into new buffers and vs the native clone (layers
   built and initialized on the GPU, no weights copied); the host's peak
@@ -53,24 +55,6 @@ def card(backend: str) -> Optional[str]:
     return str(tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)) if gpus else None
 
 
-def _fused_blend(ctx: Ctx, source: Any, target: Any) -> Callable[[], Any]:
-    """The blend as one fused framework op on the target's tensors: the floor of a soft update."""
-    src, dst = ctx.ops.tensors(source), ctx.ops.tensors(target)
-    if ctx.K.backend.backend() == "torch":
-        import torch
-
-        def lerp() -> Any:
-            with torch.no_grad():
-                torch._foreach_lerp_(dst, src, GPU_TAU)
-            return ctx.ops.settle(target)
-
-        return lerp
-    import jax
-
-    blend = jax.jit(lambda s, t: [ti + GPU_TAU * (si - ti) for si, ti in zip(s, t)])
-    return lambda: jax.block_until_ready(blend(src, dst))
-
-
 def _weights_rows(ctx: Ctx) -> List[Dict[str, Any]]:
     plan, settle = ctx.plan, ctx.ops.settle
     source = _built(ctx, plan.gpu_heavy_layers, plan.gpu_heavy_width)
@@ -83,7 +67,8 @@ def _weights_rows(ctx: Ctx) -> List[Dict[str, Any]]:
     before = rss()
     clone, peak = peak_rss(ways["compat"])
     rows.append({"what": "clone with weights", **size, "times": times, "host_mb": max(0, peak - before) / 1e6,
-                 "exact": _equal(ctx, source, clone), "device": ctx.ops.where(clone)})
+                 "exact": _equal(ctx, source, clone), "device": ctx.ops.where(clone),
+                 "raw_op": ctx.ops.raw_copy_op(False)})
     return rows
 
 
@@ -94,12 +79,15 @@ def _copy_rows(ctx: Ctx, source: Any) -> List[Dict[str, Any]]:
         target = compat_clone.clone_model(source)
     copy = {"copy_weights": lambda: settle(compat_clone.copy_weights(source, target)),
             "raw": ctx.ops.raw_copy(source, target)}
-    rows = [{"what": "copy", "times": interleave(copy, reps), "exact": _equal(ctx, source, target)}]
-    if "tau" not in inspect.signature(compat_clone.copy_weights).parameters:
-        return rows + [{"what": "soft", "available": False, "why": "compat_clone.copy_weights has no `tau`"}]
-    soft = {"tau": lambda: settle(compat_clone.copy_weights(source, target, tau=GPU_TAU)),
-            "fused": _fused_blend(ctx, source, target)}
-    return rows + [{"what": "soft", "available": True, "tau": GPU_TAU, "times": interleave(soft, reps)}]
+    rows = [{"what": "copy", "times": interleave(copy, reps), "exact": _equal(ctx, source, target),
+             "raw_op": ctx.ops.raw_copy_op(True)}]
+    fused = ctx.ops.raw_blend(source, target, GPU_TAU)
+    if "tau" not in inspect.signature(compat_clone.copy_weights).parameters or fused is None:
+        return rows + [{"what": "soft", "available": False,
+                        "why": "compat_clone.copy_weights has no `tau`" if fused else "no fused blend on this backend"}]
+    soft = {"tau": lambda: settle(compat_clone.copy_weights(source, target, tau=GPU_TAU)), "fused": fused}
+    return rows + [{"what": "soft", "available": True, "tau": GPU_TAU, "times": interleave(soft, reps),
+                    "raw_op": ctx.ops.raw_blend_op()}]
 
 
 def _equal(ctx: Ctx, a: Any, b: Any) -> bool:

@@ -2,15 +2,19 @@
 
 * ``copy``: `compat_clone.copy_weights(source, target)` vs
   `target.set_weights(source.get_weights())` vs the framework copying the same
-  tensors and nothing else (`Ops.raw_copy`: the floor of any copy). Before each
-  call the target's variables get fresh buffers of their own, untimed.
+  tensors and nothing else (`Ops.raw_copy`, the framework's fastest copy, named
+  in each row: torch `copy_` per tensor, JAX `device_put`, TensorFlow `assign`
+  of a tensor). Before each call the target's variables get fresh buffers of
+  their own, untimed.
 * ``heavy``: on a model of >= 500 MB (8 Dense(4096)), `clone_model(m,
   copy_weights=True)` vs native `clone_model` + `set_weights(get_weights())` vs
   native `clone_model` alone; each clone is made usable before the clock stops
   (device work awaited, standalone Keras 2's variables initialized). Peak
   resident memory of each way is measured in a fresh process of its own.
 * ``soft``: `compat_clone.copy_weights(source, target, tau=0.01)` vs the NumPy
-  loop over `get_weights` / `set_weights` vs one raw copy of the same bytes;
+  loop over `get_weights` / `set_weights` vs one raw copy of the same bytes vs
+  the framework's fastest blend in place (`Ops.raw_blend`: torch
+  `_foreach_lerp_`, a JAX jitted blend with the target donated);
   where the backend gives them (`Ops.soft_references`: standalone Keras 2),
   also the floor of a blend in place and the previous two-pass blend.
 """
@@ -72,7 +76,7 @@ def copy(ctx: Ctx) -> List[Dict[str, Any]]:
     ops.refresh(target)
     compat_clone.copy_weights(source, target)
     return [{"mb": _nbytes(source) / 1e6, "device": ops.where(source), "times": times,
-             "exact": _same(source, target)}]
+             "exact": _same(source, target), "raw_op": ops.raw_copy_op(True)}]
 
 
 def _clone_ways(ctx: Ctx, box: Dict[str, Any]) -> Dict[str, Callable[[], Any]]:
@@ -104,7 +108,7 @@ def heavy(ctx: Ctx) -> List[Dict[str, Any]]:
     times = interleave(ways, plan.heavy_reps, before_rep=build if ctx.family == "keras2" else None)
     clone = ways["compat"]()
     row = {"mb": _nbytes(box["model"]) / 1e6, "layers": plan.heavy_layers, "width": plan.heavy_width,
-           "times": times, "exact": _same(box["model"], clone)}
+           "times": times, "exact": _same(box["model"], clone), "raw_op": ctx.ops.raw_copy_op(False)}
     del clone
     box.clear()
     ctx.fresh()
@@ -154,9 +158,15 @@ def soft(ctx: Ctx) -> List[Dict[str, Any]]:
     def numpy_loop() -> None:
         target.set_weights([TAU * s + (1 - TAU) * t for s, t in zip(source.get_weights(), target.get_weights())])
 
+    into = ctx.ops.copies_into_target
     methods = {"tau": lambda: ctx.ops.settle(compat_clone.copy_weights(source, target, tau=TAU)),
-               "raw": ctx.ops.raw_copy(source, target), **ctx.ops.soft_references(source, target, TAU)}
+               "raw": ctx.ops.raw_copy(source, target if into else None),
+               **ctx.ops.soft_references(source, target, TAU)}
+    fused = ctx.ops.raw_blend(source, target, TAU)
+    if fused is not None:
+        methods["fused"] = fused
     times = interleave(methods, ctx.plan.soft_reps)
     # The NumPy loop is 10-100x slower than the rest: fewer runs, on their own.
     times.update(interleave({"numpy_loop": numpy_loop}, ctx.plan.heavy_reps))
-    return [{"available": True, "mb": _nbytes(source) / 1e6, "times": times, "exact": exact}]
+    return [{"available": True, "mb": _nbytes(source) / 1e6, "times": times, "exact": exact,
+             "raw_op": ctx.ops.raw_copy_op(into), **({"fused_op": ctx.ops.raw_blend_op()} if fused else {})}]

@@ -69,14 +69,18 @@ METHODS = [
     "time(smallest) from the fastest clone at each size (sizes are minutes apart: noise only adds time). Keras "
     "itself recurses once per graph node, so the worker runs in a thread with a 512 MiB stack and a raised "
     "recursion limit, for both sides; compat_clone's own graph walks are iterative (`tests/test_no_recursion.py`).",
-    "- **Weights** (`bench/cases_weights.py`): `copy_weights` against `set_weights(get_weights())` and against a "
-    "raw framework copy of the same tensors (the floor of any copy); on a ≥ 500 MB model (8 Dense(4096)), "
+    "- **Weights** (`bench/cases_weights.py`): `copy_weights` against `set_weights(get_weights())` and against the "
+    "framework's fastest raw copy of the same tensors, named in each row (torch `Tensor.copy_` per tensor, JAX "
+    "`device_put(may_alias=False)`, TensorFlow `assign` of a tensor); on a ≥ 500 MB model (8 Dense(4096)), "
     "`clone_model(m, copy_weights=True)` against native `clone_model` + get/set and the native clone alone, its "
     "peak resident memory in a fresh process (kernel high-water mark), and the soft update "
-    "`copy_weights(source, target, tau=0.01)` against the NumPy loop. Medians of wall time.",
+    "`copy_weights(source, target, tau=0.01)` against the NumPy loop, one raw copy and, where the framework has "
+    "one, its fastest blend in place (`torch._foreach_lerp_`; one jitted JAX blend with the target's arrays "
+    "donated). Medians of wall time.",
     "- **GPU** (`bench/cases_gpu.py`): Keras 3 per backend on one GPU, wall time with the device work awaited: "
-    "clone overhead on a 300-layer chain; on a ≥ 4 GB model (4 Dense(16384)), `copy_weights` against the raw "
-    "device-to-device copy, the soft update `tau=0.005` against the fused raw op, and `clone_model(m, "
+    "clone overhead on a 300-layer chain; on a ≥ 4 GB model (4 Dense(16384)), `copy_weights` against the fastest "
+    "raw device-to-device copy, the soft update `tau=0.005` against the fastest raw blend in place (each row names "
+    "its raw op; a row measured against an older, slower op is *not measured*), and `clone_model(m, "
     "copy_weights=True)` against a raw copy into new buffers, with the host's peak memory while it runs (a round "
     "trip through the host would hold the weights there); where clones land (CPU source, `device=` both ways); "
     "the first clone on JAX in fresh processes. Run on the lent GPU machine by `bench/gpu_device.sh`.",
@@ -141,11 +145,11 @@ def growth_section(rows: Sequence[Row], plot_note: Optional[str], link: str = f"
 def weights_section(rows: Sequence[Row]) -> List[str]:
     out = ["## Weights", ""]
     copies = [[r["env"], r["keras"], r["device"], f"{r['mb']:.1f}", _ms(r["times"], "copy_weights"),
-               _ms(r["times"], "get_set"), _ms(r["times"], "raw"),
+               _ms(r["times"], "get_set"), _ms(r["times"], "raw"), f"`{r.get('raw_op', '?')}`",
                f"{V.med(r['times'], 'get_set') / V.med(r['times'], 'copy_weights'):.1f}×",
                f"{V.med(r['times'], 'copy_weights') / V.med(r['times'], 'raw'):.2f}"] for r in _of(rows, "copy")]
     if copies:
-        out += _table(["env", "Keras", "device", "MB", "copy_weights ms", "get/set ms", "raw copy ms",
+        out += _table(["env", "Keras", "device", "MB", "copy_weights ms", "get/set ms", "raw copy ms", "raw op",
                        "speed-up", "copy_weights / raw"], copies) + [COPY_BOUNDS, ""]
     heavy = []
     for r in _of(rows, "heavy"):
@@ -153,7 +157,7 @@ def weights_section(rows: Sequence[Row]) -> List[str]:
         peaks = " / ".join("-" if "error" in mem[w] else f"{(mem[w]['peak'] - mem[w]['before']) / 1e6:.0f}"
                            for w in ("compat", "native_get_set"))
         heavy.append([r["env"], r["keras"], f"{r['mb']:.0f}", _ms(t, "compat"), _ms(t, "native_get_set"),
-                      _ms(t, "native"), _ms(t, "raw"), peaks])
+                      _ms(t, "native"), f"{_ms(t, 'raw')} (`{r.get('raw_op', '?')}`)", peaks])
     if heavy:
         out += [f"Clone with weights ({_of(rows, 'heavy')[0]['layers']} × Dense({_of(rows, 'heavy')[0]['width']})):", ""]
         out += _table(["env", "Keras", "MB", "compat_clone, copy_weights=True ms", "native + get/set ms",
@@ -166,10 +170,12 @@ def weights_section(rows: Sequence[Row]) -> List[str]:
     if measured:
         out += ["Soft update, `copy_weights(source, target, tau=0.01)`, same model (in brackets: the time of one raw "
                 "copy of the same bytes, ×):", ""]
-        out += _table(["env", "Keras", "copy_weights(tau) ms", "NumPy loop ms", "raw copy ms", "one in-place pass ms",
-                       "previous two-pass blend ms"],
+        out += _table(["env", "Keras", "copy_weights(tau) ms", "NumPy loop ms", "raw copy ms (op)",
+                       "fused blend in place ms (op)", "one in-place pass ms", "previous two-pass blend ms"],
                       [[r["env"], r["keras"], cell(r["times"], "tau"), cell(r["times"], "numpy_loop"),
-                        _ms(r["times"], "raw"), cell(r["times"], "one_pass"), cell(r["times"], "two_pass")]
+                        f"{_ms(r['times'], 'raw')} (`{r.get('raw_op', '?')}`)",
+                        f"{cell(r['times'], 'fused')} (`{r['fused_op']}`)" if "fused" in r["times"] else "-",
+                        cell(r["times"], "one_pass"), cell(r["times"], "two_pass")]
                        for r in measured])
         out += [SOFT_FLOOR, ""] if any("one_pass" in r["times"] for r in measured) else []
     return out
@@ -189,7 +195,7 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
         elif r["what"] == "clone with weights":
             body.append([r["env"], "", f"clone with weights, {r['mb'] / 1e3:.1f} GB (raw copy; native clone "
                          f"without weights {_ms(t, 'native')} ms; host peak {r['host_mb']:.0f} MB)",
-                         _ms(t, "compat"), _ms(t, "raw")])
+                         _ms(t, "compat"), _ms(t, "raw"), f"`{V.raw_op(r)}`"])
         elif r["what"] == "placement":
             where += [f"- `{r['env']}`: {x['way']}: **{x['found']}**" + (f" (expected {x['expected']})"
                       if x["expected"] is not None else "") for x in r["records"]]
@@ -197,17 +203,23 @@ def gpu_section(rows: Sequence[Row], skipped: Sequence[str] = ()) -> List[str]:
             ours, ref = ("copy_weights", "raw") if r["what"] == "copy" else ("tau", "fused")
             size = f", {r['mb'] / 1e3:.1f} GB" if "mb" in r else ""
             tau = f", tau={r['tau']:g}" if "tau" in r else ""
-            body.append([r["env"], "", f"{r['what']} ({ref}{size}{tau})", _ms(t, ours), _ms(t, ref)])
+            stale = V.stale_anchor(r)
+            op = f"`{V.raw_op(r)}`" + (f": the old anchor, **not measured against the new one** (`{stale}`)"
+                                       if stale else "")
+            body.append([r["env"], "", f"{r['what']} ({ref}{size}{tau})", _ms(t, ours), _ms(t, ref), op])
+    for row in body:
+        row += [""] * (6 - len(row))
     if body:
         placed = ["", "Placement (where each clone's variables are):", "", *where, ""] if where else []
-        return (["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms"], body)
-                + placed + suite_on_gpu())
+        return (["## GPU", ""] + _table(["env", "card", "what", "compat_clone ms", "native / raw op ms", "raw op"],
+                                        body) + placed + suite_on_gpu())
     why = [f"`{r['env']}`: {r['why']}" for r in _of(rows, "gpu") if r.get("what") == "skipped"]
     why += [m for m in skipped if m.startswith("GPU")]
     return ["## GPU", "", "**Not measured: no GPU** in this run.", "", *(f"- {w}" for w in why), *([""] if why else []),
             f"The GPU targets, for a machine with one (`bench/verdicts.py`): `copy_weights` ≤ {V.GPU_COPY:g}× a raw "
-            f"device-to-device copy of the same tensors, the soft update ≤ {V.GPU_SOFT:g}× the fused raw op "
-            f"(`torch._foreach_lerp_`, one jitted JAX blend), clone time ≤ {V.GPU_CLONE:g}× native on a "
+            f"device-to-device copy of the same tensors (torch `copy_` per tensor, JAX `device_put`), the soft update "
+            f"≤ {V.GPU_SOFT:g}× the fastest raw blend in place (`torch._foreach_lerp_`, one jitted JAX blend with "
+            f"the target donated), clone time ≤ {V.GPU_CLONE:g}× native on a "
             f"{Plan().gpu_chain}-layer chain, JAX's first clone in a fresh process ≤ {V.GPU_FIRST:g}× native. "
             "`make bench` measures them where `nvidia-smi` lists a GPU (`python bench/run.py --cases gpu` for "
             "those alone).", ""]

@@ -30,7 +30,9 @@ Two concerns, one public entry each, one small private helper per backend
   (source variable, target variable) pairs without a host round trip:
   `dst.assign(src)` variable to variable on TensorFlow (replica by replica for
   distributed variables), one batched `jax.device_put(..., may_alias=False)`
-  on JAX, in-place `copy_` under `no_grad` on torch. Each runs in two phases:
+  on JAX (from the second copy between the same models: one jitted copy into
+  the target arrays' donated buffers, where nothing but their variable holds
+  them), in-place `copy_` under `no_grad` on torch. Each runs in two phases:
   *prepare* (everything that can fail: reading, cross-device staging,
   device checks) writes nothing; *commit* only swaps or copies into buffers
   of the exact shape, dtype and device. An error in prepare leaves every
@@ -38,15 +40,17 @@ Two concerns, one public entry each, one small private helper per backend
   `tau * src + (1 - tau) * dst` for floating-point targets, exact copies of
   the others) in one fused operation per backend: a `tf.function` traced
   once per list of pairs (`PairCache`, weak references) with `tau` as a
-  tensor argument, one `jax.jit` per device set, `torch._foreach_lerp_` per
-  device and dtype.
+  tensor argument, one `jax.jit` per device set (the targets' buffers
+  donated where nothing else holds them: written in place),
+  `torch._foreach_lerp_` per device and dtype.
 
 JAX arrays are immutable, so sharing the source's array would be free, but it
 is not safe: Keras's JAX trainer jits `train_step`, `test_step` and
 `predict_step` with `donate_argnums=0` (Keras 3.0-3.15.1), so the first
 `clone.fit()` / `predict()` would delete the source's (shared) buffers
 ("Array has been deleted"). We copy on the device instead: the cost of a raw
-device copy of the same bytes.
+device copy of the same bytes. For the same reason only the *target's* arrays
+are ever donated, and only those no one else holds (`placement.jax._owned`).
 
 Nothing here imports a framework: a model object exists, so its framework is
 in `sys.modules` already.
@@ -174,8 +178,9 @@ def assign_keras3(pairs: Pairs, tau: float = 1.0) -> None:
 
     TensorFlow: variable to variable. JAX: one batched device-to-device
     `device_put` onto each target's sharding (a fresh buffer: sharing would
-    be undone by buffer donation in `fit`/`predict`). torch: in-place
-    `copy_` under `no_grad`, sources on another device staged first.
+    be undone by buffer donation in `fit`/`predict`); a repeated copy of the
+    same pairs writes into the targets' donated buffers instead. torch:
+    in-place `copy_` under `no_grad`, sources on another device staged first.
 
     With `tau < 1`, a soft update: every floating-point target becomes
     `tau * src + (1 - tau) * dst`, in one fused operation per backend (a

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from compat_clone.placement._common import (Pairs, Placement, _fw, _model_variables, _most_common, _not_found,
-                                            _pair_variables, rebind, stored)
+                                            PairCache, _pair_variables, rebind, stored)
 
 def _jax_device(jax: Any, device: Any) -> Any:
     if isinstance(device, jax.Device):
@@ -167,15 +167,125 @@ def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
 
 
 def _assign_jax(pairs: Pairs) -> None:
+    """Copies on the device: into the targets' own buffers from the second call on the same pairs.
+
+    The first copy between two models makes new buffers (`device_put`): an
+    in-place copy is a jitted program, compiled once per list of shapes, which
+    a one-off copy would not pay back. A repeated copy (a hard target-network
+    update every N steps) writes into the donated target buffers (`_in_place`):
+    no allocation, and no old buffer freed, per call.
+    """
     jax = _fw("jax")
     values = [stored(src) for src, _ in pairs]
-    # Prepare: every copy lands in a new buffer with the target's sharding
-    # (and commitment). A failure here (memory, a vanished device) has
-    # written nothing.
-    copies = _jax_put_like(jax, values, [stored(dst) for _, dst in pairs])
+    owned = _owned(pairs) if _seen_before(pairs) else set()
+    targets = [stored(dst) for _, dst in pairs]
+    # Prepare: every copy that needs a new buffer (a target shared, on another
+    # sharding, or in a first call) lands in one with the target's sharding
+    # and commitment. A failure here has written nothing.
+    donated, group = _donation_group(values, targets, owned)
+    fresh = [i for i in range(len(pairs)) if i not in group]
+    new: List[Any] = list(targets)
+    for i, value in zip(fresh, _jax_put_like(jax, [values[i] for i in fresh], [targets[i] for i in fresh])):
+        new[i] = value
+    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated],
+                                           [values[i] for i in donated])):
+        new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
-    for (_, dst), value in zip(pairs, copies):
+    for (_, dst), value in zip(pairs, new):
         rebind(dst, value)
+
+
+# -- in place: donated buffers --------------------------------------------------------
+
+_SEEN = PairCache()  # the pairs copied before: their next copy goes in place
+_COPY_JIT: List[Callable[..., Any]] = []  # the one jitted in-place copy, made on first use
+
+
+def _seen_before(pairs: Pairs) -> bool:
+    """Whether these exact pairs were copied before (counted per list of pairs, weakly: `PairCache`)."""
+    calls = _SEEN.get(pairs, lambda: [0])
+    calls[0] += 1
+    return bool(calls[0] > 1)
+
+
+class _Holder:
+    _value: Any = None
+
+
+def _refs(holder: Any) -> int:
+    return sys.getrefcount(holder._value)
+
+
+def _sole_count() -> int:
+    """`_refs` of an object that only one attribute holds (calibrated: the count differs between Pythons)."""
+    holder = _Holder()
+    holder._value = object()
+    return _refs(holder)
+
+
+def _owned(pairs: Pairs) -> Set[int]:
+    """Indices of the targets whose array nothing but their variable holds: those buffers may be donated.
+
+    Donating deletes the array: any other holder (a source variable sharing
+    it, a second target variable, the caller's own reference, a trainer's
+    state) would find it deleted. A holder outside Python (a NumPy view of
+    the buffer) makes JAX decline the donation and copy instead. Read before
+    this call's own lists hold the arrays. CPython only (`sys.getrefcount`).
+    """
+    if not hasattr(sys, "getrefcount"):  # pragma: no cover - PyPy
+        return set()
+    sole = _sole_count()
+    return {i for i, (_, dst) in enumerate(pairs) if "_value" in vars(dst) and _refs(dst) == sole}
+
+
+def _donation_group(values: List[Any], targets: List[Any], owned: Set[int]) -> Tuple[List[int], Set[int]]:
+    """The targets written in place: owned, on one device, each source already there with the same commitment.
+
+    One jitted call on one device writes them all (a donated call that
+    failed half way would leave deleted arrays behind): the device holding
+    the most owned targets. A target array read by the call as a source is
+    not donated (donating it would delete what the other pair reads; a
+    variable paired twice holds the same array twice, no longer owned). An
+    uncommitted target keeps its commitment only where its source is
+    uncommitted too (a jitted result is committed if any argument is): jit
+    caches key on commitment.
+    """
+    jax = _fw("jax")
+    by_device: Dict[Any, List[int]] = {}
+    read = {id(v) for v in values}  # a target that is also a source of this call (`copy-shared-variable`)
+    for i in sorted(owned):
+        d, s = targets[i], values[i]
+        if id(d) in read or not isinstance(d.sharding, jax.sharding.SingleDeviceSharding) or s.sharding != d.sharding:
+            continue
+        if not jax.numpy.issubdtype(d.dtype, jax.numpy.number) and d.dtype != bool:
+            continue  # key data and other extended dtypes: copied into new buffers
+        if getattr(s, "committed", True) and not getattr(d, "committed", True):
+            continue
+        by_device.setdefault((next(iter(d.sharding.device_set)), getattr(d, "committed", True)), []).append(i)
+    if not by_device:
+        return [], set()
+    chosen = max(by_device.values(), key=len)
+    return chosen, set(chosen)
+
+
+def _copy_jit(jax: Any) -> Callable[..., Any]:
+    """`jax.jit` of a copy of `srcs` into the donated `dsts` (`keep_unused`: a dropped argument is not donated)."""
+    if not _COPY_JIT:
+        def copy(dsts: List[Any], srcs: List[Any]) -> List[Any]:
+            # The barrier keeps each result from being the source array itself.
+            return list(jax.lax.optimization_barrier(srcs))
+
+        _COPY_JIT.append(jax.jit(copy, donate_argnums=0, keep_unused=True))
+    return _COPY_JIT[0]
+
+
+def _in_place(jax: Any, fn: Callable[..., Any], dsts: List[Any], srcs: List[Any]) -> List[Any]:
+    """`fn(dsts, srcs)` with `dsts` donated: results written into the targets' buffers."""
+    if not dsts:
+        return []
+    out = list(fn(dsts, srcs))
+    # Never the source itself (that sharing is what `fit`'s own donation would break).
+    return [_jax_put(jax, [o], [o.sharding])[0] if o is s else o for o, s in zip(out, srcs)]
 
 
 # -- soft updates: tau * source + (1 - tau) * target --------------------------------
@@ -184,11 +294,15 @@ _JITTED: List[Callable[..., Any]] = []  # the one jitted blend, made on first us
 
 
 def _blend_jit(jax: Any) -> Callable[..., Any]:
-    """`jax.jit` of the blend over lists of arrays; `tau` is traced, so one trace serves every value."""
+    """`jax.jit` of the blend over lists of arrays; `tau` is traced, so one trace serves every value.
+
+    `owned` targets are donated: their blend is written into their own
+    buffers. `shared` ones get new buffers.
+    """
     if not _JITTED:
         jnp = _fw("jax.numpy")
 
-        def blend(tau: Any, srcs: List[Any], dsts: List[Any]) -> List[Any]:
+        def mix(tau: Any, srcs: List[Any], dsts: List[Any]) -> List[Any]:
             out = []
             for s, d in zip(srcs, dsts):
                 wide = jnp.promote_types(d.dtype, jnp.float32)  # float16 / bfloat16 blended in float32
@@ -196,42 +310,51 @@ def _blend_jit(jax: Any) -> Callable[..., Any]:
                 out.append((t + tau * (s.astype(wide) - t)).astype(d.dtype))
             return out
 
-        _JITTED.append(jax.jit(blend))
+        def blend(tau: Any, owned: List[Any], owned_srcs: List[Any], shared: List[Any],
+                  shared_srcs: List[Any]) -> Tuple[List[Any], List[Any]]:
+            return mix(tau, owned_srcs, owned), mix(tau, shared_srcs, shared)
+
+        _JITTED.append(jax.jit(blend, donate_argnums=1))
     return _JITTED[0]
 
 
 def _blend_jax(pairs: Pairs, tau: float) -> None:
-    """Soft update: one jitted call per device set, results on each target's sharding.
+    """Soft update: one jitted call per device set, in place where the target's buffer may be donated.
 
     Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`,
     computed where the target lives (sources on another sharding are moved
     there first, device to device); every other target (counters, seed
-    states) is copied exactly. Every new array is made before the first
-    target is rebound: a failure writes nothing.
+    states) is copied exactly. A target only its variable holds (`_owned`)
+    is donated: the blend is written into its buffer, no new allocation per
+    step. Every other new array is made before the donated call and before
+    the first target is rebound.
     """
     jax = _fw("jax")
     jnp = _fw("jax.numpy")
+    owned = _owned(pairs)
     srcs = [stored(src) for src, _ in pairs]
     dsts = [stored(dst) for _, dst in pairs]
     # Prepare: sources onto their target's sharding, where they differ.
     moved = [i for i, (s, d) in enumerate(zip(srcs, dsts)) if s.sharding != d.sharding]
     for i, value in zip(moved, _jax_put(jax, [srcs[i] for i in moved], [dsts[i].sharding for i in moved])):
         srcs[i] = value
+    inexact = {i for i, d in enumerate(dsts) if jnp.issubdtype(d.dtype, jnp.inexact)}
+    donated, in_place = _donation_group(srcs, dsts, owned & inexact)
     groups: Dict[Any, List[int]] = {}
-    exact: List[int] = []
-    for i, d in enumerate(dsts):
-        if jnp.issubdtype(d.dtype, jnp.inexact):
-            groups.setdefault(frozenset(d.sharding.device_set), []).append(i)
-        else:
-            exact.append(i)
+    for i in sorted(inexact - in_place):
+        groups.setdefault(frozenset(dsts[i].sharding.device_set), []).append(i)
     new: List[Any] = list(dsts)
-    blend = _blend_jit(jax)
-    for indices in groups.values():
-        for i, value in zip(indices, blend(tau, [srcs[i] for i in indices], [dsts[i] for i in indices])):
-            new[i] = value
+    exact = [i for i in range(len(dsts)) if i not in inexact]
     for i, value in zip(exact, _jax_put_like(jax, [srcs[i] for i in exact], [dsts[i] for i in exact])):
         new[i] = value
+    blend = _blend_jit(jax)
+    home = frozenset(dsts[donated[0]].sharding.device_set) if donated else None
+    for key in set(groups) | ({home} if home is not None else set()):
+        shared, mine = groups.get(key, []), donated if key == home else []
+        owned_out, shared_out = blend(tau, [dsts[i] for i in mine], [srcs[i] for i in mine],
+                                      [dsts[i] for i in shared], [srcs[i] for i in shared])
+        for i, value in zip(mine + shared, list(owned_out) + list(shared_out)):
+            new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, new):
         rebind(dst, value)
-
