@@ -61,6 +61,13 @@ def public(cls: Any) -> Any:
     return cls
 
 
+def _no_keras2_arithmetic(K: Any) -> None:
+    """Standalone Keras 2.2-2.3 cannot call a subclassed model whose `call` returns backend arithmetic
+    on a layer's output (`_set_inputs` reads `_uses_learning_phase` off the result)."""
+    if family_name(K) == "keras2":
+        raise NotApplicable("standalone Keras 2's subclassed call must return a layer's output")
+
+
 def _call(model: Any, x: Any) -> Any:
     model.predict(x, verbose=0)
     return model
@@ -112,6 +119,7 @@ def subclass_with_config(K: Any, tmp: str) -> Built:
 @kind("subclassed model built by build(shape), never called")
 def subclass_built(K: Any, tmp: str) -> Built:
     _subclassing(K)
+    _no_keras2_arithmetic(K)
 
     @public
     class Built(K.models.Model):
@@ -134,6 +142,7 @@ def subclass_built(K: Any, tmp: str) -> Built:
 @kind("layers passed to the constructor (Holder(encoder, head))")
 def layers_in_constructor(K: Any, tmp: str) -> Built:
     _subclassing(K)
+    _no_keras2_arithmetic(K)
 
     @public
     class Holder(K.models.Model):
@@ -229,6 +238,8 @@ def gan_pair(K: Any, tmp: str) -> Built:
 @kind("nested subclassed sub-models: encoder and decoder")
 def encoder_decoder(K: Any, tmp: str) -> Built:
     _subclassing(K)
+    if family_name(K) == "keras2":  # its symbolic call asks the inner model's compute_output_shape
+        raise NotApplicable("standalone Keras 2 cannot call a subclassed model inside another")
 
     @public
     class Encoder(K.models.Model):
@@ -422,6 +433,7 @@ def custom_layer_inside(K: Any, tmp: str) -> Built:
 @kind("a plain Python attribute set after construction")
 def python_attribute(K: Any, tmp: str) -> Built:
     _subclassing(K)
+    _no_keras2_arithmetic(K)
 
     @public
     class Tempered(K.models.Model):

@@ -11,8 +11,9 @@ judged the same way, and both are recorded for COMPATIBILITY.md:
 * ``wrong``: it was made but differs (recorded as a failure, "silently wrong");
 * ``refused``: an exception, recorded with its type and message.
 
-compat_clone must pass every kind, except the kinds in `REFUSED`, which it
-must refuse with the reason and never clone wrong.
+compat_clone is never wrong; it passes every kind the native recipe passes,
+and the kinds native cannot clone that `BETTER` names; the kinds in
+`REFUSED` it refuses, with the reason.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from holdings import DESCRIPTIONS, KINDS
 # Kinds no clone can get right, refused with the reason (`tf-keras-revived-layer`): a layer revived
 # from a SavedModel without its class has a config that cannot rebuild its computation.
 REFUSED = {"savedmodel_without_classes": "revived from a SavedModel loaded without its class"}
+# Kinds the native recipe cannot clone (their config cannot hold a layer) that the structural clone
+# does, in the families that track what their constructors receive.
+BETTER = {"layers_in_constructor": ("keras3", "tf_keras")}
 
 
 def _outputs(model: Any, x: Any) -> List[np.ndarray]:
@@ -92,7 +96,10 @@ def _side(name: str, K: Any, folder: Any, clone: Callable[[Any, Any], Any]) -> T
         new = clone(model, x)
     except Exception as exc:  # judged by the caller
         return "refused", traceback.format_exception_only(type(exc), exc)[-1].strip(), exc
-    wrong = _judge(model, new, x)
+    try:
+        wrong = _judge(model, new, x)
+    except Exception as exc:  # a clone that cannot compute what its source does
+        wrong = "the clone fails: " + traceback.format_exception_only(type(exc), exc)[-1].strip()
     return ("wrong", wrong, None) if wrong else ("pass", "", None)
 
 
@@ -119,4 +126,7 @@ def test_holding(name: str, K: Any, tmp_path: Any) -> None:
         if native_exc is not None:  # `native-exception-type`: the type native lets through
             assert isinstance(exc, type(native_exc)), (type(exc), type(native_exc))
         return
-    assert ours == "pass", f"compat_clone on {name} ({family_name(K)}): {ours}: {detail} (native: {native} {native_detail})"
+    said = f"compat_clone on {name} ({family_name(K)}): {ours}: {detail} (native: {native} {native_detail})"
+    assert ours != "wrong", said
+    if native == "pass" or family_name(K) in BETTER.get(name, ()):
+        assert ours == "pass", said

@@ -24,7 +24,7 @@ from compat_clone.errors import (
 )
 from compat_clone._walk import is_model
 from compat_clone.families._core import Family
-from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
+from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone, untracked_weights
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
 from compat_clone.weights import tracked_pairs
@@ -268,11 +268,20 @@ class Cloner(LayerCloner):
         family = self.family
         if family.is_revived(model):
             self._refuse_revived(model)
+        is_layer = lambda v: isinstance(v, family.layer_class())  # noqa: E731
+        hidden = untracked_weights(model, [layer for layer, _ in tracked_pairs(model, model)[0]], is_layer)
+        if hidden:
+            raise UnsupportedModelError(
+                f"Cannot clone the subclassed model {model.name!r} of type {type(model).__name__}: layers "
+                f"holding weights sit in {', '.join(hidden)}, which this Keras ({family.info.package} "
+                f"{family.info.version}) does not track, so they are not among `model.weights` and no "
+                "copy can carry them. Assign each such layer to an attribute of its own."
+            )
         try:
             new = family.clone_subclassed(model)
         except Exception as exc:
             try:
-                new = structural_clone(model, self._clone_part, lambda v: isinstance(v, family.layer_class()))
+                new = structural_clone(model, self._clone_part, is_layer, family.bare_model)
             except Refused as why:
                 raise add_note(exc, f"compat_clone: no structural clone either: {why}.")
         copy_plain_attributes(model, new, family.bare_model)

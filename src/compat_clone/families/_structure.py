@@ -34,9 +34,9 @@ from __future__ import annotations
 import copy
 import inspect
 from collections import abc as cabc
-from typing import Any, Callable, Dict, FrozenSet, List, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Sequence
 
-__all__ = ["Refused", "structural_clone", "copy_plain_attributes"]
+__all__ = ["Refused", "structural_clone", "copy_plain_attributes", "untracked_weights"]
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
@@ -57,13 +57,16 @@ class Refused(Exception):
     """The structural clone cannot be made; `str(exc)` says why (nothing was built)."""
 
 
-def structural_clone(model: Any, clone_value: Callable[[Any], Any], is_layer: Callable[[Any], bool]) -> Any:
+def structural_clone(
+    model: Any, clone_value: Callable[[Any], Any], is_layer: Callable[[Any], bool], bare: Callable[[], Any]
+) -> Any:
     """A new instance of `model`'s class, from its constructor arguments with layers cloned.
 
     Args:
         model: the source (a subclassed model).
         clone_value: clones one layer or model (the engine's `clone_layer` / `clone_model`).
         is_layer: whether a value is a layer of the model's Keras.
+        bare: makes a bare model of the family (the attributes Keras itself sets are never arguments).
 
     Returns:
         The new, unbuilt model.
@@ -72,7 +75,7 @@ def structural_clone(model: Any, clone_value: Callable[[Any], Any], is_layer: Ca
         Refused: where its arguments cannot be found or copied (before anything is built).
     """
     cls = type(model)
-    arguments = constructor_arguments(model)
+    arguments = constructor_arguments(model, _bare_keys(cls, bare))
     # Every argument is planned (and refused) before the first layer is cloned.
     planned = {name: _plan(name, value, is_layer, clone_value) for name, value in arguments.items()}
     values = {name: make() for name, make in planned.items()}
@@ -86,23 +89,25 @@ def structural_clone(model: Any, clone_value: Callable[[Any], Any], is_layer: Ca
     return new
 
 
-def constructor_arguments(model: Any) -> Dict[str, Any]:
-    """What `model`'s constructor received: the family's record, else its attributes by name."""
-    auto = getattr(model, "_auto_config", None)
-    recorded = getattr(auto, "config", None)
-    if isinstance(recorded, dict):  # Keras 3 (and tf_keras): every argument was serializable
-        return dict(recorded)
+def constructor_arguments(model: Any, keras_keys: FrozenSet[str] = frozenset()) -> Dict[str, Any]:
+    """What `model`'s constructor received: the family's record, completed from its attributes by name.
+
+    Keras 3 records the arguments where all were serializable (3.0 records
+    what it could and drops the rest): a parameter the record lacks is taken
+    from the attribute of its name.
+    """
+    recorded = getattr(getattr(model, "_auto_config", None), "config", None)
+    found: Dict[str, Any] = dict(recorded) if isinstance(recorded, dict) else {}
     try:
         parameters = list(inspect.signature(type(model).__init__).parameters.values())[1:]
     except (TypeError, ValueError) as exc:
         raise Refused(f"its constructor's signature cannot be read ({exc})") from exc
-    found: Dict[str, Any] = {}
     state = vars(model)
     for param in parameters:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in found:
             continue
         for attribute in (param.name, "_" + param.name):
-            if attribute in state:
+            if attribute in state and attribute not in keras_keys:
                 found[param.name] = state[attribute]
                 break
         else:
@@ -193,3 +198,25 @@ def _bare_keys(cls: type, bare: Callable[[], Any]) -> FrozenSet[str]:
     if keys is None:
         keys = _BARE_KEYS[base] = frozenset(vars(bare()))
     return keys
+
+
+def untracked_weights(model: Any, tracked: Sequence[Any], is_layer: Callable[[Any], bool]) -> List[str]:
+    """Where layers holding weights sit in attributes their Keras does not track, as "path" strings.
+
+    Standalone Keras 2.2-2.3 tracks a layer assigned to a model's attribute,
+    but not one in a list, tuple or dict, nor a layer's own sub-layers: their
+    weights are missing from `model.weights` (and from its `get_weights`), so
+    no copy can carry them. `tracked` is every layer the model's structure
+    reaches (tf.keras and Keras 3 track all of these: nothing is found there).
+    """
+    known = {id(layer) for layer in tracked}
+    found: List[str] = []
+    for owner in tracked:
+        for key, value in list(vars(owner).items()):
+            items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                if is_layer(item) and id(item) not in known and getattr(item, "weights", None):
+                    found.append(f"{getattr(owner, 'name', '?')}.{key}")
+                    break
+    return found
+
