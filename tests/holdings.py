@@ -68,8 +68,19 @@ def _no_keras2_arithmetic(K: Any) -> None:
         raise NotApplicable("standalone Keras 2's subclassed call must return a layer's output")
 
 
+def outputs(model: Any, x: Any) -> Any:
+    """`model.predict(x)`; a direct call where predict cannot feed `x` (keras_hub's dict inputs
+    without TensorFlow or grain on JAX and torch), as NumPy."""
+    try:
+        return model.predict(x, verbose=0)
+    except ImportError:
+        import keras
+
+        return keras.tree.map_structure(keras.ops.convert_to_numpy, model(x))
+
+
 def _call(model: Any, x: Any) -> Any:
-    model.predict(x, verbose=0)
+    outputs(model, x)
     return model
 
 

@@ -27,7 +27,7 @@ import pytest
 import compat_clone
 from feature_records import write_records
 from features import NotApplicable, family_name
-from holdings import DESCRIPTIONS, KINDS
+from holdings import DESCRIPTIONS, KINDS, outputs
 
 # Kinds no clone can get right, refused with the reason (`tf-keras-revived-layer`): a layer revived
 # from a SavedModel without its class has a config that cannot rebuild its computation.
@@ -38,7 +38,7 @@ BETTER = {"layers_in_constructor": ("keras3", "tf_keras")}
 
 
 def _outputs(model: Any, x: Any) -> List[np.ndarray]:
-    y = model.predict(x, verbose=0)
+    y = outputs(model, x)
     if isinstance(y, dict):
         y = [y[key] for key in sorted(y)]
     return [np.asarray(v) for v in (y if isinstance(y, (list, tuple)) else [y])]
@@ -77,7 +77,7 @@ def _judge(model: Any, clone: Any, x: Any) -> str:
 def _native_recipe(K: Any) -> Callable[[Any, Any], Any]:
     def recipe(model: Any, x: Any) -> Any:
         clone = K.models.clone_model(model)
-        clone.predict(x, verbose=0)
+        outputs(clone, x)
         clone.set_weights(model.get_weights())
         return clone
 

@@ -148,8 +148,8 @@ def _own_variables(layer: Any) -> List[Any]:
     """The variables `layer` created itself, not its sub-layers' (Keras 3's lists, else Keras 2's)."""
     for names in (("_trainable_variables", "_non_trainable_variables"), ("_trainable_weights", "_non_trainable_weights")):
         lists = [getattr(layer, name, None) for name in names]
-        if all(isinstance(item, list) for item in lists):
-            return [v for item in lists for v in item]
+        if isinstance(lists[0], list) and isinstance(lists[1], list):
+            return lists[0] + lists[1]
     return []
 
 

@@ -102,7 +102,10 @@ def constructor_arguments(model: Any, keras_keys: FrozenSet[str] = frozenset()) 
         parameters = list(inspect.signature(type(model).__init__).parameters.values())[1:]
     except (TypeError, ValueError) as exc:
         raise Refused(f"its constructor's signature cannot be read ({exc})") from exc
-    state = vars(model)
+    state = dict(vars(model))
+    modules = state.get("_modules")  # Keras 3 on torch: a layer attribute is a torch sub-module
+    if isinstance(modules, dict):
+        state.update((name, value) for name, value in modules.items() if name not in state)
     for param in parameters:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in found:
             continue
