@@ -196,7 +196,7 @@ def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List
                 raise _differ(path, "a layer shared in the source is not shared alike in the target")
             continue
         met[id(src)] = tgt
-        if type(src) is not type(tgt):
+        if _class_name(src) != _class_name(tgt):  # a class defined again (a module reloaded) pairs
             raise _differ(path, f"the source holds a {type(src).__name__}, the target a {type(tgt).__name__}")
         own_src, own_tgt = _own_variables(src), _own_variables(tgt)
         kids_src, kids_tgt = _children(src, held_src), _children(tgt, held_tgt)
@@ -210,6 +210,10 @@ def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List
         variables.extend(zip(own_src, own_tgt))
         stack.extend((f"{path}/{getattr(a, 'name', '?')}", a, b) for a, b in reversed(list(zip(kids_src, kids_tgt))))
     return layers, variables
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def _differ(path: str, what: str) -> WeightsMismatchError:

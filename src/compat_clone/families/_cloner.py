@@ -259,7 +259,7 @@ class Cloner(LayerCloner):
 
         The config round trip is the native path (`Family.clone_subclassed`);
         where it fails, a new instance of the class from its constructor's
-        arguments (`_structure.structural_clone`). Where that cannot be made
+        arguments (`_structure.structural_clone`, `subclass-layers-in-constructor`). Where that cannot be made
         either, the native failure goes on with the reason as a note
         (`native-exception-type`). Either way the clone is then built as the
         source was (`Family.build_like`) and its layers are paired with the

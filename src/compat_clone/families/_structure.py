@@ -167,6 +167,8 @@ def _is_plain(value: Any) -> bool:
 def copy_plain_attributes(source: Any, new: Any, bare: Callable[[], Any]) -> List[str]:
     """Copies the user's plain-data attributes of `source` onto `new`; returns their names.
 
+    (`subclass-plain-attribute-lost`: the native clone loses them silently.)
+
     An attribute is the user's where a bare model of the family (`bare()`,
     made once per class) has no such key, Keras does not set it at compile,
     fit or build time (`_KERAS_RUNTIME`), and, for a private name, the

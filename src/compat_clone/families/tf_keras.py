@@ -179,7 +179,7 @@ class TfKeras(Family):
         return any(klass.__name__.startswith("Revived") for klass in type(layer).__mro__)
 
     def build_like(self, source: Any, new: Any) -> None:
-        # tf.keras records the first call's input signature (`_get_save_spec`,
+        # `subclass-clone-unbuilt`: tf.keras records the first call's input signature (`_get_save_spec`,
         # `_saved_model_inputs_spec` before 2.5) and the build shape
         # (`_build_input_shape`): the clone is called on that signature inside
         # a traced function (symbolic, its variables lifted out), else built
