@@ -274,15 +274,18 @@ def _refused_as_natively(K: Any, source: Any) -> str:
 
 
 def test_subclassed_model_without_usable_get_config(K: Any) -> None:
+    """Neither its config nor a structural clone can carry it: the constructor's `inner` is kept
+    under another name, so nothing says what the constructor received (tests/test_holdings.py has
+    the models that clone structurally)."""
     skip_without_subclassed_models(K)
 
     class Holder(K.models.Model):
         def __init__(self, inner: Any, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.inner = inner
+            self.wrapped = inner
 
         def call(self, x: Any) -> Any:
-            return self.inner(x)
+            return self.wrapped(x)
 
         def compute_output_shape(self, input_shape: Any) -> Any:  # Keras 2: symbolic call
             return tuple(input_shape)[:-1] + (3,)
@@ -291,6 +294,7 @@ def test_subclassed_model_without_usable_get_config(K: Any) -> None:
     model(K.Input((4,)))  # built symbolically: works in graph mode (Keras 2) too
     message = _refused_as_natively(K, model)
     assert "Holder" in message and "get_config" in message and "clone_function" in message
+    assert "no structural clone either: its constructor takes `inner`" in message
 
 
 def _scale_layer(K: Any, with_config: bool) -> type:

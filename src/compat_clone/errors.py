@@ -188,6 +188,17 @@ def _subclassed_rebuild_text(model: object, exc: BaseException) -> str:
     return f"{problem}{fix}, or build the model functionally and use `clone_function`."
 
 
+def revived_text(layer: object) -> str:
+    """Why a layer revived from a SavedModel without its class cannot be cloned (`tf-keras-revived-layer`)."""
+    cls = type(layer)
+    return (
+        f"Cannot clone layer {getattr(layer, 'name', '?')!r}: it was revived from a SavedModel loaded "
+        f"without its class ({cls.__qualname__}), so its config cannot rebuild its computation and a "
+        "clone would compute something else. Load the model with its class, e.g. "
+        f"`load_model(path, custom_objects={{{cls.__name__!r}: {cls.__name__}}})`, then clone it."
+    )
+
+
 def layer_rebuild_error(layer: object, exc: BaseException, register_hint: str) -> UnsupportedModelError:
     """The error for a layer whose clone failed in compat_clone's own work.
 

@@ -187,6 +187,39 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         f"{_K3}.Keras3.compile_config_loads (our walk, no compile from config)",
         ("compiled_custom_loss",),
     ),
+    # The models users hold (tests/test_holdings.py shows each beside the native recipe; no
+    # feature check of tests/features.py: the kinds live in tests/holdings.py).
+    KnownIssue(
+        "subclass-clone-unbuilt", "tf_keras", ">=2.0",
+        "a subclassed model rebuilt from its config has no variables until it is called: "
+        "`set_weights` / a weight copy into the clone fails until the user calls it once",
+        f"{_CORE}.Cloner._clone_subclassed ({_TF}.TfKeras.build_like: the first call's input "
+        "signature, traced)", (),
+    ),
+    KnownIssue(
+        "subclass-layers-in-constructor", "keras3", ">=3.0",
+        "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
+        "cannot be cloned: its config cannot hold a layer (NotImplementedError / TypeError)",
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)", (),
+    ),
+    KnownIssue(
+        "subclass-layers-in-constructor", "tf_keras", ">=2.0",
+        "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
+        "cannot be cloned: its config cannot hold a layer (TypeError)",
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)", (),
+    ),
+    KnownIssue(
+        "subclass-plain-attribute-lost", "tf_keras", ">=2.0",
+        "a plain attribute set on a subclassed model after construction (`model.temperature "
+        "= 4.0`) is lost by the clone, which computes other outputs, silently",
+        "compat_clone.families._structure.copy_plain_attributes", (),
+    ),
+    KnownIssue(
+        "tf-keras-revived-layer", "tf_keras", ">=2.0",
+        "a layer revived from a SavedModel loaded without its class cannot be rebuilt from "
+        "its config: the clone fails or computes something else",
+        f"{_CORE}.Cloner._refuse_revived (refused, the native exception with the reason)", (),
+    ),
 )
 
 

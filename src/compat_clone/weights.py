@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
+from compat_clone._walk import sublayers as sublayers_of
 from compat_clone._walk import walk
 from compat_clone.errors import WeightsMismatchError
 
-__all__ = ["LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state"]
+__all__ = ["LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state", "tracked_pairs"]
 
 # id(source layer) -> (source layer, cloned layer)
 LayerMap = Dict[int, Tuple[Any, Any]]
@@ -73,10 +74,37 @@ def plan_copy(
 ) -> List[Tuple[Any, Any]]:
     """Returns checked (source variable, target variable) pairs.
 
+    The layers are paired as the module says; where that pairing fails or
+    leaves a variable of the source out (a variable of the model itself, a
+    subclassed model's nested state), both models are paired by their
+    tracked structure instead (`tracked_pairs`). Every variable of the
+    source is paired, or the copy is refused.
+
     Raises:
         WeightsMismatchError: naming the first variable whose count, shape or
             dtype differs; nothing has been assigned at that point.
     """
+    try:
+        variables = _variable_pairs(source, target, layer_map)
+    except WeightsMismatchError as first:
+        try:
+            variables = tracked_pairs(source, target)[1]
+        except WeightsMismatchError:
+            raise first from None
+    if _uncovered(source, variables):
+        variables = tracked_pairs(source, target)[1]
+        missing = _uncovered(source, variables)
+        if missing:
+            name = getattr(missing[0], "path", None) or getattr(missing[0], "name", "?")
+            raise WeightsMismatchError(
+                f"Variable {name!r} of the source belongs to no layer that can be paired with one of "
+                "the target, so it cannot be copied. Expected a target of the same class and structure "
+                "(e.g. a clone of the source)."
+            )
+    return _checked(variables, spec)
+
+
+def _variable_pairs(source: Any, target: Any, layer_map: Optional[LayerMap]) -> List[Tuple[Any, Any]]:
     pairs: List[Tuple[Any, Any]] = []
     for src_layer, tgt_layer in _layer_pairs(source, target, layer_map):
         src_vars = _own_weights(src_layer)
@@ -89,20 +117,110 @@ def plan_copy(
                 "the target from the same architecture (or a `clone_function` "
                 "that keeps each layer's weights)."
             )
-        for src_var, tgt_var in zip(src_vars, tgt_vars):
-            src_shape, src_dtype = spec(src_var)
-            tgt_shape, tgt_dtype = spec(tgt_var)
-            if src_shape != tgt_shape or src_dtype != tgt_dtype:
-                name = getattr(tgt_var, "path", None) or getattr(tgt_var, "name", "?")
-                raise WeightsMismatchError(
-                    f"Variable {name!r} of layer {tgt_layer.name!r}: the source "
-                    f"has shape={src_shape} dtype={src_dtype}, the target expects "
-                    f"shape={tgt_shape} dtype={tgt_dtype}. Nothing was copied. "
-                    "Make the target's layer match the source's (units, kernel "
-                    "size, dtype policy)."
-                )
-            pairs.append((src_var, tgt_var))
+        pairs.extend(zip(src_vars, tgt_vars))
     return pairs
+
+
+def _uncovered(source: Any, pairs: List[Tuple[Any, Any]]) -> List[Any]:
+    paired = {id(s) for s, _ in pairs}
+    return [v for v in _own_weights(source) if id(v) not in paired]
+
+
+def _checked(variables: List[Tuple[Any, Any]], spec: Spec) -> List[Tuple[Any, Any]]:
+    pairs: List[Tuple[Any, Any]] = []
+    for src_var, tgt_var in variables:
+        src_shape, src_dtype = spec(src_var)
+        tgt_shape, tgt_dtype = spec(tgt_var)
+        if src_shape != tgt_shape or src_dtype != tgt_dtype:
+            name = getattr(tgt_var, "path", None) or getattr(tgt_var, "name", "?")
+            raise WeightsMismatchError(
+                f"Variable {name!r} of the target: the source "
+                f"has shape={src_shape} dtype={src_dtype}, the target expects "
+                f"shape={tgt_shape} dtype={tgt_dtype}. Nothing was copied. "
+                "Make the target's layer match the source's (units, kernel "
+                "size, dtype policy)."
+            )
+        pairs.append((src_var, tgt_var))
+    return pairs
+
+
+def _own_variables(layer: Any) -> List[Any]:
+    """The variables `layer` created itself, not its sub-layers' (Keras 3's lists, else Keras 2's)."""
+    for names in (("_trainable_variables", "_non_trainable_variables"), ("_trainable_weights", "_non_trainable_weights")):
+        lists = [getattr(layer, name, None) for name in names]
+        if isinstance(lists[0], list) and isinstance(lists[1], list):
+            return lists[0] + lists[1]
+    return []
+
+
+def _children(layer: Any, held: Set[int]) -> List[Any]:
+    """The layers `layer` tracks directly (attributes, lists, dicts, nested models), in tracking order.
+
+    A metric kept as an attribute (`self.tracker = Mean()`) is a child too
+    where its variables are among the model's weights (tf.keras lists them
+    there; Keras 3 does not); `held` is the ids of those weights.
+    """
+    flatten = getattr(layer, "_flatten_layers", None)
+    if callable(flatten):
+        kids = list(flatten(include_self=False, recursive=False))
+    else:
+        kids = list(getattr(layer, "_layers", None) or sublayers_of(layer))
+    known = {id(kid) for kid in kids}
+    metrics = vars(layer).get("_metrics") or []
+    kids.extend(m for m in metrics if id(m) not in known and any(id(v) in held for v in _own_variables(m)))
+    return kids
+
+
+def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
+    """(layer pairs, variable pairs) of two models paired by their tracked structure.
+
+    Walks both models together from the top: at each level the two objects
+    must be of the same class, hold as many variables of their own (a
+    model's `add_weight`, a layer's kernel) and track as many sub-layers, in
+    the same order (attribute, list, dict, nested model). A layer met twice
+    (shared) must meet the same counterpart twice.
+
+    Raises:
+        WeightsMismatchError: naming the path where the structures differ.
+    """
+    layers: List[Tuple[Any, Any]] = []
+    variables: List[Tuple[Any, Any]] = []
+    met: Dict[int, Any] = {}
+    held_src = {id(v) for v in _own_weights(source)}
+    held_tgt = {id(v) for v in _own_weights(target)}
+    stack: List[Tuple[str, Any, Any]] = [(str(getattr(source, "name", "")), source, target)]
+    while stack:
+        path, src, tgt = stack.pop()
+        if id(src) in met:
+            if met[id(src)] is not tgt:
+                raise _differ(path, "a layer shared in the source is not shared alike in the target")
+            continue
+        met[id(src)] = tgt
+        if _class_name(src) != _class_name(tgt):  # a class defined again (a module reloaded) pairs
+            raise _differ(path, f"the source holds a {type(src).__name__}, the target a {type(tgt).__name__}")
+        own_src, own_tgt = _own_variables(src), _own_variables(tgt)
+        kids_src, kids_tgt = _children(src, held_src), _children(tgt, held_tgt)
+        if len(own_src) != len(own_tgt) or len(kids_src) != len(kids_tgt):
+            raise _differ(
+                path,
+                f"the source holds {len(own_src)} variables and {len(kids_src)} layers of its own, the target "
+                f"{len(own_tgt)} and {len(kids_tgt)} (is the target built?)",
+            )
+        layers.append((src, tgt))
+        variables.extend(zip(own_src, own_tgt))
+        stack.extend((f"{path}/{getattr(a, 'name', '?')}", a, b) for a, b in reversed(list(zip(kids_src, kids_tgt))))
+    return layers, variables
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _differ(path: str, what: str) -> WeightsMismatchError:
+    return WeightsMismatchError(
+        f"Cannot pair the source with the target at {path!r}: {what}. Expected a target of the same class "
+        "and structure (e.g. a clone of the source, built)."
+    )
 
 
 # (id(source), id(target)) -> (weak refs to source.weights, to target.weights, pairs as indices

@@ -17,12 +17,17 @@ from compat_clone.errors import (
     CompatCloneError,
     InputTensorsError,
     UnsupportedModelError,
+    WeightsMismatchError,
     add_note,
     layer_rebuild_note,
+    revived_text,
 )
+from compat_clone._walk import is_model
 from compat_clone.families._core import Family
+from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone, untracked_weights
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
+from compat_clone.weights import tracked_pairs
 
 __all__ = ["Cloner"]
 
@@ -103,6 +108,8 @@ class Cloner(LayerCloner):
 
     def _default_clone(self, layer: Any) -> Any:
         """The config round trip; where it fails, a rebuild from the constructor's arguments."""
+        if self.family.is_revived(layer):
+            self._refuse_revived(layer)
         try:
             return self.family.config_round_trip(layer)
         except Exception:
@@ -110,6 +117,15 @@ class Cloner(LayerCloner):
             if rebuilt is None:
                 raise
             return rebuilt
+
+    def _refuse_revived(self, layer: Any) -> None:
+        """Refuses a layer revived without its class: with the native round trip's own exception
+        where it fails (`native-exception-type`), else `UnsupportedModelError` (never silently wrong)."""
+        try:
+            self.family.config_round_trip(layer)
+        except Exception as exc:
+            raise add_note(exc, "compat_clone: " + revived_text(layer))
+        raise UnsupportedModelError(revived_text(layer))
 
     def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
         """A layer whose config does not round-trip, rebuilt from what its constructor received.
@@ -234,10 +250,62 @@ class Cloner(LayerCloner):
                     f"Received a subclassed model of type {type(model).__name__}. "
                     "Rebuild it with `model.__class__.from_config(model.get_config())`."
                 )
-            new = family.clone_subclassed(model)
-            self.pair_layers(model, new)
+            new = self._clone_subclassed(model)
         restore_trainable(model, new, self.layer_map, deep=self.clone_function is None)
         return new
+
+    def _clone_subclassed(self, model: Any) -> Any:
+        """A subclassed model: rebuilt from its config, else structurally; built like its source.
+
+        The config round trip is the native path (`Family.clone_subclassed`);
+        where it fails, a new instance of the class from its constructor's
+        arguments (`_structure.structural_clone`, `subclass-layers-in-constructor`). Where that cannot be made
+        either, the native failure goes on with the reason as a note
+        (`native-exception-type`). Either way the clone is then built as the
+        source was (`Family.build_like`) and its layers are paired with the
+        source's by their tracked structure, for `trainable` and the weights.
+        """
+        family = self.family
+        if family.is_revived(model):
+            self._refuse_revived(model)
+        is_layer = lambda v: isinstance(v, family.layer_class())  # noqa: E731
+        hidden = untracked_weights(model, [layer for layer, _ in tracked_pairs(model, model)[0]], is_layer)
+        if hidden:
+            raise UnsupportedModelError(
+                f"Cannot clone the subclassed model {model.name!r} of type {type(model).__name__}: layers "
+                f"holding weights sit in {', '.join(hidden)}, which this Keras ({family.info.package} "
+                f"{family.info.version}) does not track, so they are not among `model.weights` and no "
+                "copy can carry them. Assign each such layer to an attribute of its own."
+            )
+        try:
+            new = family.clone_subclassed(model)
+        except Exception as exc:
+            try:
+                new = structural_clone(model, self._clone_part, is_layer, family.bare_model)
+            except Refused as why:
+                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")
+        copy_plain_attributes(model, new, family.bare_model)
+        family.build_like(model, new)
+        try:
+            layers = tracked_pairs(model, new)[0]
+        except WeightsMismatchError:  # the copy names the difference, where one is asked
+            self.pair_layers(model, new)
+        else:
+            for src, dst in layers[1:]:
+                self.layer_map.setdefault(id(src), (src, dst))
+        return new
+
+    def _clone_part(self, layer: Any) -> Any:
+        """A layer or model a subclassed model's constructor receives, cloned (shared stays shared)."""
+        entry = self.layer_map.get(id(layer))
+        if entry is not None:
+            return entry[1]
+        family = self.family
+        if is_model(layer) and not (family.is_functional(layer) or family.is_sequential(layer)):
+            new = self.clone_model(layer, None)
+            self.layer_map[id(layer)] = (layer, new)
+            return new
+        return self.clone_layer(layer)
 
     def _clone_functional(self, model: Any, input_tensors: Any) -> Any:
         family = self.family

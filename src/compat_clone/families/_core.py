@@ -253,6 +253,23 @@ class Family(abc.ABC):
             return type(native) is type(exc)
         return False
 
+    def is_revived(self, layer: Any) -> bool:
+        """Whether `layer` was revived from a SavedModel without its class (tf.keras only)."""
+        return False
+
+    def bare_model(self) -> Any:
+        """A model of this Keras with nothing in it: the attributes Keras itself gives every model."""
+        return self.keras().Model()
+
+    def build_like(self, source: Any, new: Any) -> None:
+        """Builds `new`, a subclassed model's clone, as `source` was built (nothing where it is).
+
+        A subclassed model rebuilt from its config, or made anew from its
+        constructor, has no variables until it is built or called; the
+        family builds it from what it recorded of the source's build (input
+        shapes, input specs), symbolically: no data runs through it.
+        """
+
     # -- placement and weights ----------------------------------------------------
 
     def placement(self, model: Any, request: CloneRequest) -> ContextManager[Any]:

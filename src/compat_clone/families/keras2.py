@@ -237,7 +237,12 @@ class Keras2(Family):
 
     def clone_subclassed(self, model: Any) -> Any:
         # A subclassed model (`_is_graph_network=False`) has no layer graph to
-        # walk; the native call fails on it with an AttributeError.
+        # walk; the native call fails on it with an AttributeError. One with
+        # its own `get_config` is rebuilt by its constructor; any other is
+        # refused here, and the engine makes a new instance structurally.
+        rebuilt = self.rebuild_from_config(model) if own_get_config(model) else None
+        if rebuilt is not None:
+            return rebuilt
         raise UnsupportedModelError(
             f"Cannot clone the subclassed (or never-called) model {model.name!r} "
             f"of type {type(model).__name__}: standalone Keras 2 keeps no layer "
@@ -247,11 +252,27 @@ class Keras2(Family):
             "its class and copy the weights with `compat_clone.copy_weights`."
         )
 
+    def build_like(self, source: Any, new: Any) -> None:
+        # A subclassed model called on data records placeholders for its inputs
+        # (`Model._set_inputs`, Keras 2.2-2.3); the clone gets its own from
+        # one-sample arrays of the same shapes (no data runs: `_set_inputs`
+        # makes placeholders of arrays and calls the model on them), in the
+        # source's graph (the placement's scope).
+        import numpy as np
+
+        inputs = getattr(source, "inputs", None)
+        if not inputs or len(new.weights) >= len(source.weights):
+            return
+        samples = [
+            np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs
+        ]
+        new._set_inputs(samples[0] if len(samples) == 1 else samples)
+
     # -- the whole call: device, lock, graph -----------------------------------
 
     @contextlib.contextmanager
     def placement(self, model: Any, request: CloneRequest) -> Iterator[Placement]:
-        """`device=` checked; the subclassed refused; then this family's lock and the source's graph.
+        """`device=` checked; then this family's lock and the source's graph.
 
         Variables are placed layer by layer (`layer_scope`), so nothing is
         left for `finish`; the clone is compiled inside this scope too (the
@@ -259,8 +280,6 @@ class Keras2(Family):
         """
         backend = getattr(self.info, "backend", None) or _k().backend.backend()
         self.device = check_device(request.device, backend)
-        if not self.is_sequential(model) and not self.is_functional(model):
-            self.clone_subclassed(model)  # raises: no layer graph to clone
         # Graph-mode building is not thread-safe (concurrent `tf.Variable`
         # creation on one graph trips TensorFlow's scope stacks): clones and
         # copies of this family take one process-wide lock.

@@ -233,6 +233,16 @@ class Keras3(Family):
             # same object, with the advice as a note.
             raise subclassed_rebuild_note(model, exc)
 
+    def build_like(self, source: Any, new: Any) -> None:
+        # Keras 3 records the shapes a layer was built with (`get_build_config`);
+        # a Model's `build_from_config` runs its `call` on symbolic inputs of
+        # those shapes where its `build` is the default, as `keras.saving` does.
+        if len(new.weights) >= len(source.weights):
+            return
+        config = source.get_build_config()
+        if config:
+            new.build_from_config(config)
+
     # -- compile=True ----------------------------------------------------------
 
     def compile_settings(self, model: Any) -> Optional[CompileSettings]:

@@ -172,6 +172,26 @@ class TfKeras(Family):
 
     # -- compile=True ----------------------------------------------------------
 
+    def is_revived(self, layer: Any) -> bool:
+        # `tf-keras-revived-layer`: `load_model` of a SavedModel without the
+        # custom classes makes classes deriving from RevivedLayer /
+        # RevivedNetwork, whose config names the lost class.
+        return any(klass.__name__.startswith("Revived") for klass in type(layer).__mro__)
+
+    def build_like(self, source: Any, new: Any) -> None:
+        # `subclass-clone-unbuilt`: tf.keras records the first call's input signature (`_get_save_spec`,
+        # `_saved_model_inputs_spec` before 2.5) and the build shape
+        # (`_build_input_shape`): the clone is called on that signature inside
+        # a traced function (symbolic, its variables lifted out), else built
+        # from the shape (`Model.build` calls the model on placeholders).
+        if not getattr(source, "built", False) or _weight_count(new) >= _weight_count(source):
+            return
+        spec = _save_spec(source)
+        if spec is not None:
+            _tf().function(lambda inputs: new(inputs)).get_concrete_function(spec)
+        elif getattr(source, "_build_input_shape", None) is not None:
+            new.build(source._build_input_shape)
+
     def compile_clone(self, clone: Any, optimizer: Any, arguments: Dict[str, Any]) -> None:
         # `compile` renames a metric object given for one output of several.
         unprefix_metric_names(clone, arguments)
@@ -204,6 +224,24 @@ class TfKeras(Family):
         from compat_clone.placement import assign_tf
 
         assign_tf(pairs, tau)  # variable to variable: stays on the device
+
+
+def _weight_count(model: Any) -> int:
+    try:
+        return len(model.weights)
+    except ValueError:  # a subclass with its own `build`, not yet built: "weights not yet created"
+        return 0
+
+
+def _save_spec(model: Any) -> Any:
+    """The input signature of the model's first call, or None (never called)."""
+    getter = getattr(model, "_get_save_spec", None)
+    if callable(getter):
+        try:
+            return getter(dynamic_batch=True)
+        except TypeError:  # no `dynamic_batch` argument
+            return getter()
+    return getattr(model, "_saved_model_inputs_spec", None)
 
 
 def _steps_per_execution(model: Any, keras: Any) -> Any:

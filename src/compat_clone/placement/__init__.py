@@ -137,6 +137,8 @@ def _keras3_backend(variable: Any) -> str:
         for name in ("tensorflow", "jax", "torch", "numpy"):
             if f".backend.{name}" in module:
                 return name
+        if module.startswith("tensorflow."):  # a plain tf.Variable (a TFSMLayer's, Keras 3.0-3.2)
+            return "tensorflow"
     return "other"
 
 
