@@ -101,11 +101,14 @@ def _sibling_environ(env: str, env_dir: Path) -> Dict[str, str]:
     return environ
 
 
-def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 900) -> Dict[str, Any]:
+def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 2400) -> Dict[str, Any]:
     """Runs ``script OUT FAMILY ARGS...`` with sibling `env`'s interpreter and variables.
 
     Returns the JSON report the script prints on its last stdout line (its
-    ``keras`` version must be `env`'s).
+    ``keras`` version must be `env`'s). `timeout` is above `make test`'s limit
+    per environment (Makefile: MATRIX_ARGS): on a machine so loaded that a
+    writer takes that long, the environment's limit ends the session and its
+    report names the test that was writing, and for how long.
     """
     from compat_clone.tools.matrix.table import load_table
 

@@ -30,8 +30,10 @@ import ast
 import fcntl
 import hashlib
 import json
+import resource
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
@@ -39,6 +41,7 @@ __all__ = ["script_files", "writer_key", "cached"]
 
 KEY_FILE = "key.json"
 REPORT_FILE = "report.json"
+COST_FILE = "cost.json"  # what writing the entry took (wall and CPU seconds of the writer), for the record
 # Prints where the interpreter's compat_clone lives and its Python: imports no framework.
 _PROBE = "import os, sys, compat_clone; print(os.path.dirname(compat_clone.__file__)); print(sys.version)"
 
@@ -136,13 +139,20 @@ def _entry_key(folder: Path) -> Any:
         return None
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the writer is one)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def cached(folder: Path, key: Dict[str, Any], write: Callable[[Path], Dict[str, Any]]) -> Dict[str, Any]:
     """The report of the entry at `folder` for `key`, written by ``write(folder)`` unless it is there.
 
     Under an exclusive lock on ``<folder>.lock``: an entry whose ``key.json``
     equals `key` is read; anything else at `folder` (another key: stale; no
     key: an interrupted write) is removed and `write` fills the folder afresh.
-    Its report is kept as ``report.json`` and the key written last.
+    Its report is kept as ``report.json``, what the write took as
+    ``cost.json``, and the key written last.
 
     Args:
         folder: the entry's folder (its parent is created).
@@ -160,7 +170,10 @@ def cached(folder: Path, key: Dict[str, Any], write: Callable[[Path], Dict[str, 
             return report
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
+        start, cpu = time.monotonic(), _children_cpu()
         report = write(folder)
+        cost = {"wall_s": round(time.monotonic() - start, 1), "cpu_s": round(_children_cpu() - cpu, 1)}
+        (folder / COST_FILE).write_text(json.dumps(cost), encoding="utf-8")
         (folder / REPORT_FILE).write_text(json.dumps(report), encoding="utf-8")
         (folder / KEY_FILE).write_text(json.dumps(key, indent=1, sort_keys=True), encoding="utf-8")
         return report
