@@ -101,14 +101,18 @@ def _sibling_environ(env: str, env_dir: Path) -> Dict[str, str]:
     return environ
 
 
-def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 2400) -> Dict[str, Any]:
+def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 3000) -> Dict[str, Any]:
     """Runs ``script OUT FAMILY ARGS...`` with sibling `env`'s interpreter and variables.
 
     Returns the JSON report the script prints on its last stdout line (its
     ``keras`` version must be `env`'s). `timeout` is above `make test`'s limit
     per environment (Makefile: MATRIX_ARGS): on a machine so loaded that a
     writer takes that long, the environment's limit ends the session and its
-    report names the test that was writing, and for how long.
+    report names the test that was writing, and for how long. (It was 900 s:
+    at load 10-12 on 2 cores a writer gets a quarter of a core or less, and
+    keras-3.15-jax's share of keras-2.2.4-tf1's zoo ran out of it, failing
+    the test that asked for it; the whole keras-2.3.1 zoo took 632 s there for
+    145 CPU seconds, which a quiet core does in about 150 s.)
     """
     from compat_clone.tools.matrix.table import load_table
 
