@@ -128,8 +128,11 @@ def writer_key(script: Path, args: Sequence[str], env_dir: Path, spec: Mapping[s
     """
     root = script.resolve().parent
     files = {str(p.relative_to(root)): _digest(p.read_bytes()) for p in script_files(script)}
-    return {"script": script.name, "files": files, "args": list(args), "spec": dict(spec),
-            "environment": _environment(env_dir, environ), "folder": str(folder.resolve())}
+    key = {"script": script.name, "files": files, "args": list(args), "spec": dict(spec),
+           "environment": _environment(env_dir, environ), "folder": str(folder.resolve())}
+    # As ``key.json`` reads back (a table entry's tuples become lists), so that equal means equal.
+    normal: Dict[str, Any] = json.loads(json.dumps(key))
+    return normal
 
 
 def _entry_key(folder: Path) -> Any:

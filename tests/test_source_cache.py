@@ -78,7 +78,7 @@ def test_a_fresh_entry_is_read_and_a_stale_one_written_again(tmp_path: Path) -> 
     script = _writer(tmp_path / "tests")
     env = _standin_env(tmp_path / "env")
     folder = tmp_path / ".sources" / "kind" / "env" / "h5"
-    spec = {"name": "env", "packages": ["keras==2.2.4"]}
+    spec = {"name": "env", "packages": ("keras==2.2.4",), "env": (("TF_CPP_MIN_LOG_LEVEL", "2"),)}  # a table entry
     key = _key(script, env, folder, ["h5"], spec)
     assert sorted(key["files"]) == ["helper.py", "other.py", "writer.py"]
     write = _Writes()
@@ -96,7 +96,7 @@ def test_a_fresh_entry_is_read_and_a_stale_one_written_again(tmp_path: Path) -> 
         report = source_cache.cached(folder, _key(script, env, folder, ["h5"], spec), write)
         assert write.calls == n and report["call"] == n
         assert (folder / "model.h5").read_text() == f"written {n}"
-    for args, other in ((["h5", "keras"], spec), (["h5"], {**spec, "packages": ["keras==2.2.5"]})):
+    for args, other in ((["h5", "keras"], spec), (["h5"], {**spec, "packages": ("keras==2.2.5",)})):
         source_cache.cached(folder, _key(script, env, folder, args, other), write)
     assert write.calls == len(changes) + 3
     (folder / "unrelated.txt").write_text("left by a stale entry")
