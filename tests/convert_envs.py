@@ -15,12 +15,12 @@ the target (`keras3_target`), and `runs_here` answers both.
 
 from __future__ import annotations
 
-import fcntl
+import dataclasses
 import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import pytest
 
@@ -87,23 +87,39 @@ def sibling(name: str) -> Path:
                 f"`compat-clone matrix --env {name} -- python -V`)")
 
 
-def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 900) -> Dict[str, Any]:
-    """Runs ``script OUT FAMILY ARGS...`` with sibling `env`'s interpreter and variables.
-
-    Returns the JSON report the script prints on its last stdout line (its
-    ``keras`` version must be `env`'s).
-    """
+def _sibling_environ(env: str, env_dir: Path) -> Dict[str, str]:
+    """The variables a script runs with in sibling `env`: the matrix runner's, and this run's ``PYTHONPATH``."""
     from compat_clone.tools.matrix.runner import env_environ
     from compat_clone.tools.matrix.table import load_table
 
-    env_dir = sibling(env)
     (table_env,) = [e for e in load_table() if e.name == env]
-    family = dict(table_env.expect)["family"]
     environ = env_environ(table_env, env_dir)
     # A development checkout on PYTHONPATH serves the sibling too, as it serves
     # `compat-clone convert`'s workers (`tools/convert/_envs.py`); the matrix clears it.
     if os.environ.get("PYTHONPATH"):
         environ["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return environ
+
+
+def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: int = 3000) -> Dict[str, Any]:
+    """Runs ``script OUT FAMILY ARGS...`` with sibling `env`'s interpreter and variables.
+
+    Returns the JSON report the script prints on its last stdout line (its
+    ``keras`` version must be `env`'s). `timeout` is above `make test`'s limit
+    per environment (Makefile: MATRIX_ARGS): on a machine so loaded that a
+    writer takes that long, the environment's limit ends the session and its
+    report names the test that was writing, and for how long. (It was 900 s:
+    at load 10-12 on 2 cores a writer gets a quarter of a core or less, and
+    keras-3.15-jax's share of keras-2.2.4-tf1's zoo ran out of it, failing
+    the test that asked for it; the whole keras-2.3.1 zoo took 632 s there for
+    145 CPU seconds, which a quiet core does in about 150 s.)
+    """
+    from compat_clone.tools.matrix.table import load_table
+
+    env_dir = sibling(env)
+    (table_env,) = [e for e in load_table() if e.name == env]
+    family = dict(table_env.expect)["family"]
+    environ = _sibling_environ(env, env_dir)
     proc = subprocess.run([str(env_dir / "bin" / "python"), str(script), str(out), family, *args],
                           env=environ, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{script.name} in {env} failed:\n" + proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -112,26 +128,30 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
     return report
 
 
-def shared_builds(tmp_path_factory: pytest.TempPathFactory, kind: str,
-                  build: Callable[[str, Path], Dict[str, Any]]) -> Callable[[str], Path]:
-    """`get(env)` -> the folder `build(env, folder)` filled, once per test run.
+def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Path, Dict[str, Any]]:
+    """``(folder, report)``: the files ``script ARGS`` writes in sibling `env`, from the matrix folder's cache.
 
-    pytest-xdist workers share one folder per run (``PYTEST_XDIST_TESTRUNUID``):
-    the first worker to ask builds it under a file lock, the others wait and
-    reuse it. The build's report is kept as ``report.json`` there.
+    One entry per writer and unit of work under
+    ``<matrix>/.sources/<kind>/<env>/<args>/`` (tests/source_cache.py): written
+    by the first process of any run that asks (a Keras 3 host, or the writer
+    environment itself: tests/test_convert_writers.py), read by every other,
+    and written again when the script, the modules it imports, its arguments
+    or the environment change.
     """
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent / f"{kind}-{run_id}" if run_id else base / kind
-    shared.mkdir(parents=True, exist_ok=True)
+    memo = (kind, env, tuple(args))
+    if memo not in _WRITTEN:
+        from compat_clone.tools.matrix.table import load_table
 
-    def get(env: str) -> Path:
-        out = shared / env
-        with open(shared / f".{env}.lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (out / "report.json").is_file():
-                report = build(env, out)
-                (out / "report.json").write_text(json.dumps(report))
-        return out
+        from tests import source_cache
 
-    return get
+        env_dir = sibling(env)
+        (table_env,) = [e for e in load_table() if e.name == env]
+        folder = env_dir.parent / ".sources" / kind / env / ",".join(args)
+        key = source_cache.writer_key(script, args, env_dir, dataclasses.asdict(table_env),
+                                      _sibling_environ(env, env_dir), folder)
+        report = source_cache.cached(folder, key, lambda out: run_in_sibling(env, script, out, list(args)))
+        _WRITTEN[memo] = (folder, report)
+    return _WRITTEN[memo]
+
+
+_WRITTEN: Dict[Tuple[str, str, Tuple[str, ...]], Tuple[Path, Dict[str, Any]]] = {}

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from tests.convert_envs import hosted, keras3_target, only_in, run_convert, run_in_sibling, runs_here, shared_builds
+from tests.convert_envs import hosted, keras3_target, only_in, run_convert, written
 from tests.convert_envs import sibling
 
 SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
@@ -48,17 +48,29 @@ def _cases() -> List[Any]:
 cross_env = keras3_target("cross-environment conversions run")
 
 
+# The small models tf.keras 2.15 writes for the hosts that convert them (keras-3.15-jax, -torch).
+_EXTRAS = ("custom-h5", "lambda-keras", "tfops-h5")
+KIND = "convert-sources"
+
+
+def writes(env: str) -> List[List[str]]:
+    """The one unit of work `env` writes for every host: each format of `_CASES` (and tf.keras 2.15's extras)."""
+    formats = [fmt for e, fmt in _CASES if e == env] + (list(_EXTRAS) if env == "tf.keras-2.15" else [])
+    return [formats] if formats else []
+
+
+WRITERS = tuple(dict.fromkeys(env for env, _ in _CASES))
+
+
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`sources(env)` -> folder with that env's files of every format this environment converts."""
+def sources() -> Any:
+    """`sources(env)` -> folder with that env's files of every format (tests/source_cache.py keeps them)."""
 
-    def build(env: str, out: Path) -> Dict[str, Any]:
-        formats = tuple(fmt for (e, fmt), hosts in _CASES.items() if e == env and runs_here(hosts))
-        if env == "tf.keras-2.15" and runs_here(("keras-3.15-jax", "keras-3.15-torch")):
-            formats += ("custom-h5", "lambda-keras", "tfops-h5")
-        return run_in_sibling(env, SOURCES, out, list(formats))
+    def get(env: str) -> Path:
+        (args,) = writes(env)
+        return written(KIND, SOURCES, env, args)[0]
 
-    return shared_builds(tmp_path_factory, "convert-sources", build)
+    return get
 
 
 convert = run_convert

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from compat_clone.tools.cli import main as cli_main
-from tests.convert_envs import hosted, keras3_target, run_convert, run_in_sibling, runs_here, shared_builds, sibling
+from tests.convert_envs import hosted, keras3_target, run_convert, runs_here, sibling, written
 
 SCRIPT = Path(__file__).resolve().parent / "convert_field_sources.py"
 WRITER = "tf.keras-2.4"
@@ -55,16 +55,19 @@ def _case(name: str) -> Any:
     return hosted(name, id=name, hosts=_CASES[name])
 
 
+KIND = "convert-field"
+WRITERS = (WRITER,)
+
+
+def writes(env: str) -> List[List[str]]:
+    """The one unit of work TF 2.4 writes for every host: every case of `_CASES`."""
+    return [list(_CASES)] if env == WRITER else []
+
+
 @pytest.fixture(scope="module")
-def field(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`field()` -> the folder with this host's share of TF 2.4's files, written once per run."""
-
-    def build(env: str, out: Path) -> Dict[str, Any]:
-        cases = [name for name, hosts in _CASES.items() if runs_here(hosts)]
-        return run_in_sibling(env, SCRIPT, out, cases)
-
-    get = shared_builds(tmp_path_factory, "convert-field", build)
-    return lambda: get(WRITER)
+def field() -> Any:
+    """`field()` -> the folder with every case's files by TF 2.4 (tests/source_cache.py keeps them)."""
+    return lambda: written(KIND, SCRIPT, WRITER, writes(WRITER)[0])[0]
 
 
 convert = run_convert

@@ -30,9 +30,10 @@ import numpy as np
 import pytest
 
 from tests import convert_zoo
-from tests.convert_envs import KERAS3_HOSTS, hosted, keras3_target, run_in_sibling, runs_here, shared_builds
+from tests.convert_envs import KERAS3_HOSTS, hosted, keras3_target, runs_here, written
 
 SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
+KIND = "convert-zoo"
 _HOSTS = KERAS3_HOSTS
 
 # (source environment, format) -> the Keras 3.15 environments that rebuild it.
@@ -101,28 +102,34 @@ def _params() -> List[Any]:
 pytestmark = keras3_target("the zoo is rebuilt")
 
 
-@pytest.fixture(scope="module")
-def described(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`described(env)` -> (folder, report): the zoo described in `env`, once per run."""
+def writes(env: str) -> List[List[str]]:
+    """The units of work `env` writes for every host: one per format, each with every case it can build."""
+    return [[fmt] for e, fmt in _SOURCES if e == env]
 
-    def build(env: str, out: Path) -> Dict[str, Any]:
-        formats = []
+
+WRITERS = tuple(dict.fromkeys(env for env, _ in _SOURCES))
+
+
+@pytest.fixture(scope="module")
+def described() -> Any:
+    """`described(env)` -> report: the zoo described in `env` in the formats this host rebuilds.
+
+    Every format's files come from the matrix folder's cache (`written`): written
+    once, with every case, for all hosts and runs.
+    """
+
+    def fetch(env: str) -> Dict[str, Any]:
+        report: Dict[str, Any] = {"cases": {}, "unavailable": {}}
         for (e, fmt), hosts in _SOURCES.items():
             if e != env or not runs_here(hosts):
                 continue
-            if (e, fmt) in _SPREAD:
-                cases = [n for n in convert_zoo.ZOO if runs_here(_share(e, fmt, n, hosts))]
-                fmt += "=" + ",".join(cases)
-            formats.append(fmt)
-        return run_in_sibling(env, SCRIPT, out, formats)
-
-    get = shared_builds(tmp_path_factory, "convert-zoo", build)
-
-    def fetch(env: str) -> Tuple[Path, Dict[str, Any]]:
-        import json
-
-        folder = get(env)
-        return folder, json.loads((folder / "report.json").read_text())
+            _, part = written(KIND, SCRIPT, env, [fmt])
+            report["keras"] = part["keras"]
+            report["unavailable"].update(part["unavailable"])
+            for name, case in part["cases"].items():
+                entry = report["cases"].setdefault(name, {**case, "files": {}})
+                entry["files"].update(case["files"])
+        return report
 
     return fetch
 
@@ -146,7 +153,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
 
     from compat_clone.convert import load, rebuild, verify
 
-    folder, report = described(env)
+    report = described(env)
     assert name in report["cases"], f"{env} did not describe {name}: {report['unavailable'].get(name)}"
     case = report["cases"][name]
     description = load(case["files"][fmt])
@@ -221,7 +228,7 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     hosts = _share(env, "h5", "tagger", _SOURCES[(env, "h5")])
     if not runs_here(hosts):
         pytest.skip(f"rebuilt in {', '.join(hosts)}")
-    _, report = described(env)
+    report = described(env)
     description = report["cases"]["tagger"]["files"]["h5"]
     out = tmp_path / "tagger.keras"
     proc = subprocess.run([sys.executable, "-m", "compat_clone.tools.convert._worker", "rebuild",

@@ -366,6 +366,53 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         pytest.fail(f"process {grandchild} outlived the timeout")
 
 
+_SLOW_PROJECT = {
+    "pytest.ini": "[pytest]\n",
+    "test_slow.py": (
+        "import time\n"
+        "def test_quick():\n    pass\n"
+        "def test_sleeps_past_the_limit():\n    time.sleep(600)\n"
+        "def test_sleeps_too():\n    time.sleep(600)\n"
+    ),
+}
+
+
+def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
+    """A killed pytest session (xdist, as `make test` runs it) is reported with the tests it was in, and for how long."""
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    env_dir = _standin_env(tmp_path, env)
+    project = tmp_path / "project"
+    project.mkdir()
+    for name, text in _SLOW_PROJECT.items():
+        (project / name).write_text(text)
+    said: List[str] = []
+    out = runner._run_one(
+        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=install._self_source(),
+        command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
+        procs=procs._Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
+    )
+    log = (env_dir / "last.log").read_text()
+    assert out.status == "TIMEOUT", log
+    note = re.search(r"compat-clone matrix: a: (1 tests had finished; still running: .*)", log)
+    assert note is not None and note.group(1) in said, log
+    running = dict(re.findall(r"(test_slow\.py::\w+) \(running for (\d+)s\)", note.group(1)))
+    assert sorted(running) == ["test_slow.py::test_sleeps_past_the_limit", "test_slow.py::test_sleeps_too"], note
+    assert all(0 <= int(s) <= 40 for s in running.values()), note  # started after xdist's start-up, before the kill
+
+
+def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
+    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
+    env_dir = _standin_env(tmp_path, env)
+    (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
+    out = runner._run_one(
+        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "import time; time.sleep(60)"],
+        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=2, rebuild=False,
+        say=lambda name, text: None,
+    )
+    log = (env_dir / "last.log").read_text()
+    assert out.status == "TIMEOUT" and "no record of the tests running" in log and "old::test" not in log, log
+
+
 def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None:
     (env,) = _matrix.parse_table(_table(install_compat_clone=False))
     _standin_env(tmp_path, env)

@@ -27,7 +27,11 @@ It is off, and does nothing, unless pytest runs in a matrix environment
    ``$COMPAT_CLONE_RESULTS/<env>.tests.jsonl`` (default folder
    ``.matrix/_results``; created at the first test, so a session stopped
    before any test leaves the last results in place), which ``compat-clone
-   matrix --report`` / ``--merge`` turn into a test x environment table.
+   matrix --report`` / ``--merge`` turn into a test x environment table;
+4. keeps ``$COMPAT_CLONE_RUNNING_FILE`` (when set) up to date with the
+   tests running now and when each started (xdist workers' included), and
+   how many finished: when the matrix runner kills a session that ran out of
+   time, it reports from there which tests were running and for how long.
 
 Importing this module imports no framework: pytest loads it in every
 environment where compat_clone is installed. ``-p no:compat_clone`` turns it
@@ -40,6 +44,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -134,6 +139,29 @@ class _MatrixEnvironment:
         if write_results and not self.worker:
             folder = Path(os.environ.get("COMPAT_CLONE_RESULTS") or Path(".matrix") / "_results")
             self.results = folder / f"{self.env}.tests.jsonl"
+        running = os.environ.get("COMPAT_CLONE_RUNNING_FILE")
+        self.running_file = Path(running) if running and not self.worker else None
+        self.running: Dict[str, float] = {}  # node id -> when it started (time.time())
+        self.finished = 0
+
+    def _write_running(self) -> None:
+        """The tests running now, for the matrix runner's timeout report (replaced whole, never half-written)."""
+        assert self.running_file is not None
+        record = {"pid": os.getpid(), "finished": self.finished, "running": self.running}
+        partial = self.running_file.with_name(self.running_file.name + ".part")
+        partial.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(partial, self.running_file)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.running_file is not None:
+            self.running[nodeid] = time.time()
+            self._write_running()
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self.running_file is not None:
+            self.running.pop(nodeid, None)
+            self.finished += 1
+            self._write_running()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.worker or not self.claim:

@@ -27,6 +27,7 @@ from compat_clone.tools.matrix.table import Env
 __all__ = ["env_environ"]
 
 _CLAIM_FILE = "last-claim.json"  # the pytest plugin's claim check of the last run
+_RUNNING_FILE = "running.json"  # the pytest plugin's record of the tests running now
 # Variables that shape which Keras an environment loads, or how its TensorFlow
 # runs: never inherited from the caller's shell, only set from the table.
 # (Importing TensorFlow 2 sets TF2_BEHAVIOR=1 in its own process; a TF 1.15
@@ -54,6 +55,7 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
     environ = env_environ(env, env_dir)
     environ["COMPAT_CLONE_ENV"] = env.name
     environ["COMPAT_CLONE_CLAIM_FILE"] = str(env_dir / _CLAIM_FILE)
+    environ["COMPAT_CLONE_RUNNING_FILE"] = str(env_dir / _RUNNING_FILE)
     if table:
         environ["COMPAT_CLONE_TABLE"] = table
     # Where the other environments of this run live, and which they are: every
@@ -127,10 +129,11 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         shutil.rmtree(staging, ignore_errors=True)
         environ = _child_environ(env, env_dir, staging, uv, siblings, table)
         claim_file = env_dir / _CLAIM_FILE
-        try:
-            claim_file.unlink()  # a check that does not run this time must not look like it did
-        except FileNotFoundError:
-            pass
+        for stale in (claim_file, env_dir / _RUNNING_FILE):
+            try:
+                stale.unlink()  # a check or record of an earlier run must not look like this one's
+            except FileNotFoundError:
+                pass
         exe = shutil.which(command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"
@@ -165,6 +168,11 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         out.status = NO_KERAS  # passed, but on no Keras: nothing to certify
     loaded = f"; loaded {out.loaded}" if out.loaded else ""
     say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}{loaded}")
+    if out.status == "TIMEOUT":
+        note = _running_at_timeout(env_dir / _RUNNING_FILE, time.time())
+        with open(out.log, "a", encoding="utf-8") as log:
+            log.write(f"compat-clone matrix: {env.name}: {note}\n")
+        say(env.name, note)
     return out
 
 
@@ -180,6 +188,20 @@ def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: _Outcome, mislab
     elif claim.get("verdict") == NO_KERAS:
         out.why = "; ".join(str(p) for p in claim.get("notes", ()))
         log.write(f"compat-clone matrix: {name}: {NO_KERAS}: {out.why}\n")
+
+
+def _running_at_timeout(path: Path, now: float) -> str:
+    """What the command was doing when it was killed: the tests the pytest plugin saw running, longest first."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        running = sorted(record["running"].items(), key=lambda item: item[1])
+        finished = int(record["finished"])
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        return "no record of the tests running (not pytest, or it had not started a test)"
+    if not running:
+        return f"{finished} tests had finished; none was running (collection, a session fixture or teardown)"
+    listed = "; ".join(f"{nodeid} (running for {_fmt_s(now - started)})" for nodeid, started in running)
+    return f"{finished} tests had finished; still running: {listed}"
 
 
 def _status(rc: int, counts: Optional[Dict[str, int]], *, timed_out: bool) -> str:
