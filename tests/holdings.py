@@ -477,9 +477,11 @@ def loaded_h5(K: Any, tmp: str) -> Built:
     if _keras3(K) and not hasattr(K.saving, "load_model"):
         raise NotApplicable("no load_model")
     try:
-        import h5py  # noqa: F401
+        import h5py
     except ImportError:
         raise NotApplicable("h5py is not installed")
+    if family_name(K) == "keras2" and int(h5py.__version__.split(".")[0]) >= 3:
+        raise NotApplicable("standalone Keras 2 reads .h5 files with h5py < 3 only (str attributes)")
     path = os.path.join(tmp, "model.h5")
     _functional(K).save(path)
     return K.models.load_model(path), _x()

@@ -809,8 +809,10 @@ def test_failed_round_trip_keeps_native_exception_type(K: Any, kind: str, error_
     if kind == "subclassed":
         clone = compat_clone.clone_model(source, copy_weights=True)
         assert type(clone) is type(source) and clone.dense is not source.dense
-        x = np.random.RandomState(0).rand(2, 3).astype("float32")
-        np.testing.assert_allclose(clone.predict(x), source.predict(x), rtol=1e-6)
+        # (built symbolically, standalone Keras 2.3 cannot `predict` with it: the weights are compared)
+        assert [w.shape for w in clone.get_weights()] == [w.shape for w in source.get_weights()] != []
+        for a, b in zip(clone.get_weights(), source.get_weights()):
+            np.testing.assert_array_equal(a, b)
         return
     with pytest.raises(Exception) as ours:
         compat_clone.clone_model(source)

@@ -71,7 +71,7 @@ def test_real_writers_key_on_the_modules_they_import() -> None:
     names = lambda script: [p.name for p in source_cache.script_files(TESTS / script)]  # noqa: E731
     assert names("convert_zoo_sources.py") == ["convert_zoo.py", "convert_zoo_sources.py"]
     assert names("convert_sources.py") == ["convert_custom.py", "convert_sources.py"]
-    assert names("convert_field_sources.py") == ["convert_field_sources.py"]
+    assert names("convert_field_sources.py") == ["convert_field_layers.py", "convert_field_sources.py"]
 
 
 def test_a_fresh_entry_is_read_and_a_stale_one_written_again(tmp_path: Path) -> None:

@@ -20,7 +20,10 @@ from compat_clone._walk import sublayers as sublayers_of
 from compat_clone._walk import walk
 from compat_clone.errors import WeightsMismatchError
 
-__all__ = ["LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state", "tracked_pairs"]
+__all__ = [
+    "LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state", "tracked_pairs",
+    "untracked_weights",
+]
 
 # id(source layer) -> (source layer, cloned layer)
 LayerMap = Dict[int, Tuple[Any, Any]]
@@ -101,7 +104,15 @@ def plan_copy(
                 "the target, so it cannot be copied. Expected a target of the same class and structure "
                 "(e.g. a clone of the source)."
             )
-    return _checked(variables, spec)
+    if not callable(getattr(source, "_flatten_layers", None)):  # standalone Keras 2: lists are not tracked
+        hidden = untracked_weights([layer for layer, _ in tracked_pairs(source, source)[0]])
+        if hidden:
+            raise WeightsMismatchError(
+                f"Cannot copy the weights of {getattr(source, 'name', '?')!r}: layers holding weights sit in "
+                f"{', '.join(hidden)}, which this Keras does not track, so they are not among "
+                "`model.weights` and no copy can carry them. Assign each such layer to an attribute of its own."
+            )
+    return _checked(variables, spec, target)
 
 
 def _variable_pairs(source: Any, target: Any, layer_map: Optional[LayerMap]) -> List[Tuple[Any, Any]]:
@@ -126,15 +137,17 @@ def _uncovered(source: Any, pairs: List[Tuple[Any, Any]]) -> List[Any]:
     return [v for v in _own_weights(source) if id(v) not in paired]
 
 
-def _checked(variables: List[Tuple[Any, Any]], spec: Spec) -> List[Tuple[Any, Any]]:
+def _checked(variables: List[Tuple[Any, Any]], spec: Spec, target: Any) -> List[Tuple[Any, Any]]:
     pairs: List[Tuple[Any, Any]] = []
     for src_var, tgt_var in variables:
         src_shape, src_dtype = spec(src_var)
         tgt_shape, tgt_dtype = spec(tgt_var)
         if src_shape != tgt_shape or src_dtype != tgt_dtype:
             name = getattr(tgt_var, "path", None) or getattr(tgt_var, "name", "?")
+            owner = next((layer.name for layer in iter_layers(target) if any(v is tgt_var for v in _own_weights(layer))),
+                         getattr(target, "name", "?"))
             raise WeightsMismatchError(
-                f"Variable {name!r} of the target: the source "
+                f"Variable {name!r} of layer {owner!r}: the source "
                 f"has shape={src_shape} dtype={src_dtype}, the target expects "
                 f"shape={tgt_shape} dtype={tgt_dtype}. Nothing was copied. "
                 "Make the target's layer match the source's (units, kernel "
@@ -214,6 +227,29 @@ def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List
 
 def _class_name(obj: Any) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def untracked_weights(tracked: List[Any]) -> List[str]:
+    """Where layers holding weights sit in attributes their Keras does not track, as "owner.attribute".
+
+    Standalone Keras 2.2-2.3 tracks a layer assigned to a model's attribute,
+    but not one in a list, tuple or dict, nor a layer's own sub-layers: their
+    weights are missing from `model.weights` (and from its `get_weights`), so
+    no copy can carry them. `tracked` is every layer the model's structure
+    reaches (tf.keras and Keras 3 track all of these: nothing is found there).
+    """
+    known = {id(layer) for layer in tracked}
+    found: List[str] = []
+    for owner in tracked:
+        for key, value in list(vars(owner).items()):
+            items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            if any(_is_layer(item) and id(item) not in known and _own_weights(item) for item in items):
+                found.append(f"{getattr(owner, 'name', '?')}.{key}")
+    return found
+
+
+def _is_layer(value: Any) -> bool:
+    return callable(getattr(value, "add_weight", None)) and hasattr(value, "trainable")
 
 
 def _differ(path: str, what: str) -> WeightsMismatchError:

@@ -24,10 +24,10 @@ from compat_clone.errors import (
 )
 from compat_clone._walk import is_model
 from compat_clone.families._core import Family
-from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone, untracked_weights
+from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
-from compat_clone.weights import tracked_pairs
+from compat_clone.weights import tracked_pairs, untracked_weights
 
 __all__ = ["Cloner"]
 
@@ -269,7 +269,7 @@ class Cloner(LayerCloner):
         if family.is_revived(model):
             self._refuse_revived(model)
         is_layer = lambda v: isinstance(v, family.layer_class())  # noqa: E731
-        hidden = untracked_weights(model, [layer for layer, _ in tracked_pairs(model, model)[0]], is_layer)
+        hidden = untracked_weights([layer for layer, _ in tracked_pairs(model, model)[0]])
         if hidden:
             raise UnsupportedModelError(
                 f"Cannot clone the subclassed model {model.name!r} of type {type(model).__name__}: layers "

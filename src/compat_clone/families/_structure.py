@@ -34,9 +34,9 @@ from __future__ import annotations
 import copy
 import inspect
 from collections import abc as cabc
-from typing import Any, Callable, Dict, FrozenSet, List, Sequence
+from typing import Any, Callable, Dict, FrozenSet, List
 
-__all__ = ["Refused", "structural_clone", "copy_plain_attributes", "untracked_weights"]
+__all__ = ["Refused", "structural_clone", "copy_plain_attributes"]
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
@@ -203,25 +203,3 @@ def _bare_keys(cls: type, bare: Callable[[], Any]) -> FrozenSet[str]:
     if keys is None:
         keys = _BARE_KEYS[base] = frozenset(vars(bare()))
     return keys
-
-
-def untracked_weights(model: Any, tracked: Sequence[Any], is_layer: Callable[[Any], bool]) -> List[str]:
-    """Where layers holding weights sit in attributes their Keras does not track, as "path" strings.
-
-    Standalone Keras 2.2-2.3 tracks a layer assigned to a model's attribute,
-    but not one in a list, tuple or dict, nor a layer's own sub-layers: their
-    weights are missing from `model.weights` (and from its `get_weights`), so
-    no copy can carry them. `tracked` is every layer the model's structure
-    reaches (tf.keras and Keras 3 track all of these: nothing is found there).
-    """
-    known = {id(layer) for layer in tracked}
-    found: List[str] = []
-    for owner in tracked:
-        for key, value in list(vars(owner).items()):
-            items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-            for item in items:
-                if is_layer(item) and id(item) not in known and getattr(item, "weights", None):
-                    found.append(f"{getattr(owner, 'name', '?')}.{key}")
-                    break
-    return found
-

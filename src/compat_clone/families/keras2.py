@@ -261,7 +261,14 @@ class Keras2(Family):
         import numpy as np
 
         inputs = getattr(source, "inputs", None)
-        if not inputs or len(new.weights) >= len(source.weights):
+        if len(new.weights) >= len(source.weights):
+            return
+        if not inputs:  # called on Keras tensors instead (`model(Input(...))`): the same call on new ones
+            nodes = getattr(source, "_inbound_nodes", None) or []
+            if nodes:
+                tensors = _to_list(nodes[0].input_tensors)
+                fresh = [_k().layers.Input(batch_shape=_k().backend.int_shape(t), dtype=t.dtype.name) for t in tensors]
+                new(fresh[0] if len(fresh) == 1 else fresh)
             return
         samples = [
             np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs

@@ -44,7 +44,7 @@ $COMPAT_CLONE_ENVS_DIR or --envs-dir to choose) and reused by every later run an
 path: a virtualenv folder or a python interpreter, used as it is.
 
 --custom-objects is resolved in each environment (from the current folder or the environment's
-packages): path/to/layers.py (a file) or my_package.layers (a module) registers every public class
+packages): a file such as ./layers.py or a module such as my_package.layers registers every public class
 and function it defines under its own name; module:name registers that attribute (a dict: a whole
 custom_objects mapping); NAME=module.attr registers the attribute under NAME, e.g.
 '<lambda>=my_package.acts.swish' for an activation Keras 2 saved as '<lambda>'. The source environment needs
