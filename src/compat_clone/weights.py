@@ -105,7 +105,7 @@ def plan_copy(
                 "(e.g. a clone of the source)."
             )
     if not callable(getattr(source, "_flatten_layers", None)):  # standalone Keras 2: lists are not tracked
-        hidden = untracked_weights([layer for layer, _ in tracked_pairs(source, source)[0]])
+        hidden = untracked_weights(source, [layer for layer, _ in tracked_pairs(source, source)[0]])
         if hidden:
             raise WeightsMismatchError(
                 f"Cannot copy the weights of {getattr(source, 'name', '?')!r}: layers holding weights sit in "
@@ -229,27 +229,34 @@ def _class_name(obj: Any) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-def untracked_weights(tracked: List[Any]) -> List[str]:
+def untracked_weights(model: Any, tracked: List[Any]) -> List[str]:
     """Where layers holding weights sit in attributes their Keras does not track, as "owner.attribute".
 
     Standalone Keras 2.2-2.3 tracks a layer assigned to a model's attribute,
     but not one in a list, tuple or dict, nor a layer's own sub-layers: their
     weights are missing from `model.weights` (and from its `get_weights`), so
     no copy can carry them. `tracked` is every layer the model's structure
-    reaches (tf.keras and Keras 3 track all of these: nothing is found there).
+    reaches; a layer found in an attribute of one of them is reported where it
+    holds a variable that `model.weights` lacks (an RNN's cell, a wrapper's
+    layer are in it; a metric's state is not weights and is left out).
     """
-    known = {id(layer) for layer in tracked}
+    held = {id(v) for v in _own_weights(model)}
     found: List[str] = []
     for owner in tracked:
         for key, value in list(vars(owner).items()):
             items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-            if any(_is_layer(item) and id(item) not in known and _own_weights(item) for item in items):
+            if any(_is_layer(item) and any(id(v) not in held for v in _own_weights(item)) for item in items):
                 found.append(f"{getattr(owner, 'name', '?')}.{key}")
     return found
 
 
 def _is_layer(value: Any) -> bool:
-    return callable(getattr(value, "add_weight", None)) and hasattr(value, "trainable")
+    """A layer (not a metric: its state is not among a model's weights by design)."""
+    return (
+        callable(getattr(value, "add_weight", None))
+        and hasattr(value, "trainable")
+        and not any(klass.__name__ == "Metric" for klass in type(value).__mro__)
+    )
 
 
 def _differ(path: str, what: str) -> WeightsMismatchError:

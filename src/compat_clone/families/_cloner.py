@@ -269,7 +269,7 @@ class Cloner(LayerCloner):
         if family.is_revived(model):
             self._refuse_revived(model)
         is_layer = lambda v: isinstance(v, family.layer_class())  # noqa: E731
-        hidden = untracked_weights([layer for layer, _ in tracked_pairs(model, model)[0]])
+        hidden = untracked_weights(model, [layer for layer, _ in tracked_pairs(model, model)[0]])
         if hidden:
             raise UnsupportedModelError(
                 f"Cannot clone the subclassed model {model.name!r} of type {type(model).__name__}: layers "
