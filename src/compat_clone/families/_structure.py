@@ -198,7 +198,9 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _bare_keys(cls: type, bare: Callable[[], Any]) -> FrozenSet[str]:
-    base = next((k for k in cls.__mro__ if k.__name__ == "Model" and k.__module__.split(".")[0] != cls.__module__), cls)
+    # Keras's own Model class (one bare model per Keras), never a user class that happens to be named Model.
+    keras = ("keras", "tf_keras", "tensorflow")
+    base = next((k for k in cls.__mro__ if k.__name__ == "Model" and k.__module__.split(".")[0] in keras), cls)
     keys = _BARE_KEYS.get(base)
     if keys is None:
         keys = _BARE_KEYS[base] = frozenset(vars(bare()))
