@@ -33,7 +33,8 @@ $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.wh
 $BASE -c 'import site; print("\n".join(site.getsitepackages()))' > "$($PY -c 'import site; print(site.getsitepackages()[0])')/_machine.pth"
 export PATH="$venv/bin:$PATH" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  $PY -c "import sys, torch, jax, keras; print(sys.version.split()[0], 'torch', torch.__version__, 'jax', jax.__version__, 'keras', keras.__version__)"
+  # a backend named: Keras 3 imports TensorFlow at `import keras` otherwise (its default backend)
+  KERAS_BACKEND=jax $PY -c "import sys, torch, jax, keras; print(sys.version.split()[0], 'torch', torch.__version__, 'jax', jax.__version__, 'keras', keras.__version__)"
 } 2>&1 | tee "$OUT/machine.txt"
 
 for b in $BACKENDS; do
