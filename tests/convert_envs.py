@@ -139,6 +139,8 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
     or the environment change.
     """
     memo = (kind, env, tuple(args))
+    if memo in _FAILED:  # every test that reads this entry fails with the writer's error, not a rewrite each
+        raise AssertionError(f"{script.name} {' '.join(args)} in {env} failed earlier in this process:\n{_FAILED[memo]}")
     if memo not in _WRITTEN:
         from compat_clone.tools.matrix.table import load_table
 
@@ -149,9 +151,15 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
         folder = env_dir.parent / ".sources" / kind / env / ",".join(args)
         key = source_cache.writer_key(script, args, env_dir, dataclasses.asdict(table_env),
                                       _sibling_environ(env, env_dir), folder)
-        report = source_cache.cached(folder, key, lambda out: run_in_sibling(env, script, out, list(args)))
+        try:
+            report = source_cache.cached(folder, key, lambda out: run_in_sibling(env, script, out, list(args)))
+        except (AssertionError, subprocess.TimeoutExpired) as exc:
+            _FAILED[memo] = str(exc)[-6000:]
+            raise
         _WRITTEN[memo] = (folder, report)
     return _WRITTEN[memo]
 
 
 _WRITTEN: Dict[Tuple[str, str, Tuple[str, ...]], Tuple[Path, Dict[str, Any]]] = {}
+# the writers that failed in this process, with their error: a failed write is not repeated for each reader
+_FAILED: Dict[Tuple[str, str, Tuple[str, ...]], str] = {}

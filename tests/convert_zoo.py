@@ -27,19 +27,25 @@ class Case:
 def randomize(model: Any, seed: int = 0) -> Any:
     """Gives every weight a random value (variances stay positive)."""
     rng = np.random.default_rng(seed)
-    for layer in _leaf_layers(model):
-        values = layer.get_weights()
-        if not values:
-            continue
-        names = [w.name for w in layer.weights]
-        new = []
-        for name, value in zip(names, values):
-            fresh = rng.normal(0.0, 0.3, size=value.shape).astype(value.dtype)
-            if "variance" in name:
-                fresh = np.abs(fresh) + 0.5
-            new.append(fresh)
-        layer.set_weights(new)
+    variables = [w for layer in _leaf_layers(model) for w in layer.weights]
+    backend = _backend(model)
+    values = backend.batch_get_value(variables)
+    new = []
+    for variable, value in zip(variables, values):
+        fresh = rng.normal(0.0, 0.3, size=np.shape(value)).astype(np.asarray(value).dtype)
+        if "variance" in variable.name:
+            fresh = np.abs(fresh) + 0.5
+        new.append((variable, fresh))
+    backend.batch_set_value(new)  # one session run in TF1 graph mode, not two per layer
     return model
+
+
+def _backend(model: Any) -> Any:
+    """The Keras 2 backend module of `model`'s Keras (standalone, tf.keras or tf_keras)."""
+    import importlib
+
+    root = type(model).__module__.partition(".")[0]
+    return importlib.import_module("tensorflow.keras.backend" if root == "tensorflow" else root + ".backend")
 
 
 def _leaf_layers(model: Any) -> list[Any]:

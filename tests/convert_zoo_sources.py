@@ -93,6 +93,7 @@ def main(out: str, family: str, formats: List[str]) -> None:
         if not convert_zoo.available(name, K):
             report["unavailable"][name] = f"Keras {K.__version__} cannot build it"
             continue
+        K.backend.clear_session()  # a fresh graph per case: TF1 sessions slow down as one graph grows
         case = builder(K)
         objects = {type(layer).__name__: type(layer) for layer in case.model.layers
                    if type(layer).__name__ == "Scale"}

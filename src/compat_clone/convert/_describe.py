@@ -239,10 +239,27 @@ def _has_graph(model: Any) -> bool:
     )
 
 
+def _batch_reader(model: Any) -> Any:
+    """Standalone Keras 2's `backend.batch_get_value`, or None for the other families (eager reads)."""
+    info = family_of(model)
+    if info.family != KERAS2:
+        return None
+    import sys
+
+    backend = sys.modules.get(info.package + ".backend")
+    return getattr(backend, "batch_get_value", None)
+
+
 def _record_layers(model: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
     """Records the weights (and the notes) of every layer under `model`, by path."""
-    for path, sub in walk(model):
-        values = sub.get_weights()
+    layers = list(walk(model))
+    read = _batch_reader(model)
+    if read is None:
+        per_layer = [sub.get_weights() for _, sub in layers]
+    else:  # one session run for every layer, not one per layer (TF1 graph mode: 0.1 s each)
+        flat = iter(read([v for _, sub in layers for v in sub.weights]))
+        per_layer = [[next(flat) for _ in sub.weights] for _, sub in layers]
+    for (path, sub), values in zip(layers, per_layer):
         for index, (variable, value) in enumerate(zip(sub.weights, values)):
             weights.append(WeightRecord(path, index, str(variable.name), np.asarray(value)))
         if type(sub).__name__ == "Lambda":
