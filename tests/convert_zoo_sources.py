@@ -4,7 +4,8 @@ Run with a matrix environment's interpreter (standalone Keras 2.x, or tf.keras
 2.x / tf_keras); tests/test_convert_zoo_envs.py does, from a Keras 3 environment:
 
     python tests/convert_zoo_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | h5+optimizer | keras | savedmodel, each optionally =CASE,CASE...
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | h5+optimizer | keras | savedmodel, each optionally
+        =CASE,CASE... (those cases only) or ~CASE,CASE... (every case but those)
 
 Each zoo case the environment can build is saved in every FORMAT, loaded back
 the way `compat-clone convert` reads a file (`compat_clone.convert._source.read_model`), and
@@ -83,11 +84,12 @@ def main(out: str, family: str, formats: List[str]) -> None:
     K = keras_for(family)
     os.makedirs(out, exist_ok=True)
     report: Dict[str, Any] = {"keras": K.__version__, "cases": {}, "unavailable": {}}
-    # FORMAT=case,case...: that format for those cases only (a host's share)
+    # FORMAT=case,case...: that format for those cases only; FORMAT~case,case...: for all cases but those
     only = {fmt: set(cases.split(",")) for fmt, _, cases in (f.partition("=") for f in formats) if cases}
-    formats = [f.partition("=")[0] for f in formats]
+    but = {fmt: set(cases.split(",")) for fmt, _, cases in (f.partition("~") for f in formats) if cases}
+    formats = [f.partition("=")[0].partition("~")[0] for f in formats]
     for name, builder in convert_zoo.ZOO.items():
-        wanted = [fmt for fmt in formats if fmt not in only or name in only[fmt]]
+        wanted = [fmt for fmt in formats if (fmt not in only or name in only[fmt]) and name not in but.get(fmt, ())]
         if not wanted:
             continue
         if not convert_zoo.available(name, K):

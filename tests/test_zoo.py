@@ -83,14 +83,25 @@ def _judge(case: Case, K: Any, native: SideResult, compat: SideResult) -> List[s
     return problems
 
 
+def _slow_key(K: Any) -> str:
+    """The key of `Case.too_slow_on` for Keras `K`: a Keras 3 backend, or "tf1" for standalone Keras 2 on TF 1.x."""
+    if family_name(K) == "keras3":
+        return backend_name(K)
+    if family_name(K) == "keras2":
+        import tensorflow as tf
+
+        return "tf1" if tf.__version__.startswith("1.") else ""
+    return ""
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_zoo(name: str, K: Any) -> None:
     case = CASES[name]
-    if (case.too_slow_on and family_name(K) == "keras3" and backend_name(K) in case.too_slow_on
-            and os.environ.get("COMPAT_CLONE_ZOO_FULL") != "1"):
+    where = _slow_key(K)
+    if where in case.too_slow_on and os.environ.get("COMPAT_CLONE_ZOO_FULL") != "1":
         # `make test` keeps its 30 minutes; `make test-wide` sets
         # COMPAT_CLONE_ZOO_FULL=1 and runs every case on every backend.
-        pytest.skip(case.too_slow_on[backend_name(K)] + " (COMPAT_CLONE_ZOO_FULL=1 runs it: make test-wide)")
+        pytest.skip(case.too_slow_on[where] + " (COMPAT_CLONE_ZOO_FULL=1 runs it: make test-wide)")
     if family_name(K) == "keras2":
         # One TF1 graph holds every model built in it, and each session call
         # initializes over all of them: each case starts in a new graph.
