@@ -202,7 +202,9 @@ def verify(
         ConversionMismatchError: an output differs above tolerance, the
             model gives another number or shape of outputs, or it fails to
             run; the error's ``proof`` attribute holds the measurements
-            (None where there are none).
+            (None where there are none), and its message and
+            ``proof.first_differing_layer`` the layer where the outputs
+            first differ (from the description's `LayerOutputs`).
         InvalidArgumentError: a tolerance is negative, or there is no probe.
 
     Example:
