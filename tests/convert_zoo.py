@@ -198,9 +198,11 @@ def keras3_scale_class(keras: Any, factor: float = 1.0) -> Any:
 
 
 def custom_layer(K: Any) -> Case:
+    """Dense -> the custom Scale -> Dense: a wrong Keras 3 Scale is the layer a failed proof names,
+    neither the one before it nor the output."""
     L = K.layers
     x = L.Input((3,))
-    y = scale_layer_class(K)(3, name="scale")(L.Dense(3)(x))
+    y = L.Dense(2, name="head")(scale_layer_class(K)(3, name="scale")(L.Dense(3, name="body")(x)))
     return Case(
         randomize(K.models.Model(x, y)),
         custom_objects=lambda keras: {"Scale": keras3_scale_class(keras)},

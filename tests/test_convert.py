@@ -131,6 +131,18 @@ def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_array_equal(a, b)
+    # Every layer's outputs on the first sample, in graph order: the model's outputs among them.
+    recorded = description.layer_outputs
+    assert recorded.note == "" and recorded.records, recorded.note
+    assert all(r.value.shape[0] == 1 for r in recorded.records)
+    for out in probe.outputs:
+        assert any(r.value.shape == out[:1].shape and np.allclose(r.value, out[:1], rtol=1e-6, atol=1e-7)
+                   for r in recorded.records), "a model output is not among the recorded layer outputs"
+    again = loaded.layer_outputs
+    assert [(r.layer, r.value.shape) for r in again.records] == [(r.layer, r.value.shape) for r in recorded.records]
+    for a, b in zip(again.records, recorded.records):
+        np.testing.assert_array_equal(a.value, b.value)
+        assert (a.mask is None) == (b.mask is None)
 
 
 @needs_keras2
@@ -200,6 +212,30 @@ def test_describe_notes_framework_lambda(K2: Any) -> None:
     notes = describe(model).notes_for("absolute")
     assert [n["kind"] for n in notes] == ["lambda_framework"]
     assert notes[0]["name"] == "_K2_BACKEND"
+
+
+def test_a_description_without_layer_outputs_loads(tmp_path: Any) -> None:
+    """``layer_outputs`` came within format 1: a file written before it loads, with none recorded, said so."""
+    from compat_clone.convert import LayerOutput, LayerOutputs, ProbeSet
+
+    value, mask = np.arange(6, dtype="float32").reshape(1, 3, 2), np.array([[True, True, False]])
+    description = Description(source={"family": "tf_keras"}, architecture={"class_name": "Functional", "config": {}},
+                              weights=[], probes=[ProbeSet("random", [np.zeros((2, 3))], [np.zeros((2, 3, 2))])],
+                              notes=[], layer_outputs=LayerOutputs([LayerOutput("rnn", value, mask)], ""))
+    again = load(save(description, tmp_path / "new.npz")).layer_outputs
+    (rec,) = again.records
+    assert rec.layer == "rnn" and again.note == ""
+    np.testing.assert_array_equal(rec.value, value)
+    np.testing.assert_array_equal(rec.mask, mask)
+    with np.load(tmp_path / "new.npz") as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    document = json.loads(str(arrays["description.json"][()]))
+    del document["layer_outputs"]
+    arrays = {k: v for k, v in arrays.items() if not k.startswith("o/")}
+    arrays["description.json"] = np.array(json.dumps(document))
+    np.savez(tmp_path / "old.npz", **arrays)  # type: ignore[arg-type]
+    old = load(tmp_path / "old.npz").layer_outputs
+    assert old.records == [] and old.note.startswith("not recorded (the description was written by a compat_clone")
 
 
 def test_load_refuses_other_files(tmp_path: Any) -> None:
@@ -522,10 +558,16 @@ def test_mismatch_returns_nothing(K2: Any) -> None:
 
     case = ZOO["custom_layer"](K2)
     wrong = {"Scale": convert_zoo.keras3_scale_class(keras, factor=1.01)}
-    with pytest.raises(ConversionMismatchError, match="MISMATCH") as caught:
+    with pytest.raises(ConversionMismatchError, match="MISMATCH in 'head'") as caught:
         convert(case.model, custom_objects=wrong)
     proof = caught.value.proof
     assert not proof.ok and proof.max_abs > 1e-3
+    # The wrong layer is named: not the Dense before it, not the output after it.
+    assert proof.first_differing_layer == "scale", proof.layer_comparison
+    assert "first differ at layer 'scale' (Scale): max |Δ|" in proof.layer_comparison, proof.layer_comparison
+    assert "the layer before it agrees" in proof.layer_comparison, proof.layer_comparison
+    assert "check the Keras 3 implementation of layer 'scale'" in str(caught.value), str(caught.value)
+    assert Proof.from_json(proof.to_json()) == proof
 
 
 @needs_keras2
@@ -560,6 +602,32 @@ def test_exact_length_found_and_a_keras3_failure_names_its_layer(K2: Any) -> Non
     with pytest.raises(ConversionMismatchError, match=r"at layer 'seven', on probe inputs of shape \(4, 6, 8\) "
                                                       "that the source computed"):
         verify(description, broken)
+
+
+@needs_both
+def test_layer_outputs_over_the_budget_are_left_out_and_said(K2: Any) -> None:
+    """Layer outputs past the byte budget are not kept; a failed proof compares the ones kept and says so."""
+    import keras
+
+    from compat_clone.convert._layer_outputs import record
+
+    case = ZOO["custom_layer"](K2)
+    description = describe(case.model)
+    # body (1, 3) and scale (1, 3) as float32: 24 bytes; head does not fit in 30.
+    description.layer_outputs = record(case.model, description.probes[0].inputs, False, budget=30)
+    assert [r.layer for r in description.layer_outputs.records] == ["body", "scale"]
+    assert description.layer_outputs.note == ("recorded up to layer 'scale': the outputs from layer 'head' on "
+                                               "are over the budget of 30 bytes")
+    model = rebuild(description, custom_objects={"Scale": convert_zoo.keras3_scale_class(keras)})
+    model.get_layer("head").kernel.assign(np.zeros((3, 2), "float32"))  # wrong after the layers recorded
+    with pytest.raises(ConversionMismatchError) as caught:
+        verify(description, model)
+    proof = caught.value.proof
+    assert proof.first_differing_layer == ""
+    assert proof.layer_comparison == (
+        "No layer is named: the 2 layers compared agree within tolerance on the first probe sample (recorded up "
+        "to layer 'scale': the outputs from layer 'head' on are over the budget of 30 bytes); the difference "
+        "shows in a layer after them, or only on other samples."), proof.layer_comparison
 
 
 @needs_both

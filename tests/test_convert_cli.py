@@ -173,6 +173,9 @@ def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, 
                                              "--custom-objects", "convert_custom:Scale")
     assert rc == 1, stdout + stderr
     assert "ABOVE TOLERANCE" in stdout and "MISMATCH in 'dense" in stdout, stdout
+    # The wrong custom layer is named, not the Dense output after it.
+    assert "The outputs first differ at layer 'scale' (Scale): max |Δ|" in stderr, stderr
+    assert "check the Keras 3 implementation of layer 'scale'" in stderr, stderr
     assert "Nothing written" in stderr, stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
 

@@ -202,6 +202,8 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
 
     model = rebuild(description, custom_objects=custom)
     proof = verify(description, model, **tolerance)
+    if name == "custom_layer":  # a wrong Keras 3 port: the layer named is it, from the source's recorded outputs
+        _names_the_wrong_layer(keras, description)
     assert proof.ok and proof.samples == 4, str(proof)
     if name in _PROBED_AT:  # the open dimensions probed at the smallest length the source computes
         assert proof.shapes == (_PROBED_AT[name],), str(proof)
@@ -218,6 +220,16 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
         assert out.masked > 0 and "masked positions not compared" in str(out), str(out)
     probe = description.probes[0]
     _trains(keras, reloaded, probe.inputs, probe.outputs)
+
+
+def _names_the_wrong_layer(keras: Any, description: Any) -> None:
+    from compat_clone.convert import rebuild, verify
+    from compat_clone.errors import ConversionMismatchError
+
+    wrong = rebuild(description, custom_objects={"Scale": convert_zoo.keras3_scale_class(keras, factor=1.01)})
+    with pytest.raises(ConversionMismatchError, match="first differ at layer 'scale' \\(Scale\\)") as caught:
+        verify(description, wrong)
+    assert caught.value.proof.first_differing_layer == "scale", caught.value.proof.layer_comparison
 
 
 _FRESH_LOAD = """

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
     from compat_clone.convert._custom_objects import custom_objects
     from compat_clone.convert._io import load, save
+    from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
     from compat_clone.convert._proof import OutputDiff, Proof, verify
     from compat_clone.convert._rebuild import rebuild
 
@@ -40,6 +41,8 @@ __all__ = [
     "Description",
     "ProbeSet",
     "WeightRecord",
+    "LayerOutput",
+    "LayerOutputs",
     "OutputDiff",
     "Proof",
     "convert",
@@ -58,6 +61,7 @@ _TARGETS = ("keras3",)
 # `import compat_clone.convert` works in an environment that has neither.
 _LAZY = {
     "FORMAT": "_describe", "Description": "_describe", "ProbeSet": "_describe", "WeightRecord": "_describe",
+    "LayerOutput": "_layer_outputs", "LayerOutputs": "_layer_outputs",
     "describe": "_describe", "custom_objects": "_custom_objects", "load": "_io", "save": "_io",
     "OutputDiff": "_proof", "Proof": "_proof", "verify": "_proof", "rebuild": "_rebuild",
 }

@@ -18,6 +18,7 @@ import numpy as np
 
 from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
+from compat_clone.convert._layer_outputs import LayerOutputs, record
 from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
 
@@ -89,6 +90,10 @@ class Description:
             ``{"kind": ..., "layer": ..., "detail": ...}`` (e.g. a `Lambda`
             whose function uses TensorFlow).
         format: the layout version, `FORMAT`.
+        layer_outputs: each layer's outputs on the first sample of the
+            first probe set, in graph order, within a byte budget
+            (`LayerOutputs`): where a failed proof names the layer whose
+            outputs first differ.
     """
 
     source: Dict[str, str]
@@ -97,6 +102,7 @@ class Description:
     probes: List[ProbeSet]
     notes: List[Dict[str, Any]]
     format: str = FORMAT
+    layer_outputs: LayerOutputs = dataclasses.field(default_factory=LayerOutputs)
 
     def weights_of(self, layer: str) -> List[WeightRecord]:
         """The weights of the layer at path `layer`, in their source order."""
@@ -176,6 +182,7 @@ def describe(
     for probe in probes:
         masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
+    layer_outputs = record(model, probes[0].inputs, info.family == KERAS2)
     import sys
 
     return Description(
@@ -190,6 +197,7 @@ def describe(
         weights=weights,
         probes=probes,
         notes=notes,
+        layer_outputs=layer_outputs,
     )
 
 

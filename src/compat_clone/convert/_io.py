@@ -18,14 +18,21 @@ Entries:
         "probes": [{"origin": "random" | "user",
                     "inputs": ["p/0/in/0", ...],
                     "outputs": ["p/0/out/0", ...],
-                    "masks": ["p/0/mask/0" | null, ...]}, ...]
+                    "masks": ["p/0/mask/0" | null, ...]}, ...],
+        "layer_outputs": {"records": [{"layer": "dense", "array": "o/0",
+                                       "mask": "o/0/mask" | null}, ...],
+                          "note": ""}
       }
 
 * ``w/<n>`` -- the value of the n-th weight record;
 * ``p/<i>/in/<k>`` and ``p/<i>/out/<k>`` -- probe set i's k-th input and
   the source's k-th output on it;
 * ``p/<i>/mask/<k>`` -- the Keras mask the source computed for that output
-  (only for outputs that carry one; ``masks`` may be absent: no masks).
+  (only for outputs that carry one; ``masks`` may be absent: no masks);
+* ``o/<n>`` and ``o/<n>/mask`` -- the n-th recorded layer output on the
+  first probe sample, and its mask (`LayerOutputs`). ``layer_outputs`` was
+  added within format 1: a file without it loads with none recorded, and a
+  reader that predates it ignores it.
 
 ``format`` names the layout; `load` refuses a file without it or with
 another one (a newer writer, or a file that is not a description), saying
@@ -41,6 +48,7 @@ from typing import Any, Dict, List, Union
 import numpy as np
 
 from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord
+from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
 from compat_clone.errors import DescriptionFileError, InvalidArgumentError
 
 __all__ = ["save", "load"]
@@ -111,6 +119,7 @@ def save(description: Description, path: PathLike) -> str:
         "notes": description.notes,
         "weights": weights,
         "probes": probes,
+        "layer_outputs": _layer_outputs_entry(description.layer_outputs, arrays),
     }
     arrays[_JSON_ENTRY] = np.array(json.dumps(document))
     temporary = f"{target}.{os.getpid()}.partial.npz"
@@ -192,9 +201,31 @@ def load(path: PathLike) -> Description:
                 probes=probes,
                 notes=document["notes"],
                 format=found,
+                layer_outputs=_read_layer_outputs(document, archive),
             )
         except KeyError as exc:
             raise DescriptionFileError(
                 f"{target!r} is an incomplete description: missing {exc}. Write it again "
                 "with `compat_clone.convert.save`."
             ) from exc
+
+
+def _layer_outputs_entry(recorded: LayerOutputs, arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """The ``layer_outputs`` entry of the JSON, its arrays added to `arrays` (``o/<n>``, ``o/<n>/mask``)."""
+    records: List[Dict[str, Any]] = []
+    for n, rec in enumerate(recorded.records):
+        arrays[f"o/{n}"] = np.asarray(rec.value)
+        if rec.mask is not None:
+            arrays[f"o/{n}/mask"] = np.asarray(rec.mask, dtype=bool)
+        records.append({"layer": rec.layer, "array": f"o/{n}", "mask": None if rec.mask is None else f"o/{n}/mask"})
+    return {"records": records, "note": recorded.note}
+
+
+def _read_layer_outputs(document: Dict[str, Any], archive: Any) -> LayerOutputs:
+    """The `LayerOutputs` of a loaded description (none recorded, said so, in a file written before them)."""
+    entry = document.get("layer_outputs")
+    if entry is None:
+        return LayerOutputs()
+    records = [LayerOutput(r["layer"], archive[r["array"]], None if r.get("mask") is None else archive[r["mask"]])
+               for r in entry["records"]]
+    return LayerOutputs(records, str(entry.get("note", "")))

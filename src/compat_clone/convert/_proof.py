@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.convert._layer_outputs import first_difference, run_graph
+from compat_clone.convert._names import top_names
 from compat_clone.convert._probes import output_list
 from compat_clone.errors import ConversionMismatchError, InvalidArgumentError
 
@@ -88,6 +90,13 @@ class Proof:
             ``"user"`` (given with ``probe_inputs`` / ``--inputs``).
         shapes: the shape of each probe input (batch first), of the first
             probe set: the lengths the open dimensions were probed at.
+        first_differing_layer: on a failed proof, the first layer in graph
+            order whose output on the first probe sample is not within
+            tolerance of the source's (recorded by `describe`); "" when the
+            proof passed or no layer could be named.
+        layer_comparison: on a failed proof, what that comparison found, one
+            sentence (the layer and its largest difference, or why no layer
+            is named); "" when the proof passed.
     """
 
     outputs: Tuple[OutputDiff, ...]
@@ -97,6 +106,8 @@ class Proof:
     changes: Tuple[str, ...] = ()
     origins: Tuple[str, ...] = ()
     shapes: Tuple[Tuple[int, ...], ...] = ()
+    first_differing_layer: str = ""
+    layer_comparison: str = ""
 
     @property
     def ok(self) -> bool:
@@ -119,6 +130,7 @@ class Proof:
             "line": str(self), "ok": bool(self.ok), "samples": int(self.samples), "rtol": self.rtol,
             "atol": self.atol, "origins": list(self.origins), "changes": list(self.changes),
             "shapes": [list(shape) for shape in self.shapes],
+            "first_differing_layer": self.first_differing_layer, "layer_comparison": self.layer_comparison,
             "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o))
                         for o in self.outputs],
         }
@@ -137,7 +149,9 @@ class Proof:
             return cls(outputs=outputs, samples=int(data["samples"]), rtol=float(data["rtol"]),
                        atol=float(data["atol"]), changes=tuple(data.get("changes", ())),
                        origins=tuple(data.get("origins", ())),
-                       shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())))
+                       shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())),
+                       first_differing_layer=str(data.get("first_differing_layer", "")),
+                       layer_comparison=str(data.get("layer_comparison", "")))
         except (KeyError, TypeError) as exc:
             raise InvalidArgumentError(
                 f"Expected a proof's JSON (`Proof.to_json()`). Received: {str(data)[:200]} (missing {exc})."
@@ -188,7 +202,9 @@ def verify(
         ConversionMismatchError: an output differs above tolerance, the
             model gives another number or shape of outputs, or it fails to
             run; the error's ``proof`` attribute holds the measurements
-            (None where there are none).
+            (None where there are none), and its message and
+            ``proof.first_differing_layer`` the layer where the outputs
+            first differ (from the description's `LayerOutputs`).
         InvalidArgumentError: a tolerance is negative, or there is no probe.
 
     Example:
@@ -224,11 +240,16 @@ def verify(
         shapes=tuple(tuple(int(d) for d in np.shape(x)) for x in probes[0].inputs),
     )
     if not proof.ok:
+        layer, found = first_difference(model, description.layer_outputs, description.probes[0].inputs
+                                        if description.probes else probes[0].inputs, rtol, atol,
+                                        top_names(description.architecture))
+        proof = dataclasses.replace(proof, first_differing_layer=layer, layer_comparison=found)
+        culprit = (f"check the Keras 3 implementation of layer {layer!r}" if layer
+                   else "check the layers of the mismatching outputs")
         raise ConversionMismatchError(
-            f"The converted model does not answer as the source did: {proof}. Nothing "
+            f"The converted model does not answer as the source did: {proof}. {found} Nothing "
             "was returned. If the difference is rounding (e.g. mixed precision), pass "
-            "larger `rtol`/`atol`; otherwise a layer behaves differently in Keras 3: "
-            "check the layers of the mismatching outputs.",
+            f"larger `rtol`/`atol`; otherwise a layer behaves differently in Keras 3: {culprit}.",
             proof=proof,
         )
     return proof
@@ -276,13 +297,9 @@ class _LayerFailed(Exception):
 def _failing_layer(model: Any, inputs: List[np.ndarray]) -> str:
     """`` at layer 'name'``: the first layer of a Functional model whose call fails on `inputs` ("" if unknown).
 
-    The model's own graph walk (`Functional._run_through_graph`, Keras 3)
-    calls each layer through a wrapper that names it when it raises.
+    The model's own graph walk (`run_graph`) calls each layer through a
+    wrapper that names it when it raises.
     """
-    graph = getattr(model, "_functional", None) or model  # a Keras 3 Sequential runs its inner Functional
-    run = getattr(graph, "_run_through_graph", None)
-    if run is None:
-        return ""
 
     def wrap(operation: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -295,16 +312,11 @@ def _failing_layer(model: Any, inputs: List[np.ndarray]) -> str:
 
         return call
 
-    import keras
-
     try:
-        tensors = [keras.ops.convert_to_tensor(x) for x in inputs]
-        given: Any = tensors if len(tensors) > 1 else tensors[0]
-        standardize = getattr(graph, "_standardize_inputs", None)
-        run(standardize(given) if standardize is not None else given, operation_fn=wrap)
+        run_graph(model, inputs, wrap)
     except _LayerFailed as failed:
         return f" at layer {failed.name!r}"
-    except Exception:  # the walk itself failed: no layer to name
+    except Exception:  # the walk itself failed, or there is no graph to walk: no layer to name
         return ""
     return ""
 

@@ -10,13 +10,14 @@ builds them; then every weight is written, in Keras 3's variable order.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from compat_clone.convert._describe import Description
 from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._graph import functional, is_model_entry
 from compat_clone.convert._lambdas import lambda_layer
+from compat_clone.convert._names import keras3_names, valid_name
 from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
 from compat_clone.errors import InvalidArgumentError, MissingCustomObjectError, UnconvertibleLayerError
 
@@ -183,7 +184,7 @@ class _Builder:
         class_name = entry["class_name"]
         config = entry["config"]
         name = str(config.get("name", path.rsplit("/", 1)[-1]))
-        new_name = keras3_name or _valid_name(name)
+        new_name = keras3_name or valid_name(name)
         if is_model_entry(class_name):
             return self.model(class_name, config, path + "/", new_name)
         built = self.leaf(entry, path, name, new_name)
@@ -261,32 +262,15 @@ class _Builder:
 
     def model(self, class_name: str, config: Any, prefix: str, name: Optional[str]) -> Any:
         if name is None and isinstance(config, dict) and config.get("name") is not None:
-            name = _valid_name(str(config["name"]))
+            name = valid_name(str(config["name"]))
         if class_name == "Sequential":
             return self.sequential(config, prefix, name)
         return functional(self, config, prefix, name)
 
     def keras3_names(self, names: List[str], prefix: str) -> Dict[str, str]:
-        """Keras 3 names for one model's layers: the source's, made valid.
-
-        Keras 2 let a name hold ``/`` (`keras.applications` DenseNet and
-        MobileNetV3, TF1 name scopes); Keras 3 refuses it. Such names get
-        ``_`` in its place (``conv1/conv`` -> ``conv1_conv``, as Keras 3's own
-        applications write them), numbered where that meets another name,
-        and the renames are reported once per model.
-        """
-        taken = set(names)
-        result: Dict[str, str] = {}
-        renamed: List[Tuple[str, str]] = []
-        for name in names:
-            new = _valid_name(name)
-            if new != name:
-                base, n = new, 1
-                while new in taken:
-                    new, n = f"{base}_{n}", n + 1
-                taken.add(new)
-                renamed.append((name, new))
-            result[name] = new
+        """Keras 3 names for one model's layers (`_names.keras3_names`), the renames reported once per model."""
+        result = keras3_names(names)
+        renamed = [(name, new) for name, new in result.items() if new != name]
         if renamed:
             shown = ", ".join(f"{a!r} -> {b!r}" for a, b in renamed[:3])
             more = f" and {len(renamed) - 3} more" if len(renamed) > 3 else ""
@@ -308,7 +292,7 @@ class _Builder:
         name = config.get("name")
         kwargs: Dict[str, Any] = {
             "batch_shape": tuple(shape),
-            "name": keras3_name or (None if name is None else _valid_name(str(name))),
+            "name": keras3_name or (None if name is None else valid_name(str(name))),
         }
         if mapped.get("dtype") is not None:
             kwargs["dtype"] = mapped["dtype"]
@@ -340,8 +324,3 @@ def _holds_tensor(keras: Any, value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_holds_tensor(keras, v) for v in value)
     return isinstance(value, keras.KerasTensor)
-
-
-def _valid_name(name: str) -> str:
-    """A source layer name as Keras 3 accepts it (no ``/``)."""
-    return name.replace("/", "_")
