@@ -41,11 +41,11 @@ def randomize(model: Any, seed: int = 0) -> Any:
 
 
 def _backend(model: Any) -> Any:
-    """The Keras 2 backend module of `model`'s Keras (standalone, tf.keras or tf_keras)."""
-    import importlib
+    """The backend module of `model`'s Keras 2 (standalone, tf.keras or tf_keras), by the library's own rule."""
+    from compat_clone import family_of
+    from compat_clone.convert._source import keras_for
 
-    root = type(model).__module__.partition(".")[0]
-    return importlib.import_module("tensorflow.keras.backend" if root == "tensorflow" else root + ".backend")
+    return keras_for(family_of(model).family).backend
 
 
 def _leaf_layers(model: Any) -> list[Any]:

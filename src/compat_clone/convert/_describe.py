@@ -172,7 +172,7 @@ def describe(
     architecture = _architecture(model)
     weights: List[WeightRecord] = []
     notes: List[Dict[str, Any]] = []
-    _record_layers(model, weights, notes)
+    _record_layers(model, info, weights, notes)
     if probe_inputs is not None:  # the user's inputs replace the random ones
         probes = [ProbeSet("user", user_inputs(model, probe_inputs), [])]
         probes[0].outputs = predict(model, probes[0].inputs)
@@ -247,9 +247,9 @@ def _has_graph(model: Any) -> bool:
     )
 
 
-def _batch_reader(model: Any) -> Any:
-    """Standalone Keras 2's `backend.batch_get_value`, or None for the other families (eager reads)."""
-    info = family_of(model)
+def _batch_reader(info: Any) -> Any:
+    """Standalone Keras 2's `backend.batch_get_value` (`info`: the model's `FamilyInfo`), or None for the
+    other families (eager reads)."""
     if info.family != KERAS2:
         return None
     import sys
@@ -258,10 +258,10 @@ def _batch_reader(model: Any) -> Any:
     return getattr(backend, "batch_get_value", None)
 
 
-def _record_layers(model: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
-    """Records the weights (and the notes) of every layer under `model`, by path."""
+def _record_layers(model: Any, info: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
+    """Records the weights (and the notes) of every layer under `model` (of family `info`), by path."""
     layers = list(walk(model))
-    read = _batch_reader(model)
+    read = _batch_reader(info)
     if read is None:
         per_layer = [sub.get_weights() for _, sub in layers]
     else:  # one session run for every layer, not one per layer (TF1 graph mode: 0.1 s each)
