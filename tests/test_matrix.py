@@ -497,6 +497,16 @@ def test_summary_table_names_failing_envs() -> None:
     assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-\s+keras 3.15.1 on jax via keras$", text, re.M), text
     assert re.search(r"^b\s+FAILED\s+-\s+-\s+-\s+BUILD FAILED\s+0s\s+-\s+-$", text, re.M), text
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
+    # The tests that failed are named under the table, before the verdict (the line .ci/run repeats last).
+    log = "..F.\nFAILED tests/t.py::test_x - AssertionError: assert 1 == 2\nERROR tests/t.py::test_y\n1 failed, 1 error in 2s"
+    broke = summary._Outcome("d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log),
+                             failures=summary.failed_tests(log))
+    text = _matrix.format_summary([ok, broke], 5.0).splitlines()
+    assert text[-3:] == ["d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2", "d: ERROR tests/t.py::test_y",
+                         "matrix: 1 of 2 environments FAILED: d (3 passed, 2 failed, 0 skipped in 5s)"], text
+    many = dataclasses.replace(broke, failures=[f"FAILED t.py::test_{i}" for i in range(7)], log=Path("x/last.log"))
+    text = _matrix.format_summary([many], 5.0).splitlines()
+    assert text[-3:-1] == ["d: FAILED t.py::test_4", "d: ... and 2 more in x/last.log"], text
     liar = summary._Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
     text = _matrix.format_summary([ok, liar], 5.0)
     assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)

@@ -21,7 +21,7 @@ from compat_clone.tools.matrix.build import _STAMP_FILE, _ensure_built, _env_loc
 from compat_clone.tools.matrix.observed import NO_KERAS
 from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.results import _publish_results, _write_outcome
-from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, parse_pytest_summary
+from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, failed_tests, parse_pytest_summary
 from compat_clone.tools.matrix.table import Env
 
 __all__ = ["env_environ"]
@@ -161,9 +161,12 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
             _log_claim(log, env.name, claim, out, mislabeled)
         _publish_results(staging, results, table, keep=not (mislabeled or no_keras))
     out.returncode = rc
-    out.counts = parse_pytest_summary(out.log.read_text(encoding="utf-8", errors="replace"))
+    text = out.log.read_text(encoding="utf-8", errors="replace")
+    out.counts = parse_pytest_summary(text)
     out.status = "MISLABELED" if mislabeled else _status(
         rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
+    if out.status != "ok":
+        out.failures = failed_tests(text)
     if no_keras and out.status == "ok":
         out.status = NO_KERAS  # passed, but on no Keras: nothing to certify
     loaded = f"; loaded {out.loaded}" if out.loaded else ""

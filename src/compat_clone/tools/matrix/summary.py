@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
-__all__ = ["parse_pytest_summary", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED"]
+__all__ = ["parse_pytest_summary", "failed_tests", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED"]
 
 # `compat-clone matrix` exit statuses (0: every environment passed)
 EXIT_FAILED = 1      # an environment failed to build, failed its command, ran no test or passed none
@@ -49,6 +49,29 @@ def parse_pytest_summary(text: str) -> Optional[Dict[str, int]]:
 
 
 
+# pytest's short test summary (``-r fE``, its default): ``FAILED tests/t.py::test_x - AssertionError: ...``
+_FAILED_LINE_RE = re.compile(r"^(?:FAILED|ERROR) \S+")
+_SHOWN_FAILURES = 5  # per environment, in the closing summary (all of them are in its last.log)
+
+
+def failed_tests(text: str) -> List[str]:
+    """The short test summary's ``FAILED`` / ``ERROR`` lines of a pytest log, in its order.
+
+    Args:
+        text: the output of a pytest session (an environment's ``last.log``).
+
+    Returns:
+        One line per failed test or error, each cut to 300 characters; empty
+        when pytest reported none (or the command was not pytest).
+
+    Example:
+
+    >>> failed_tests("..F\\nFAILED tests/t.py::test_x - assert 1 == 2\\n1 failed, 2 passed in 0.1s")
+    ['FAILED tests/t.py::test_x - assert 1 == 2']
+    """
+    return [line.rstrip()[:300] for line in text.splitlines() if _FAILED_LINE_RE.match(line)]
+
+
 @dataclasses.dataclass
 class _Outcome:
     env: str
@@ -63,6 +86,7 @@ class _Outcome:
     log: Optional[Path] = None
     loaded: str = ""          # the Keras the project's tests got (the pytest plugin's claim check)
     why: str = ""             # MISLABELED / NO KERAS: the plugin's reason (what the tests used, what to change)
+    failures: List[str] = dataclasses.field(default_factory=list)  # FAILED: pytest's FAILED / ERROR lines
 
     @property
     def ok(self) -> bool:
@@ -104,7 +128,7 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     def fmt(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    lines = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+    lines = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows] + _failure_lines(outcomes)
     bad = [o.env for o in outcomes if not o.ok]
     mislabeled = [o.env for o in outcomes if o.status == "MISLABELED"]
     totals = [sum((o.counts or {}).get(k, 0) for o in outcomes) for k in ("passed", "failed", "errors", "skipped")]
@@ -118,6 +142,17 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
                      f"{', '.join(mislabeled)} (exit status {EXIT_MISLABELED}; the reason is in their last.log)")
     lines += [f"matrix: {o.env} {o.status}: {o.why}" for o in outcomes if o.why]
     return "\n".join(lines)
+
+
+def _failure_lines(outcomes: Sequence[_Outcome]) -> List[str]:
+    """What failed, under the table (CI shows the end of the output): the first few tests of each environment."""
+    lines = []
+    for o in outcomes:
+        shown = o.failures[:_SHOWN_FAILURES]
+        lines += [f"{o.env}: {line}" for line in shown]
+        if len(o.failures) > len(shown):
+            lines.append(f"{o.env}: ... and {len(o.failures) - len(shown)} more in {o.log}")
+    return lines
 
 
 def _tail(path: Optional[Path], n: int) -> str:
