@@ -39,6 +39,8 @@ from compat_clone.errors import (
 from tests.conftest import families_under_test, keras_module
 from tests import convert_zoo
 from tests.convert_zoo import ZOO
+from tests.test_convert_zoo_envs import FULL as ZOO_FULL
+from tests.test_convert_zoo_envs import HEAVY_SOURCES
 
 
 def _keras2_family() -> str | None:
@@ -66,9 +68,7 @@ KERAS2_FAMILY = _keras2_family()
 # newest: tf_keras-2.16 would repeat them for about 3 minutes. `make test-wide` (COMPAT_CLONE_ZOO_FULL=1) runs
 # them in every tf_keras environment, and outside the matrix they run wherever both import.
 _IN_PROCESS_HOST = "tf_keras-2.21"
-IN_PROCESS = _keras3_alongside() and (
-    os.environ.get("COMPAT_CLONE_ENV") in (None, _IN_PROCESS_HOST) or os.environ.get("COMPAT_CLONE_ZOO_FULL") == "1"
-)
+IN_PROCESS = _keras3_alongside() and (os.environ.get("COMPAT_CLONE_ENV") in (None, _IN_PROCESS_HOST) or ZOO_FULL)
 
 needs_keras2 = pytest.mark.skipif(KERAS2_FAMILY is None, reason="no Keras 2 family tested here")
 needs_both = pytest.mark.skipif(
@@ -112,13 +112,12 @@ def _snapshot(model: Any) -> List[np.ndarray]:
 # of a busy `make test`, most of this test's time) are described here in one environment per Keras 2 family in
 # `make test`: standalone Keras 2 in keras-2.3.1, tf.keras / tf_keras in the in-process host. The zoo writers
 # describe them too, with their own checks, in the TF1 releases and tf.keras 2.4 / 2.12 / 2.15
-# (tests/test_convert_zoo_envs.py `_HEAVY`). `make test-wide` (COMPAT_CLONE_ZOO_FULL=1) describes them everywhere.
+# (tests/test_convert_zoo_envs.py `HEAVY_SOURCES`). `make test-wide` (COMPAT_CLONE_ZOO_FULL=1) describes them everywhere.
 _HEAVY_DESCRIBED_IN = ("keras-2.3.1", _IN_PROCESS_HOST)
-_HEAVY_TO_DESCRIBE = ("mobilenet_v2", "tagger", "gru_both")
 
 
 def _described_here(name: str) -> bool:
-    return (name not in _HEAVY_TO_DESCRIBE or os.environ.get("COMPAT_CLONE_ZOO_FULL") == "1"
+    return (name not in HEAVY_SOURCES or ZOO_FULL
             or os.environ.get("COMPAT_CLONE_ENV") in (None, *_HEAVY_DESCRIBED_IN))
 
 
@@ -441,7 +440,7 @@ _IN_MAKE_TEST = 3
 @needs_both
 @pytest.mark.parametrize("name,size,why", _APPLICATIONS, ids=[a[0] for a in _APPLICATIONS])
 def test_keras_applications_convert(K2: Any, name: str, size: int, why: str) -> None:
-    if _APPLICATIONS.index((name, size, why)) >= _IN_MAKE_TEST and os.environ.get("COMPAT_CLONE_ZOO_FULL") != "1":
+    if _APPLICATIONS.index((name, size, why)) >= _IN_MAKE_TEST and not ZOO_FULL:
         pytest.skip(f"{name} converts in make test-wide (COMPAT_CLONE_ZOO_FULL=1)")
     applications = importlib.import_module(K2.__name__ + ".applications")
     source = getattr(applications, name)(weights=None, input_shape=(size, size, 3), classes=5)

@@ -84,7 +84,7 @@ _NOT_IN.update({name: tuple(sorted({env for env, _ in _SOURCES if not env.endswi
 # h5 file with its optimizer state, TF 2.4's SavedModel, the .keras zip). `make test-wide` (COMPAT_CLONE_ZOO_FULL=1)
 # writes and rebuilds every case from every source.
 FULL = os.environ.get("COMPAT_CLONE_ZOO_FULL") == "1"
-_HEAVY: Dict[str, Tuple[Tuple[str, str], ...]] = {
+HEAVY_SOURCES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "mobilenet_v2": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.15", "keras")),
     "tagger": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.12", "keras")),
     "gru_both": (("keras-2.1.6-tf1", "h5+optimizer"), ("tf.keras-2.4", "savedmodel")),
@@ -92,12 +92,12 @@ _HEAVY: Dict[str, Tuple[Tuple[str, str], ...]] = {
 
 
 def _in_make_test(env: str, fmt: str, name: str) -> bool:
-    return FULL or name not in _HEAVY or (env, fmt) in _HEAVY[name]
+    return FULL or name not in HEAVY_SOURCES or (env, fmt) in HEAVY_SOURCES[name]
 
 
 def _unit(env: str, fmt: str) -> List[str]:
     """The writer's arguments for (env, fmt): every case, or in `make test` all but the heavy ones not its own."""
-    left_out = [name for name in _HEAVY if not _in_make_test(env, fmt, name)]
+    left_out = [name for name in HEAVY_SOURCES if not _in_make_test(env, fmt, name)]
     return [f"{fmt}~{','.join(left_out)}" if left_out else fmt]
 
 
@@ -120,7 +120,7 @@ def _params() -> List[Any]:
                 continue
             mine = _share(env, fmt, name, hosts)
             if not _in_make_test(env, fmt, name):
-                whence = " and ".join(f"{e} {f}" for e, f in _HEAVY[name])
+                whence = " and ".join(f"{e} {f}" for e, f in HEAVY_SOURCES[name])
                 out.append(pytest.param(env, fmt, name, id=f"{env}-{fmt}-{name}", marks=pytest.mark.skip(
                     reason=f"{name} is written and rebuilt from {whence} in make test, from every source in "
                            "make test-wide (COMPAT_CLONE_ZOO_FULL=1)")))
