@@ -11,7 +11,7 @@ from typing import Any, Dict
 
 import pytest
 
-from compat_clone.tools.matrix.observed import NO_KERAS, judge, merge
+from compat_clone.tools.matrix.observed import NO_KERAS, brief, judge, merge
 
 pytestmark = pytest.mark.tooling
 
@@ -108,3 +108,13 @@ def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: An
     bad.write_text('[defaults]\npython = "3.12"\n')
     with pytest.raises(TableError, match="python"):
         apply_overlay(table, bad)
+
+
+def test_the_loaded_column_of_a_mislabeled_run_says_what_the_tests_used() -> None:
+    """`brief`: the summary's `loaded` column after the tests, models first, then modules, then none."""
+    assert brief(_record(_KERAS3_MODEL)) == "keras 3.15.1 (keras3)"
+    assert brief(_record({**_KERAS3_MODEL, **_TF_KERAS_MODEL})) == "keras 3.15.1 (keras3), tf_keras 2.21.0 (tf_keras)"
+    # models decide over modules: a tf_keras environment's tests import keras too (keras_hub, a conversion)
+    assert brief(_record(_TF_KERAS_MODEL, {"keras": ["keras3", "3.15.1"]})) == "tf_keras 2.21.0 (tf_keras)"
+    assert brief(_record(modules={"keras": ["keras3", "3.15.1"]})) == "keras 3.15.1 (keras3)"
+    assert brief(_record()) == "no Keras"

@@ -182,6 +182,9 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     out = liar.stdout + liar.stderr
     assert liar.returncode == 3, out
     assert re.search(r"^tf_keras-2\.21\s+\S+\s+1\s+0\s+0\s+MISLABELED", liar.stdout, re.M), out
+    # the `loaded` column says what the tests used, not the tf_keras the claim check loaded before them
+    assert re.search(r"^tf_keras-2\.21 .*MISLABELED .*tests used keras 3\.15\.\d+ \(keras3\), not tf_keras 2\.21",
+                     liar.stdout, re.M), out
     why = next(line for line in liar.stdout.splitlines() if line.startswith("matrix: tf_keras-2.21 MISLABELED: "))
     for part in ("models of keras3 (keras 3.15.1, imported from `keras`", "the table claims tf_keras",
                  "import `tf_keras`", "TF_USE_LEGACY_KERAS=1", "`expect.module`"):
@@ -199,7 +202,8 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     test.write_text("def test_arithmetic():\n    assert 1 + 1 == 2\n")
     none = _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q")
     assert none.returncode == 1, none.stdout + none.stderr
-    assert re.search(r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+NO KERAS", none.stdout, re.M), none.stdout
+    assert re.search(r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+NO KERAS .*tests used no Keras, not tf_keras 2\.21",
+                     none.stdout, re.M), none.stdout
     assert "matrix: tf_keras-2.21 NO KERAS: the tests imported no Keras" in none.stdout
     # the user's environment holds the Keras pins and pytest, nothing of compat_clone's own tests
     uv = _environ().get("COMPAT_CLONE_UV") or shutil.which("uv") or "uv"

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from compat_clone.tools.matrix.claim import version_matches
 
-__all__ = ["observe", "merge", "judge", "NO_KERAS"]
+__all__ = ["observe", "merge", "judge", "brief", "NO_KERAS"]
 
 NO_KERAS = "NO KERAS"  # the runner's status of an environment whose tests used no Keras
 
@@ -131,3 +131,30 @@ def judge(claim: Mapping[str, str], record: Mapping[str, Any]) -> Tuple[str, Lis
         return "mislabeled", [f"the tests imported {named} and nothing of family {family}, the table's claim. "
                               f"{_fix(family)}"], used
     return "ok", [], used
+
+
+def brief(record: Mapping[str, Any]) -> str:
+    """What the tests used, short enough for the summary's ``loaded`` column.
+
+    The packages of the models compat_clone was handed, else the Keras modules
+    imported, else ``no Keras``.
+
+    Args:
+        record: `observe` / `merge` of the test session's processes.
+
+    Returns:
+        e.g. ``keras 3.15.1 (keras3)``; one entry per package and family.
+
+    Example:
+
+    >>> brief({"models": {"keras.src.models.functional.Functional": ["keras3", "keras", "3.15.1"]}})
+    'keras 3.15.1 (keras3)'
+    >>> brief({"models": {}, "modules": {}})
+    'no Keras'
+    """
+    seen = {(package, version, family) for family, package, version in (record.get("models") or {}).values()}
+    if not seen:
+        seen = {(name, version, family) for name, (family, version) in (record.get("modules") or {}).items()}
+    if not seen:
+        return "no Keras"
+    return ", ".join(f"{package} {version} ({family})" for package, version, family in sorted(seen))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.tools.matrix.build import _STAMP_FILE, _ensure_built, _env_lock, env_stamp
-from compat_clone.tools.matrix.observed import NO_KERAS
+from compat_clone.tools.matrix.observed import NO_KERAS, brief
 from compat_clone.tools.matrix.procs import _Procs
 from compat_clone.tools.matrix.results import _publish_results, _write_outcome
 from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, failed_tests, parse_pytest_summary
@@ -183,6 +183,10 @@ def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: _Outcome, mislab
     """The proof in the log, whatever the command's own output options (pytest -q hides its header)."""
     out.loaded = str(claim.get("loaded") or "nothing")
     log.write(f"\ncompat-clone matrix: {name} loaded {out.loaded}\n")
+    if claim.get("verdict") in ("mislabeled", NO_KERAS) and isinstance(claim.get("observed"), dict):
+        # The claim check before the tests loaded the claimed Keras; the tests used
+        # another (or none): the summary's `loaded` says what they used, not what they could have.
+        out.loaded = f"tests used {brief(claim['observed'])}, not {out.loaded}"
     if claim.get("used"):
         log.write(f"compat-clone matrix: {name}: the tests used {claim['used']}\n")
     if mislabeled:
