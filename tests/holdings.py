@@ -11,6 +11,16 @@ A builder raises `NotApplicable` where the kind does not exist in the family
 (standalone Keras 2 has no `.keras` files, Keras 3 no tf.keras SavedModel).
 The classes are defined inside the builders, as users define them: fresh
 per call, so no registration leaks between kinds.
+
+Constructors come in the two styles users write. Seven kinds (the list and
+dict of layers, the GAN pair, the model-level variable, the trained
+BatchNormalization, the frozen sub-model, the plain attribute) take
+``**kwargs`` and pass them to ``Model.__init__``, as Keras documents: Keras
+3's native `clone_model` rebuilds those from their config, so the side by
+side shows compat_clone where native works too. The others take no
+``**kwargs`` (``__init__(self)``, tensorflow#47048's style), which Keras 3's
+native `clone_model` cannot rebuild (``unexpected keyword argument
+'trainable'``).
 """
 
 from __future__ import annotations
@@ -176,8 +186,8 @@ def list_of_layers(K: Any, tmp: str) -> Built:
 
     @public
     class Stack(K.models.Model):
-        def __init__(self, depth: int = 3) -> None:
-            super().__init__()
+        def __init__(self, depth: int = 3, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.blocks = [K.layers.Dense(6, activation="relu") for _ in range(depth)]
             self.out = K.layers.Dense(2)
 
@@ -196,8 +206,8 @@ def dict_of_layers(K: Any, tmp: str) -> Built:
 
     @public
     class Heads(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.heads = {"a": K.layers.Dense(2), "b": K.layers.Dense(3)}
 
         def call(self, inputs: Any) -> Any:
@@ -230,8 +240,8 @@ def gan_pair(K: Any, tmp: str) -> Built:
 
     @public
     class Gan(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.generator = K.models.Sequential(
                 [K.layers.Dense(8, activation="relu", input_shape=(6,)), K.layers.Dense(6)], name="generator"
             )
@@ -291,8 +301,8 @@ def model_variable(K: Any, tmp: str) -> Built:
 
     @public
     class Scaled(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.dense = K.layers.Dense(3)
             self.scale = self.add_weight(name="scale", shape=(3,), initializer="ones")
 
@@ -311,8 +321,8 @@ def trained_batchnorm(K: Any, tmp: str) -> Built:
 
     @public
     class Normed(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.dense = K.layers.Dense(5)
             self.norm = K.layers.BatchNormalization()
             self.out = K.layers.Dense(1)
@@ -333,8 +343,8 @@ def frozen_submodel(K: Any, tmp: str) -> Built:
 
     @public
     class Tuned(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             inputs = K.Input((6,))
             self.base = K.models.Model(inputs, K.layers.Dense(4, activation="relu")(inputs), name="base")
             self.base.trainable = False
@@ -448,8 +458,8 @@ def python_attribute(K: Any, tmp: str) -> Built:
 
     @public
     class Tempered(K.models.Model):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
             self.dense = K.layers.Dense(3)
             self.temperature = 1.0
 
