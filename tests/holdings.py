@@ -16,8 +16,9 @@ Constructors come in the two styles users write. Seven kinds (the list and
 dict of layers, the GAN pair, the model-level variable, the trained
 BatchNormalization, the frozen sub-model, the plain attribute) take
 ``**kwargs`` and pass them to ``Model.__init__``, as Keras documents: Keras
-3's native `clone_model` rebuilds those from their config, so the side by
-side shows compat_clone where native works too. The others take no
+3's native `clone_model` rebuilds those from their config (the plain
+attribute's clone then lacks the attribute and computes other outputs), so
+the side by side shows compat_clone where native works too. The others take no
 ``**kwargs`` (``__init__(self)``, tensorflow#47048's style), which Keras 3's
 native `clone_model` cannot rebuild (``unexpected keyword argument
 'trainable'``).

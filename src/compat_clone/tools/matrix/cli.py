@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--jobs", "-j", type=int, metavar="N",
         help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
     add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
-    add("--root", default=".matrix", metavar="DIR", help="where environments, their logs and the results live, one per project (default: .matrix)")
+    add("--root", default=".matrix", metavar="DIR",
+        help="where environments, their logs and the results live, one per project (default: .matrix)")
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
     add("--report", metavar="FILE.md",
