@@ -112,10 +112,12 @@ packaging: $(VENV)/.stamp dist
 # cases from two sources each in make test): in a fresh-clone run with `make bench`
 # beside it for its first 40 min, keras-2.2.4-tf1 took 13.4 min and the slowest
 # environment, tf_keras-2.16, 20 min. 3300 s leaves that 2.75x.
+# --durations=30: each environment's log (.matrix/<env>/last.log) ends with its
+# 30 slowest tests, where to look first when a run gets slower.
 MATRIX_ARGS ?= --timeout 3300
 # Our suite's own needs (hypothesis, keras-hub, tfmot, ...), laid over the built-in table, which is what users get.
 OVERLAY := tests/matrix-overlay.toml
-PYTEST_ARGS ?= -n auto -q -p no:cacheprovider tests
+PYTEST_ARGS ?= -n auto -q -p no:cacheprovider --durations=30 tests
 WHEEL = $$(ls $(abspath $(DIST))/compat_clone-*.whl)
 
 test: $(VENV)/.stamp lint packaging

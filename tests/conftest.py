@@ -35,6 +35,38 @@ import pytest
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 
+# JAX compiles every jitted program with XLA, and on a CPU the compiles are
+# most of a JAX test's time: the same tiny programs (initializers, predict and
+# train steps of the same small models) again in each xdist worker and in each
+# interpreter a test starts. Two settings, measured on keras-3.15-jax with the
+# conversion zoo, test_zoo, holdings, native guarantees and random models
+# (126 tests, `-n 2`, quiet 2-core machine): 263 s wall / 478 CPU s as JAX
+# ships; 198 s / 350 s with the compilation cache alone (a fresh folder, shared
+# by the workers and every interpreter they start); 143 s / 237 s with both.
+# - The persistent compilation cache in the matrix folder. JAX names an entry
+#   by the program's HLO, the jax/jaxlib versions, the device and the compile
+#   options and XLA flags, so an entry of another version or setting is never
+#   read (it is another name). Capped: JAX drops the least recently used.
+# - XLA's backend optimization level 0: LLVM compiles without its optimizing
+#   passes. It changes how fast a program runs, not what it computes, and the
+#   suite's models are a few kilobytes. A source and its clone run under the
+#   same flags, and the conversion proofs compare with Keras 2 files' outputs
+#   within their tolerances.
+# Both are defaults: a value set outside wins (XLA_FLAGS set outside keeps
+# the optimization level XLA defaults to).
+_MATRIX_DIR = os.environ.get("COMPAT_CLONE_MATRIX_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".matrix")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(_MATRIX_DIR, ".jax-cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(512 * 2**20))
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+
+
+def xla_flags(*extra: str) -> str:
+    """``XLA_FLAGS`` for a JAX interpreter a test starts: this process's flags with `extra` added."""
+    return " ".join([os.environ.get("XLA_FLAGS", ""), *extra]).strip()
+
 FAMILIES = ("keras3", "tf_keras", "keras2")
 
 # The package's artifacts and the clean-venv check run once per `make test`,

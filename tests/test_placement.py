@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 from tests._py import zip_strict
+from tests.conftest import xla_flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -319,7 +320,7 @@ def test_multi_worker_mirrored(mwms_records: List[Dict[str, Any]], family: str) 
 
 @pytest.fixture(scope="module")
 def jax_records(tmp_path_factory: Any) -> Dict[str, Any]:
-    return _records(tmp_path_factory, "jax", {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "KERAS_BACKEND": "jax"})
+    return _records(tmp_path_factory, "jax", {"XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=4"), "KERAS_BACKEND": "jax"})
 
 
 JAX_CHECKS = [

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 import pytest
 from tests._py import zip_strict
+from tests.conftest import xla_flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -508,7 +509,7 @@ def test_jax_across_devices(K: Any, family: str) -> None:
 
     if family != "keras3" or backend_name(K) != "jax":
         pytest.skip("Keras 3 on JAX only")
-    records = _run_worker("jax:keras", {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    records = _run_worker("jax:keras", {"XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=2")})
     _check(records, "keras3:across_devices")
 
 
