@@ -26,6 +26,8 @@ from typing import Any, List
 
 import pytest
 
+from tests.convert_envs import matrix_dir
+
 # On a GPU, JAX preallocates most of the GPU's memory in every process that
 # initializes its backend, and TensorFlow takes it all on its first GPU op:
 # with pytest-xdist workers (and the placement tests' worker interpreters,
@@ -53,14 +55,14 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 #   same flags, and the conversion proofs compare with Keras 2 files' outputs
 #   within their tolerances.
 # Both are defaults: a value set outside wins (XLA_FLAGS set outside keeps
-# the optimization level XLA defaults to).
-_MATRIX_DIR = os.environ.get("COMPAT_CLONE_MATRIX_DIR") or os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".matrix")
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(_MATRIX_DIR, ".jax-cache"))
+# the optimization level XLA defaults to). The flag is set where JAX is the
+# backend only: TensorFlow reads XLA_FLAGS too, for its `jit_compile` models.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(matrix_dir() / ".jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(512 * 2**20))
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+if os.environ.get("KERAS_BACKEND") == "jax":
+    os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 
 def xla_flags(*extra: str) -> str:

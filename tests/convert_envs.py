@@ -73,9 +73,14 @@ def keras3_here() -> bool:
     return int(keras.__version__.split(".")[0]) >= 3
 
 
+def matrix_dir() -> Path:
+    """This run's matrix folder (``COMPAT_CLONE_MATRIX_DIR``, else the checkout's ``.matrix``): its environments and caches."""
+    return Path(os.environ.get("COMPAT_CLONE_MATRIX_DIR") or REPO / ".matrix")
+
+
 def sibling(name: str) -> Path:
     """The folder of matrix environment `name`, as this run sees it (fails or skips when absent)."""
-    root = Path(os.environ.get("COMPAT_CLONE_MATRIX_DIR") or REPO / ".matrix")
+    root = matrix_dir()
     python = root / name / "bin" / "python"
     of_this_run = name in os.environ.get("COMPAT_CLONE_MATRIX_ENVS", "").split(",")
     if python.exists():
