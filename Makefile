@@ -127,10 +127,13 @@ test: $(VENV)/.stamp lint packaging
 # `make test-wide`: the same in the wide matrix (`--tag wide`: every environment
 # of the table, also the ones `enabled = false` keeps out of `make test`: every
 # Keras 3 minor on TensorFlow, every tf_keras and tf.keras minor), with the whole
-# zoo on every backend (COMPAT_CLONE_ZOO_FULL=1: the models `make test` skips on
-# JAX for their XLA compile time).
+# zoo on every backend and every per-environment check in every environment
+# (COMPAT_CLONE_WIDE=1: the models `make test` skips on JAX for their XLA
+# compile time, the conversion zoo's heavy cases from every source, the tests
+# marked `per_claim` that `make test` runs once per family, backend, module and
+# TensorFlow major: tests/conftest.py).
 test-wide: $(VENV)/.stamp packaging
-	COMPAT_CLONE_ZOO_FULL=1 COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) \
+	COMPAT_CLONE_WIDE=1 COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) \
 		$(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
 		--overlay $(OVERLAY) --report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
 

@@ -8,7 +8,9 @@ The matrix runner (`compat-clone matrix`) sets, per environment:
                                     (prefix match: ``2.2.4``, ``3.15``);
 * ``COMPAT_CLONE_EXPECT_BACKEND``   Keras 3 backend (``tensorflow``/``jax``/``torch``);
 * ``COMPAT_CLONE_RESULTS``          folder where feature results are written;
-* ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run.
+* ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run;
+* ``COMPAT_CLONE_WIDE``             ``1`` in ``make test-wide``: the tests ``make test``
+                                    runs in fewer environments run in all.
 
 Without them (plain ``pytest`` in the default ``.venv``) every family the
 environment can import is tested: Keras 3 and ``tf_keras``.
@@ -207,6 +209,54 @@ def _tooling_host(here: str | None) -> str | None:
     return next((env.name for env in table if env.name in run and env.python == python[here]), here)
 
 
+# `make test-wide` sets it: the tests `make test` runs in fewer environments
+# (marker `per_claim`, the conversion zoo's heavy cases) run in all of them.
+WIDE = os.environ.get("COMPAT_CLONE_WIDE") == "1"
+
+
+def _serves(env: Any) -> tuple:
+    """What an environment of the table serves, as far as the `per_claim` tests can tell apart.
+
+    The family and backend it claims, the Keras module a Keras 2 family
+    answers to (``tf_keras`` where ``TF_USE_LEGACY_KERAS`` is set, the Keras
+    inside TensorFlow otherwise), and TensorFlow's major version, which
+    decides graph or eager mode (standalone Keras 2 runs on TF 1 and TF 2).
+    """
+    expect = dict(env.expect)
+    majors = {req.split("==", 1)[1].split(".")[0] for req in env.packages
+              if req.split("==", 1)[0] in ("tensorflow", "tensorflow-cpu") and "==" in req}
+    return (expect.get("family"), expect.get("backend", "tensorflow"),
+            dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", tuple(sorted(majors)))
+
+
+def _claim_host(here: str | None) -> str | None:
+    """The environment of this matrix run that runs the tests marked `per_claim` for what `here` serves.
+
+    Those tests (the README's blocks, `patch()`'s routing of a Keras imported
+    later, TensorFlow's placement across devices) exercise what a family,
+    backend, module and TensorFlow major have in common rather than what a
+    Keras release changed, and each starts interpreters of its own: of the
+    run's environments (``COMPAT_CLONE_MATRIX_ENVS``) serving the same
+    (`_serves`), the last of the built-in table, the newest, runs them. A
+    run of one environment runs them there; `make test-wide` (`WIDE`) runs
+    them everywhere. `here` itself outside the matrix, for an environment of
+    another table, or where the table cannot be read.
+    """
+    if here is None or WIDE or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
+        return here
+    try:
+        from compat_clone.tools.matrix.table import load_table
+
+        table = load_table(None)
+    except Exception:
+        return here
+    serves = {env.name: _serves(env) for env in table}
+    if here not in serves:
+        return here
+    run = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(",")) | {here}
+    return [env.name for env in table if env.name in run and serves[env.name] == serves[here]][-1]
+
+
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Skips tests marked for a family this run does not test."""
     active = set(families_under_test())
@@ -219,6 +269,7 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     framework_free = os.environ.get("COMPAT_CLONE_SUITE") == "framework-free"
     here = os.environ.get("COMPAT_CLONE_ENV")
     tooling_host = _tooling_host(here)
+    claim_host = _claim_host(here)
     for item in items:
         if framework_free and ({"K", "family"} & set(getattr(item, "fixturenames", ()))
                                or any(item.get_closest_marker(fam) for fam in FAMILIES)):
@@ -229,6 +280,10 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
                 and not any(item.get_closest_marker(m) for m in ("soak", "slow"))):
             item.add_marker(pytest.mark.skip(reason=f"framework-free tooling test: runs in {tooling_host}, "
                                                     "this run's environment for this Python version"))
+        if item.get_closest_marker("per_claim") and claim_host != here:
+            item.add_marker(pytest.mark.skip(reason=f"runs in {claim_host}, this run's newest environment serving "
+                                                    "the same family, backend, module and TensorFlow major; "
+                                                    "everywhere in make test-wide"))
         if item.get_closest_marker("soak") and not soak_here:
             item.add_marker(pytest.mark.skip(reason="soak check: runs in the matrix envs with COMPAT_CLONE_SOAK=1"))
         for fam in FAMILIES:

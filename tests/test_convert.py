@@ -36,10 +36,9 @@ from compat_clone.errors import (
     ProbeInputError,
     UnconvertibleLayerError,
 )
-from tests.conftest import families_under_test, keras_module
+from tests.conftest import WIDE, families_under_test, keras_module
 from tests import convert_zoo
 from tests.convert_zoo import ZOO
-from tests.test_convert_zoo_envs import FULL as ZOO_FULL
 from tests.test_convert_zoo_envs import HEAVY_SOURCES
 
 
@@ -65,10 +64,10 @@ def _keras3_alongside() -> bool:
 
 KERAS2_FAMILY = _keras2_family()
 # The in-process conversions (tf_keras next to Keras 3) run in one tf_keras environment of `make test`, the
-# newest: tf_keras-2.16 would repeat them for about 3 minutes. `make test-wide` (COMPAT_CLONE_ZOO_FULL=1) runs
+# newest: tf_keras-2.16 would repeat them for about 3 minutes. `make test-wide` (COMPAT_CLONE_WIDE=1) runs
 # them in every tf_keras environment, and outside the matrix they run wherever both import.
 _IN_PROCESS_HOST = "tf_keras-2.21"
-IN_PROCESS = _keras3_alongside() and (os.environ.get("COMPAT_CLONE_ENV") in (None, _IN_PROCESS_HOST) or ZOO_FULL)
+IN_PROCESS = _keras3_alongside() and (os.environ.get("COMPAT_CLONE_ENV") in (None, _IN_PROCESS_HOST) or WIDE)
 
 needs_keras2 = pytest.mark.skipif(KERAS2_FAMILY is None, reason="no Keras 2 family tested here")
 needs_both = pytest.mark.skipif(
@@ -112,12 +111,12 @@ def _snapshot(model: Any) -> List[np.ndarray]:
 # of a busy `make test`, most of this test's time) are described here in one environment per Keras 2 family in
 # `make test`: standalone Keras 2 in keras-2.3.1, tf.keras / tf_keras in the in-process host. The zoo writers
 # describe them too, with their own checks, in the TF1 releases and tf.keras 2.4 / 2.12 / 2.15
-# (tests/test_convert_zoo_envs.py `HEAVY_SOURCES`). `make test-wide` (COMPAT_CLONE_ZOO_FULL=1) describes them everywhere.
+# (tests/test_convert_zoo_envs.py `HEAVY_SOURCES`). `make test-wide` (COMPAT_CLONE_WIDE=1) describes them everywhere.
 _HEAVY_DESCRIBED_IN = ("keras-2.3.1", _IN_PROCESS_HOST)
 
 
 def _described_here(name: str) -> bool:
-    return (name not in HEAVY_SOURCES or ZOO_FULL
+    return (name not in HEAVY_SOURCES or WIDE
             or os.environ.get("COMPAT_CLONE_ENV") in (None, *_HEAVY_DESCRIBED_IN))
 
 
@@ -126,7 +125,7 @@ def _described_here(name: str) -> bool:
 def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -> None:
     if not _described_here(name):
         pytest.skip(f"{name} is described in {' and '.join(_HEAVY_DESCRIBED_IN)} and by the zoo writers in make test, "
-                    "in every environment in make test-wide (COMPAT_CLONE_ZOO_FULL=1)")
+                    "in every environment in make test-wide (COMPAT_CLONE_WIDE=1)")
     if not convert_zoo.available(name, K2):
         pytest.skip(f"{name} needs layers {K2.__name__} {getattr(K2, '__version__', '')} lacks")
     case = ZOO[name](K2)
@@ -440,8 +439,8 @@ _IN_MAKE_TEST = 3
 @needs_both
 @pytest.mark.parametrize("name,size,why", _APPLICATIONS, ids=[a[0] for a in _APPLICATIONS])
 def test_keras_applications_convert(K2: Any, name: str, size: int, why: str) -> None:
-    if _APPLICATIONS.index((name, size, why)) >= _IN_MAKE_TEST and not ZOO_FULL:
-        pytest.skip(f"{name} converts in make test-wide (COMPAT_CLONE_ZOO_FULL=1)")
+    if _APPLICATIONS.index((name, size, why)) >= _IN_MAKE_TEST and not WIDE:
+        pytest.skip(f"{name} converts in make test-wide (COMPAT_CLONE_WIDE=1)")
     applications = importlib.import_module(K2.__name__ + ".applications")
     source = getattr(applications, name)(weights=None, input_shape=(size, size, 3), classes=5)
     if name != "InceptionResNetV2":

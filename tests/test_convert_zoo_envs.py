@@ -22,7 +22,6 @@ three together cover every source and format on every backend. tf_keras
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -31,6 +30,7 @@ import numpy as np
 import pytest
 
 from tests import convert_zoo
+from tests.conftest import WIDE
 from tests.convert_envs import KERAS3_HOSTS, hosted, keras3_target, runs_here, written
 
 SCRIPT = Path(__file__).resolve().parent / "convert_zoo_sources.py"
@@ -81,9 +81,9 @@ _NOT_IN.update({name: tuple(sorted({env for env, _ in _SOURCES if not env.endswi
 # The three cases that take most of every writer's time (MobileNetV2: 60-80% of a TF1 unit; the two recurrent
 # models: most of a TF 2.x one, TF 2.4's SavedModel above all) are written, and rebuilt, from the sources named
 # here in `make test`: each on a TF1 release and on a TF 2.x one, in the formats that are theirs alone (a TF1
-# h5 file with its optimizer state, TF 2.4's SavedModel, the .keras zip). `make test-wide` (COMPAT_CLONE_ZOO_FULL=1)
+# h5 file with its optimizer state, TF 2.4's SavedModel, the .keras zip). `make test-wide` (COMPAT_CLONE_WIDE=1)
 # writes and rebuilds every case from every source.
-FULL = os.environ.get("COMPAT_CLONE_ZOO_FULL") == "1"
+FULL = WIDE
 HEAVY_SOURCES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "mobilenet_v2": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.15", "keras")),
     "tagger": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.12", "keras")),
@@ -123,7 +123,7 @@ def _params() -> List[Any]:
                 whence = " and ".join(f"{e} {f}" for e, f in HEAVY_SOURCES[name])
                 out.append(pytest.param(env, fmt, name, id=f"{env}-{fmt}-{name}", marks=pytest.mark.skip(
                     reason=f"{name} is written and rebuilt from {whence} in make test, from every source in "
-                           "make test-wide (COMPAT_CLONE_ZOO_FULL=1)")))
+                           "make test-wide (COMPAT_CLONE_WIDE=1)")))
                 continue
             out.append(hosted(env, fmt, name, id=f"{env}-{fmt}-{name}", hosts=mine, verb="rebuilt"))
     return out
@@ -269,7 +269,7 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
 
     hosts = _share(env, "h5", "tagger", _SOURCES[(env, "h5")])
     if not _in_make_test(env, "h5", "tagger"):
-        pytest.skip(f"{env}'s tagger file is written in make test-wide (COMPAT_CLONE_ZOO_FULL=1)")
+        pytest.skip(f"{env}'s tagger file is written in make test-wide (COMPAT_CLONE_WIDE=1)")
     if not runs_here(hosts):
         pytest.skip(f"rebuilt in {', '.join(hosts)}")
     report = described(env)

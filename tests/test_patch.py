@@ -216,6 +216,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.per_claim  # a fresh interpreter: 20-45 s per environment under load
 def test_a_keras_imported_after_patch_is_routed(K: Any) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)

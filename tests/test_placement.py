@@ -209,6 +209,7 @@ TF_CHECKS = [
 
 
 @needs_tf
+@pytest.mark.per_claim  # worker interpreters with virtual devices: 35-57 s per environment under load
 @pytest.mark.parametrize("family", TF_FAMILIES)
 @pytest.mark.parametrize("check", TF_CHECKS)
 def test_tf_placement(tf_records: Dict[str, Any], family: str, check: str) -> None:

@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 import pytest
 
@@ -171,6 +171,9 @@ def test_the_readme_has_python_blocks_to_run() -> None:
     assert PYTHON_BLOCKS, "README.md has no ```python block: the quick start is gone"
 
 
+# Each block runs in a fresh interpreter (some 10-25 s with a framework's import): in `make test` in one
+# environment per family, backend, module and TensorFlow major (marker `per_claim`), in all in make test-wide.
+@pytest.mark.per_claim
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[f"README.md:{b.line}" for b in PYTHON_BLOCKS])
 def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
     served = _served_here()
@@ -193,14 +196,21 @@ def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
     )
 
 
-def test_every_marked_block_runs_in_make_test() -> None:
+def test_every_marked_block_runs_in_make_test(monkeypatch: Any) -> None:
+    import conftest
+
     envs = _make_test_envs()
     assert envs, f"no enabled environment in {TABLE}"
+    # The blocks run where `make test` runs the `per_claim` tests: the claim hosts of its environments.
+    monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)
+    monkeypatch.setattr(conftest, "WIDE", False)
+    monkeypatch.setenv("COMPAT_CLONE_MATRIX_ENVS", ",".join(name for name, _ in envs))
+    envs = [(name, served) for name, served in envs if conftest._claim_host(name) == name]
     for block in PYTHON_BLOCKS:
         runs_in = [name for name, served in envs if _satisfies(block.requirement, served)]
         assert runs_in, (
             f"README.md line {block.line}: marked {block.requirement!r}, which no environment of `make test` "
-            f"serves ({', '.join(f'{n}: {s}' for n, s in envs)}): it would never run"
+            f"that runs the blocks serves ({', '.join(f'{n}: {s}' for n, s in envs)}): it would never run"
         )
     for name, served in envs:
         assert any(_satisfies(b.requirement, served) for b in PYTHON_BLOCKS), f"no README block runs in {name} ({served})"

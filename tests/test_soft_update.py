@@ -488,6 +488,7 @@ def _check(records: Dict[str, Any], key: str) -> None:
 TF_CHECKS = ["across_devices", "mirrored_to_mirrored", "plain_to_mirrored"]
 
 
+@pytest.mark.per_claim  # worker interpreters with virtual devices: 35-81 s per environment under load
 @pytest.mark.parametrize("check", TF_CHECKS)
 def test_tf_across_devices_and_strategies(K: Any, family: str, check: str) -> None:
     if family == "keras2" or not tf_backed(K):

@@ -18,7 +18,6 @@ escape, or clone it passing every aspect.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 import compat_clone
 from features import NotApplicable, backend_name, family_name, native_clone
 from feature_records import write_records
+from tests.conftest import WIDE
 from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 _ASPECT_TEXT = {
@@ -98,10 +98,10 @@ def _slow_key(K: Any) -> str:
 def test_zoo(name: str, K: Any) -> None:
     case = CASES[name]
     where = _slow_key(K)
-    if where in case.too_slow_on and os.environ.get("COMPAT_CLONE_ZOO_FULL") != "1":
+    if where in case.too_slow_on and not WIDE:
         # `make test` keeps its 30 minutes; `make test-wide` sets
-        # COMPAT_CLONE_ZOO_FULL=1 and runs every case on every backend.
-        pytest.skip(case.too_slow_on[where] + " (COMPAT_CLONE_ZOO_FULL=1 runs it: make test-wide)")
+        # COMPAT_CLONE_WIDE=1 and runs every case on every backend.
+        pytest.skip(case.too_slow_on[where] + " (COMPAT_CLONE_WIDE=1 runs it: make test-wide)")
     if family_name(K) == "keras2":
         # One TF1 graph holds every model built in it, and each session call
         # initializes over all of them: each case starts in a new graph.
