@@ -111,7 +111,10 @@ packaging: $(VENV)/.stamp dist
 # batch_get_value per model, a fresh TF1 graph per case; the three costliest
 # cases from two sources each in make test): in a fresh-clone run with `make bench`
 # beside it for its first 40 min, keras-2.2.4-tf1 took 13.4 min and the slowest
-# environment, tf_keras-2.16, 20 min. 3300 s leaves that 2.75x.
+# environment, tf_keras-2.16, 20 min. 3300 s leaves that 2.75x. In a fresh-clone
+# `.ci/run` with a second process busying one core the whole time (13dfd54), the
+# slowest environment, keras-3.15-tf, took 22m09s (3300 s leaves 2.5x) and the
+# whole run 86m39s, 3m21s under CI's 90 min (quiet: about 61 min).
 # --durations=30: each environment's log (.matrix/<env>/last.log) ends with its
 # 30 slowest tests, where to look first when a run gets slower.
 MATRIX_ARGS ?= --timeout 3300
