@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, List
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import pytest
 
@@ -183,16 +183,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.line(line)
 
 
-def _tooling_host(here: str | None) -> str | None:
-    """The environment of this matrix run that runs the tests marked `tooling` for `here`'s Python.
+def _run_host(here: str | None, same: Callable[[Any], object], *, newest: bool,
+              run: Optional[Iterable[str]] = None) -> str | None:
+    """Of this matrix run's environments serving what `here` serves (`same` equal), the one that runs a marker's tests.
 
-    They test the command line's tools (the matrix, its reports, its
-    installs), which import no framework: what can differ between two
-    environments is the interpreter (and the pytest it has), so of the run's
-    environments (``COMPAT_CLONE_MATRIX_ENVS``) the first of the built-in
-    table with `here`'s ``python`` runs them. `here` itself outside the
-    matrix, for an environment of another table, or where the table cannot
-    be read.
+    The run is `run`, or ``COMPAT_CLONE_MATRIX_ENVS`` (and `here` itself),
+    in the order of the built-in table: the first, or with `newest` the last.
+    `here` itself outside the matrix, for an environment of another table,
+    or where the table cannot be read.
     """
     if here is None or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
         return here
@@ -202,11 +200,24 @@ def _tooling_host(here: str | None) -> str | None:
         table = load_table(None)
     except Exception:
         return here
-    python = {env.name: env.python for env in table}
-    if here not in python:
+    key = {env.name: same(env) for env in table}
+    if here not in key:
         return here
-    run = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(","))
-    return next((env.name for env in table if env.name in run and env.python == python[here]), here)
+    names = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(",") if run is None else run) | {here}
+    hosts = [env.name for env in table if env.name in names and key[env.name] == key[here]]
+    return hosts[-1] if newest else hosts[0]
+
+
+def _tooling_host(here: str | None) -> str | None:
+    """The environment of this matrix run that runs the tests marked `tooling` for `here`'s Python.
+
+    They test the command line's tools (the matrix, its reports, its
+    installs), which import no framework: what can differ between two
+    environments is the interpreter (and the pytest it has), so of the run's
+    environments the first of the built-in table with `here`'s ``python``
+    runs them (`_run_host`).
+    """
+    return _run_host(here, lambda env: env.python, newest=False)
 
 
 # `make test-wide` sets it: the tests `make test` runs in fewer environments
@@ -214,7 +225,7 @@ def _tooling_host(here: str | None) -> str | None:
 WIDE = os.environ.get("COMPAT_CLONE_WIDE") == "1"
 
 
-def _serves(env: Any) -> tuple:
+def _serves(env: Any) -> Tuple[object, ...]:
     """What an environment of the table serves, as far as the `per_claim` tests can tell apart.
 
     The family and backend it claims, the Keras module a Keras 2 family
@@ -229,32 +240,21 @@ def _serves(env: Any) -> tuple:
             dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", tuple(sorted(majors)))
 
 
-def _claim_host(here: str | None) -> str | None:
+def _claim_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide: Optional[bool] = None) -> str | None:
     """The environment of this matrix run that runs the tests marked `per_claim` for what `here` serves.
 
     Those tests (the README's blocks, `patch()`'s routing of a Keras imported
     later, TensorFlow's placement across devices) exercise what a family,
     backend, module and TensorFlow major have in common rather than what a
     Keras release changed, and each starts interpreters of its own: of the
-    run's environments (``COMPAT_CLONE_MATRIX_ENVS``) serving the same
-    (`_serves`), the last of the built-in table, the newest, runs them. A
-    run of one environment runs them there; `make test-wide` (`WIDE`) runs
-    them everywhere. `here` itself outside the matrix, for an environment of
-    another table, or where the table cannot be read.
+    run's environments (`run`, or ``COMPAT_CLONE_MATRIX_ENVS``) serving the
+    same (`_serves`), the last of the built-in table, the newest, runs them
+    (`_run_host`). A run of one environment runs them there; `make test-wide`
+    (`wide`, `WIDE` by default) runs them everywhere.
     """
-    if here is None or WIDE or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
+    if WIDE if wide is None else wide:
         return here
-    try:
-        from compat_clone.tools.matrix.table import load_table
-
-        table = load_table(None)
-    except Exception:
-        return here
-    serves = {env.name: _serves(env) for env in table}
-    if here not in serves:
-        return here
-    run = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(",")) | {here}
-    return [env.name for env in table if env.name in run and serves[env.name] == serves[here]][-1]
+    return _run_host(here, _serves, newest=True, run=run)
 
 
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:

@@ -83,7 +83,6 @@ _NOT_IN.update({name: tuple(sorted({env for env, _ in _SOURCES if not env.endswi
 # here in `make test`: each on a TF1 release and on a TF 2.x one, in the formats that are theirs alone (a TF1
 # h5 file with its optimizer state, TF 2.4's SavedModel, the .keras zip). `make test-wide` (COMPAT_CLONE_WIDE=1)
 # writes and rebuilds every case from every source.
-FULL = WIDE
 HEAVY_SOURCES: Dict[str, Tuple[Tuple[str, str], ...]] = {
     "mobilenet_v2": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.15", "keras")),
     "tagger": (("keras-2.2.4-tf1", "h5"), ("tf.keras-2.12", "keras")),
@@ -92,7 +91,7 @@ HEAVY_SOURCES: Dict[str, Tuple[Tuple[str, str], ...]] = {
 
 
 def _in_make_test(env: str, fmt: str, name: str) -> bool:
-    return FULL or name not in HEAVY_SOURCES or (env, fmt) in HEAVY_SOURCES[name]
+    return WIDE or name not in HEAVY_SOURCES or (env, fmt) in HEAVY_SOURCES[name]
 
 
 def _unit(env: str, fmt: str) -> List[str]:

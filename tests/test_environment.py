@@ -124,10 +124,8 @@ def test_per_claim_tests_run_once_per_claim_in_make_test(monkeypatch: Any) -> No
     from compat_clone.tools.matrix.table import load_table
 
     monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)
-    monkeypatch.setattr(conftest, "WIDE", False)
     enabled = [env.name for env in load_table(None) if env.enabled]
-    monkeypatch.setenv("COMPAT_CLONE_MATRIX_ENVS", ",".join(enabled))
-    hosts = {name: conftest._claim_host(name) for name in enabled}
+    hosts = {name: conftest._claim_host(name, run=enabled, wide=False) for name in enabled}
     assert set(hosts.values()) == {
         "keras-2.3.1", "keras-2.2.4-tf1",  # standalone Keras 2 on TF 2 (its fix-up) and on TF 1 (graph mode)
         "tf.keras-2.15", "tf_keras-2.21",  # the Keras inside TensorFlow, and tf_keras under TF_USE_LEGACY_KERAS
@@ -135,12 +133,10 @@ def test_per_claim_tests_run_once_per_claim_in_make_test(monkeypatch: Any) -> No
     }, hosts
     assert hosts["keras-2.1.6-tf1"] == "keras-2.2.4-tf1" and hosts["tf.keras-2.12"] == "tf.keras-2.15"
     assert hosts["tf_keras-2.16"] == "tf_keras-2.21" and hosts["keras-3.0-tf"] == "keras-3.15-tf"
-    # A run of some environments: the newest of those; a run of one: that one; make test-wide: each.
+    # The run the matrix names: the newest of those; a run of one: that one; make test-wide: each.
     monkeypatch.setenv("COMPAT_CLONE_MATRIX_ENVS", "keras-3.0-tf,keras-3.2-tf")
-    assert conftest._claim_host("keras-3.0-tf") == "keras-3.2-tf"
+    assert conftest._claim_host("keras-3.0-tf", wide=False) == "keras-3.2-tf"
     monkeypatch.delenv("COMPAT_CLONE_MATRIX_ENVS")
-    assert conftest._claim_host("keras-3.0-tf") == "keras-3.0-tf"
-    monkeypatch.setattr(conftest, "WIDE", True)
-    monkeypatch.setenv("COMPAT_CLONE_MATRIX_ENVS", ",".join(enabled))
-    assert conftest._claim_host("tf_keras-2.16") == "tf_keras-2.16"
-    assert conftest._claim_host(None) is None  # outside the matrix: every test runs
+    assert conftest._claim_host("keras-3.0-tf", wide=False) == "keras-3.0-tf"
+    assert conftest._claim_host("tf_keras-2.16", run=enabled, wide=True) == "tf_keras-2.16"
+    assert conftest._claim_host(None, wide=False) is None  # outside the matrix: every test runs

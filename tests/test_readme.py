@@ -203,9 +203,8 @@ def test_every_marked_block_runs_in_make_test(monkeypatch: Any) -> None:
     assert envs, f"no enabled environment in {TABLE}"
     # The blocks run where `make test` runs the `per_claim` tests: the claim hosts of its environments.
     monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)
-    monkeypatch.setattr(conftest, "WIDE", False)
-    monkeypatch.setenv("COMPAT_CLONE_MATRIX_ENVS", ",".join(name for name, _ in envs))
-    envs = [(name, served) for name, served in envs if conftest._claim_host(name) == name]
+    run = [name for name, _ in envs]
+    envs = [(name, served) for name, served in envs if conftest._claim_host(name, run=run, wide=False) == name]
     for block in PYTHON_BLOCKS:
         runs_in = [name for name, served in envs if _satisfies(block.requirement, served)]
         assert runs_in, (
