@@ -4,18 +4,43 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from compat_clone.errors import InvalidArgumentError
 from compat_clone.placement._common import (
     PairCache,
     Pairs,
     Placement,
-    _fw,
-    _model_variables,
-    _most_common,
-    _not_found,
+    device_not_found,
+    framework,
+    model_variables,
+    most_common,
 )
+
+__all__ = ["TensorFlowBackend", "assign_tf", "blend_tf"]
+
+
+class TensorFlowBackend:
+    """TensorFlow (Keras 3 on TF, tf.keras, tf_keras): a `PlacementBackend`.
+
+    The clone is built under the source's `tf.distribute` strategy or on its
+    variables' device. Copies go variable to variable (`assign_tf`), soft
+    updates run in one cached `tf.function` (`blend_tf`); both unwrap each
+    Keras 3 variable to its `tf.Variable`.
+    """
+
+    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
+        return _resolve_tf(model, device, info)
+
+    def assign(self, pairs: Pairs) -> None:
+        assign_tf(pairs)
+
+    def blend(self, pairs: Pairs, tau: float) -> None:
+        blend_tf(pairs, tau)
+
+    def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
+        return None  # no prefill on TensorFlow: the clone's variables are created, then assigned
+
 
 def _tf_var(tf: Any, variable: Any) -> Any:
     """The `tf.Variable` behind a Keras 3 variable (or the variable itself)."""
@@ -46,16 +71,16 @@ def _tf_device_name(tf: Any, device: Any) -> str:
         device = device.name
     available = [d.name for d in tf.config.list_logical_devices()]
     if not isinstance(device, str) or not device.strip():
-        raise _not_found(device, "TensorFlow", available, hint=" (a string such as '/CPU:0')")
+        raise device_not_found(device, "TensorFlow", available, hint=" (a string such as '/CPU:0')")
     text = _TF_ALIASES.sub("GPU", device.strip())
     if ":" not in text.rsplit("/", 1)[-1] and "/" not in text:
         text = text + ":0"  # "cpu" -> "cpu:0"
     try:
         spec = tf.DeviceSpec.from_string(text)
     except ValueError:
-        raise _not_found(device, "TensorFlow", available) from None
+        raise device_not_found(device, "TensorFlow", available) from None
     if spec.device_type is None:
-        raise _not_found(device, "TensorFlow", available, hint=" (name a device type: '/CPU:0')")
+        raise device_not_found(device, "TensorFlow", available, hint=" (name a device type: '/CPU:0')")
     index = 0 if spec.device_index is None else spec.device_index
     local = {
         (parsed.device_type, parsed.device_index)
@@ -64,24 +89,24 @@ def _tf_device_name(tf: Any, device: Any) -> str:
     # Only local devices can be checked; a remote job's devices are taken on
     # trust (a cluster lists them only once connected).
     if spec.job in (None, "localhost") and (spec.device_type.upper(), index) not in local:
-        raise _not_found(device, "TensorFlow", available)
+        raise device_not_found(device, "TensorFlow", available)
     return str(spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string())
 
 
 def _resolve_tf(model: Any, device: Any, info: Any) -> Placement:
-    tf = _fw("tensorflow")
+    tf = framework("tensorflow")
     if device is None:
         if tf.distribute.has_strategy():
             # The caller entered a strategy scope: its choice governs (the
             # native way to build a clone under a strategy keeps working).
             strategy = tf.distribute.get_strategy()
             return Placement(f"the active {type(strategy).__name__}")
-        variables = [_tf_var(tf, v) for v in _model_variables(model)]
+        variables = [_tf_var(tf, v) for v in model_variables(model)]
         strategies = [s for s in (_tf_strategy_of(v) for v in variables) if s is not None]
         if strategies:
-            strategy = _most_common(strategies)
+            strategy = most_common(strategies)
             return Placement(f"the source's {type(strategy).__name__}", strategy.scope)
-        device_name = _most_common([v.device for v in variables if getattr(v, "device", "")])
+        device_name = most_common([v.device for v in variables if getattr(v, "device", "")])
         if device_name:
             return Placement(f"the source's device {device_name}", lambda: tf.device(device_name))
         return Placement("the default device")
@@ -135,7 +160,7 @@ def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
     if tau != 1.0:
         blend_tf(pairs, tau)
         return
-    tf = _fw("tensorflow")
+    tf = framework("tensorflow")
     plan: List[Tuple[Any, Any]] = []
     for src, dst in pairs:
         plan.extend(_tf_plan(tf, _tf_var(tf, src), _tf_var(tf, dst)))
@@ -186,7 +211,7 @@ def blend_tf(pairs: Pairs, tau: float) -> None:
     (a float64 tensor argument); it holds the variables weakly. Every pair is
     planned (and refused, if it cannot be assigned) before anything runs.
     """
-    tf = _fw("tensorflow")
+    tf = framework("tensorflow")
     blend = _BLENDS.get(pairs, lambda: _TfBlend(tf, pairs))
     blend(tf.constant(tau, tf.float64))
 
