@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 from compat_clone.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
     from compat_clone.convert._custom_objects import custom_objects
+    from compat_clone.convert._describe import describe
+    from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
     from compat_clone.convert._io import load, save
-    from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
     from compat_clone.convert._proof import OutputDiff, Proof, verify
     from compat_clone.convert._rebuild import rebuild
 
@@ -60,8 +60,8 @@ _TARGETS = ("keras3",)
 # conversion's modules need NumPy (and a framework to do anything), so
 # `import compat_clone.convert` works in an environment that has neither.
 _LAZY = {
-    "FORMAT": "_describe", "Description": "_describe", "ProbeSet": "_describe", "WeightRecord": "_describe",
-    "LayerOutput": "_layer_outputs", "LayerOutputs": "_layer_outputs",
+    "FORMAT": "_format", "Description": "_format", "ProbeSet": "_format", "WeightRecord": "_format",
+    "LayerOutput": "_format", "LayerOutputs": "_format",
     "describe": "_describe", "custom_objects": "_custom_objects", "load": "_io", "save": "_io",
     "OutputDiff": "_proof", "Proof": "_proof", "verify": "_proof", "rebuild": "_rebuild",
 }
