@@ -5,9 +5,10 @@ output of every call of every layer of the model's graph on the first sample
 of the first probe set, in one run of the source's own graph (standalone
 Keras 2: a backend function; tf.keras / tf_keras: a model of the same graph
 whose outputs are all those tensors), and keeps them in graph order within a
-byte budget (`LayerOutputs`, part of the format: `_format`). `first_difference` runs in Keras 3 (in `verify`, only once a
-proof has failed): it walks the converted model's graph on the same sample
-and names the first layer whose output is not within the proof's tolerance.
+byte budget, as `LayerOutputs` (part of the format, `_format`).
+`first_difference` runs in Keras 3 (in `verify`, only once a proof has
+failed): it walks the converted model's graph on the same sample and names
+the first layer whose output is not within the proof's tolerance.
 
 Only the top model's graph is recorded: a nested model is one layer there
 (its own layers are not compared), and a layer of no float or integer
