@@ -659,11 +659,13 @@ def test_refuses_unknown_target(K2: Any) -> None:
 
 
 @needs_both
-def test_package_is_callable(K2: Any) -> None:
+def test_convert_is_a_function_of_the_package(K2: Any) -> None:
+    """The documented spelling: the package's `convert` function (the package itself is not callable)."""
     import compat_clone
 
-    model = compat_clone.convert(ZOO["sequential"](K2).model)
+    model = compat_clone.convert.convert(ZOO["sequential"](K2).model)
     assert type(model).__name__ == "Sequential"
+    assert compat_clone.convert.convert is convert and not callable(compat_clone.convert)
 
 
 def test_import_loads_no_framework() -> None:
@@ -674,7 +676,7 @@ def test_import_loads_no_framework() -> None:
         "import sys, compat_clone, compat_clone.convert\n"
         "bad = [m for m in ('tensorflow', 'keras', 'tf_keras', 'jax', 'torch') if m in sys.modules]\n"
         "assert not bad, bad\n"
-        "assert callable(compat_clone.convert)\n"
+        "assert callable(compat_clone.convert.convert)\n"
     )
     env = dict(os.environ)
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

@@ -201,7 +201,7 @@ def test_clean_venv_command_line(clean_venv: Path, tmp_path: Path) -> None:
         "import sys, compat_clone, compat_clone.convert, compat_clone.tools.cli\n"
         "loaded = sorted(m for m in ('tensorflow', 'keras', 'tf_keras', 'jax', 'torch', 'numpy') if m in sys.modules)\n"
         "assert not loaded, loaded\n"
-        "assert callable(compat_clone.convert) and compat_clone.__version__\n"
+        "assert callable(compat_clone.convert.convert) and compat_clone.__version__\n"
         "print(compat_clone.__file__)\n")], tmp_path, env)
     assert imported.returncode == 0, imported.stderr
     assert "site-packages" in imported.stdout

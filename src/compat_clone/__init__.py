@@ -31,9 +31,9 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion, loaded on
-    # first use. The subpackage is itself callable (`convert(model, ...)`):
-    # once imported, Python binds the name to it, so both spellings agree.
+    # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion subpackage,
+    # loaded on first use (`compat_clone.convert.convert(model)` converts).
+    # Once imported, Python binds the name to it, so both spellings agree.
     if name == "convert":
         import compat_clone.convert as convert_package
 

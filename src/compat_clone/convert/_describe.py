@@ -2,15 +2,14 @@
 
 `describe(model)` runs in the model's own environment (standalone Keras
 2.0-2.3 in TF1 graph mode, tf.keras 2.x, `tf_keras`) and returns a
-`Description`: plain JSON-able data and NumPy arrays, nothing of the source
-framework. `compat_clone.convert._rebuild.rebuild` turns it into a Keras 3
-model in another process (or the same one), and `_proof.verify` checks the
-result against the source's outputs recorded here.
+`Description` (the conversion's format, `_format`): plain JSON-able data and
+NumPy arrays, nothing of the source framework. `rebuild` (`_rebuild`) turns
+it into a Keras 3 model in another process (or the same one), and `verify`
+(`_proof`) checks the result against the source's outputs recorded here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -18,99 +17,12 @@ import numpy as np
 
 from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
-from compat_clone.convert._layer_outputs import LayerOutputs, record
+from compat_clone.convert._format import Description, ProbeSet, WeightRecord
+from compat_clone.convert._layer_outputs import record
 from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
 
-__all__ = ["Description", "ProbeSet", "WeightRecord", "describe", "FORMAT"]
-
-#: the version of the description's layout; `_io.load` refuses any other
-FORMAT = "compat_clone.convert/1"
-
-
-@dataclasses.dataclass
-class WeightRecord:
-    """One weight of one layer, as the source names it.
-
-    Attributes:
-        layer: the layer's path from the top model, ``"/"``-joined names
-            (``"encoder/dense"`` for a layer of the nested model ``encoder``).
-        index: its position in the layer's ``weights`` list.
-        name: the source's variable name (``"dense/kernel:0"``).
-        value: the value, a NumPy array.
-    """
-
-    layer: str
-    index: int
-    name: str
-    value: np.ndarray
-
-
-@dataclasses.dataclass
-class ProbeSet:
-    """Inputs given to the source model, and what it answered.
-
-    Attributes:
-        origin: ``"random"`` (drawn by `describe`) or ``"user"``.
-        inputs: one array per model input, in the model's input order.
-        outputs: one array per model output, in the model's output order.
-        masks: per output, the Keras mask the source computed for it (a
-            boolean array over its leading dimensions, e.g. batch x steps),
-            or None where the output carries no mask (empty: no output
-            carries one). Values at masked
-            positions mean nothing to Keras, and the families disagree on
-            them (an RNN's masked steps hold zeros or the previous step's
-            output), so `verify` compares only the unmasked positions.
-    """
-
-    origin: str
-    inputs: List[np.ndarray]
-    outputs: List[np.ndarray]
-    masks: List[Optional[np.ndarray]] = dataclasses.field(default_factory=list)
-
-    def mask_of(self, k: int) -> Optional[np.ndarray]:
-        """The mask of output `k`, or None."""
-        return self.masks[k] if k < len(self.masks) else None
-
-
-@dataclasses.dataclass
-class Description:
-    """A Keras 2 model as neutral data: architecture, weights, probes, notes.
-
-    Attributes:
-        source: ``family``, ``package``, ``version``, ``backend`` of the
-            model (`compat_clone.family_of`), and ``python``.
-        architecture: ``{"class_name": ..., "config": ...}``, the model's
-            config as its Keras writes it to JSON (per-layer class names,
-            configs and inbound nodes, nested models inside).
-        weights: every weight of every layer (`WeightRecord`), nested models'
-            layers under their path.
-        probes: inputs and the source's outputs on them (`ProbeSet`).
-        notes: what could not be described as data, one dict per finding:
-            ``{"kind": ..., "layer": ..., "detail": ...}`` (e.g. a `Lambda`
-            whose function uses TensorFlow).
-        format: the layout version, `FORMAT`.
-        layer_outputs: each layer's outputs on the first sample of the
-            first probe set, in graph order, within a byte budget
-            (`LayerOutputs`): where a failed proof names the layer whose
-            outputs first differ.
-    """
-
-    source: Dict[str, str]
-    architecture: Dict[str, Any]
-    weights: List[WeightRecord]
-    probes: List[ProbeSet]
-    notes: List[Dict[str, Any]]
-    format: str = FORMAT
-    layer_outputs: LayerOutputs = dataclasses.field(default_factory=LayerOutputs)
-
-    def weights_of(self, layer: str) -> List[WeightRecord]:
-        """The weights of the layer at path `layer`, in their source order."""
-        return sorted((w for w in self.weights if w.layer == layer), key=lambda w: w.index)
-
-    def notes_for(self, layer: str) -> List[Dict[str, Any]]:
-        """The notes about the layer at path `layer`."""
-        return [n for n in self.notes if n.get("layer") == layer]
+__all__ = ["describe"]
 
 
 def describe(

@@ -47,8 +47,7 @@ from typing import Any, Dict, List, Union
 
 import numpy as np
 
-from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord
-from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
+from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
 from compat_clone.errors import DescriptionFileError, InvalidArgumentError
 
 __all__ = ["save", "load"]

@@ -5,9 +5,10 @@ output of every call of every layer of the model's graph on the first sample
 of the first probe set, in one run of the source's own graph (standalone
 Keras 2: a backend function; tf.keras / tf_keras: a model of the same graph
 whose outputs are all those tensors), and keeps them in graph order within a
-byte budget. `first_difference` runs in Keras 3 (in `verify`, only once a
-proof has failed): it walks the converted model's graph on the same sample
-and names the first layer whose output is not within the proof's tolerance.
+byte budget, as `LayerOutputs` (part of the format, `_format`).
+`first_difference` runs in Keras 3 (in `verify`, only once a proof has
+failed): it walks the converted model's graph on the same sample and names
+the first layer whose output is not within the proof's tolerance.
 
 Only the top model's graph is recorded: a nested model is one layer there
 (its own layers are not compared), and a layer of no float or integer
@@ -16,50 +17,17 @@ output (strings) is skipped.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from compat_clone._walk import is_model
+from compat_clone.convert._format import LayerOutput, LayerOutputs
 
-__all__ = ["BUDGET", "LayerOutput", "LayerOutputs", "record", "first_difference", "run_graph"]
+__all__ = ["BUDGET", "record", "first_difference", "run_graph"]
 
 #: bytes of layer outputs a description keeps (the first layers in graph order)
 BUDGET = 4 * 2**20
-
-
-@dataclasses.dataclass
-class LayerOutput:
-    """One output of one call of a layer, on the first probe sample.
-
-    Attributes:
-        layer: the layer's name in the top model (a nested model's name for
-            the whole nested model).
-        value: the output, batch of 1 first.
-        mask: the Keras mask the source computed for it (positions not
-            compared), or None.
-    """
-
-    layer: str
-    value: np.ndarray
-    mask: Optional[np.ndarray] = None
-
-
-@dataclasses.dataclass
-class LayerOutputs:
-    """The layers' outputs a description holds, in graph order.
-
-    Attributes:
-        records: one `LayerOutput` per output of each layer call, in the
-            order the model's graph runs them (a layer called twice: both
-            calls', in that order).
-        note: what is missing and why ("" when every layer is there), e.g.
-            the layers after the byte budget, or why none were recorded.
-    """
-
-    records: List[LayerOutput] = dataclasses.field(default_factory=list)
-    note: str = "not recorded (the description was written by a compat_clone that did not record them)"
 
 
 def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int = BUDGET) -> LayerOutputs:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.convert._format import Description, ProbeSet
 from compat_clone.convert._layer_outputs import first_difference, run_graph
 from compat_clone.convert._names import top_names
 from compat_clone.convert._probes import output_list

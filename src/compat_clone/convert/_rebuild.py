@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, List, Mapping, Optional
 
-from compat_clone.convert._describe import Description
+from compat_clone.convert._format import Description
 from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._graph import functional, is_model_entry
