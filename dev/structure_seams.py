@@ -75,20 +75,26 @@ def _reexports(modules: Dict[str, Module]) -> Dict[str, Dict[str, Tuple[str, str
     return table
 
 
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def _owner(name: str, where: str, reexports: Dict[str, Dict[str, Tuple[str, str]]]) -> Tuple[str, str]:
-    """(the module that binds `name` itself, the name there), following `where`'s re-exports in the package."""
+    """(the module that binds private `name` itself, the name there), following `where`'s re-exports in the package.
+
+    A re-export stops where it leaves the package, names a module, or binds a
+    public name under a private alias (``from .y import f as _f``: ``_f`` is
+    then the re-exporting module's own private name).
+    """
     seen: Set[str] = set()
     while where not in seen:
         seen.add(where)
         origin = reexports.get(where, {}).get(name)
-        if origin is None or origin[0] not in reexports or f"{origin[0]}.{origin[1]}" in reexports:
+        if (origin is None or origin[0] not in reexports or f"{origin[0]}.{origin[1]}" in reexports
+                or not _is_private(origin[1])):
             break
         where, name = origin
     return where, name
-
-
-def _is_private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
 
 
 def private_imports(modules: Dict[str, Module]) -> List[Violation]:

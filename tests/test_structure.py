@@ -147,7 +147,8 @@ def test_private_names_across_modules(tmp_path: Path) -> None:
     # (reported against the module that binds it), and lazily (one violation
     # per module and name, at its first import). Not found: a private module,
     # a dunder, a name outside the package, a module importing its own name
-    # back through a re-export (that cycle is rule 3's).
+    # back through a re-export (that cycle is rule 3's). A public name that a
+    # module re-binds under a private alias is that module's private name.
     src = _package(tmp_path, {
         "__init__.py": "",
         "_private_mod.py": "x = 1\n",
@@ -162,6 +163,8 @@ def test_private_names_across_modules(tmp_path: Path) -> None:
             "def f():\n    from .core import _CONST\n    return _CONST\n"
         ),
         "user.py": "from compat_clone.shim import _helper\nfrom compat_clone.core import __version__, public\n",
+        "alias.py": "from compat_clone.core import public as _public\n",
+        "user2.py": "from compat_clone.alias import _public\n",
     })
     found = [str(v) for v in check.check(src) if v.key.startswith("private-name")]
     tail = " (import names from a module's __all__)"
@@ -169,10 +172,11 @@ def test_private_names_across_modules(tmp_path: Path) -> None:
         "compat_clone/lazy.py:3: imports _CONST, private to compat_clone.core" + tail,
         "compat_clone/shim.py:1: imports _helper, private to compat_clone.core" + tail,
         "compat_clone/user.py:1: imports _helper, private to compat_clone.core, through compat_clone.shim" + tail,
+        "compat_clone/user2.py:1: imports _public, private to compat_clone.alias" + tail,  # its own alias
     ]
     assert [v.key for v in check.check(src) if v.key.startswith("private-name")] == [
         "private-name compat_clone/lazy.py:_CONST", "private-name compat_clone/shim.py:_helper",
-        "private-name compat_clone/user.py:_helper"]
+        "private-name compat_clone/user.py:_helper", "private-name compat_clone/user2.py:_public"]
 
 
 def test_family_compares_outside_families(tmp_path: Path) -> None:
