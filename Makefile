@@ -42,7 +42,8 @@ demo: $(VENV)/.stamp
 
 # `make lint`: mypy --strict over the package and ruff over package, tests,
 # bench and dev (pyproject.toml holds both configurations), then the structure
-# check (dev/structure_check.py: module and function sizes, no import cycle).
+# check (dev/structure_check.py: module and function sizes, no import cycle, the
+# seams; mypy follows it into its sibling modules structure_seams.py and structure_source.py).
 # `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy

@@ -1,4 +1,4 @@
-"""The structure check: sizes and the import graph of compat_clone (issue 24).
+"""The structure check: sizes, the import graph and the seams of compat_clone.
 
 Run by `make lint` and by tests/test_structure.py; reads the source with `ast`
 and imports nothing of it. The rules:
@@ -18,15 +18,41 @@ and imports nothing of it. The rules:
    Python imports on the way (``a`` for ``import a.b``) do not. ``importlib.import_module`` calls are not
    import statements and are not seen;
 4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``:
-   the library's face exports library names only.
+   the library's face exports library names only;
+5. no library module imports from ``compat_clone.tools``, by the same import
+   statements as rule 3. The library is every module outside ``tools/``,
+   less ``__main__.py`` (``python -m compat_clone``, the door to the tools'
+   command line, counts as a tool); the package ``__init__`` is rule 4's;
+6. no module imports another module's private name: a ``from X import _name``
+   anywhere in the module, where ``_name`` has one leading underscore (not a
+   dunder) and names no module (``from compat_clone import _dispatch``
+   imports a private *module*, which this rule leaves alone). The name's
+   owner is the module that binds it itself, found by following the
+   ``from ... import`` re-exports at the top level of ``X``; a module
+   importing its own name back is no violation. Relative imports are
+   resolved as in rule 3. Reported once per importing module and name;
+7. no family-name compare outside ``compat_clone/families/``: a ``Compare``
+   one of whose operands is ``"keras3"``, ``"tf_keras"`` or ``"keras2"``,
+   one of the constants ``KERAS3``, ``TF_KERAS``, ``KERAS2`` (a name or an
+   attribute), or a tuple, list or set of those only. A package-name compare
+   that looks alike is not one: a tuple that also holds ``"keras"`` or
+   ``"tensorflow"`` is a package tuple, and an operand named ``package`` or
+   ``root`` (a name or an attribute) holds a package name, so
+   ``package == "tf_keras"`` is not reported. Dict keys, subscripts and
+   tuples assigned to a name are not compares and are not seen;
+8. no test module (``tests/*.py``, beside ``src/``; not its subfolders) over
+   450 lines, as rule 1.
 
 Each violation is printed as ``path:line: what``; a cycle names its members
 and every import inside it (each one a place the cycle could be cut).
+Rules 5-7 live in dev/structure_seams.py, the parsed tree in
+dev/structure_source.py; this module holds the other rules, the KNOWN list
+and the command line.
 
 This is a developer check, not part of the distribution: it lives in dev/
 beside bench/, not in the package (a user never runs it) and not in tests/
 (the suite runs in every matrix environment, Python 3.7 included, where
-``ast`` has no end lines).
+``ast`` has no end lines and no ``unparse``).
 
 Usage: python dev/structure_check.py [--src DIR] [--strict]
 """
@@ -37,57 +63,160 @@ import argparse
 import ast
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-PACKAGE = "compat_clone"
+# The sibling modules import by their own names, whether this file runs as a
+# script (dev/ is then sys.path[0]) or is imported as dev.structure_check.
+_DEV = str(Path(__file__).resolve().parent)
+if _DEV not in sys.path:
+    sys.path.insert(0, _DEV)
+
+from structure_seams import family_compares, library_imports_tools, private_imports  # noqa: E402
+from structure_source import (  # noqa: E402
+    PACKAGE,
+    Import,
+    Module,
+    Violation,
+    import_graph,
+    imports_of,
+    load_modules,
+    load_tests,
+)
+
+__all__ = ["KNOWN", "PACKAGE", "Violation", "check", "main", "report"]
+
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Violations tolerated for a while, each with the branch that removes it, so
-# lint stays green while a fix lands elsewhere. Empty since issue 24 merged:
-# keep it that way. An entry whose violation is gone fails the check, so the
-# list cannot outlive its reason. Keys are the `key` of each Violation.
-KNOWN: Dict[str, str] = {}
-
-
-class Violation(NamedTuple):
-    key: str  # stable across line moves: what KNOWN lists
-    where: str  # path:line
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-    def tagged(self, tag: str) -> str:
-        """The violation with `tag` before its message: ``path:line: [tag] what``."""
-        return f"{self.where}: [{tag}] {self.message}"
-
-
-class Import(NamedTuple):
-    target: str  # the package module the statement names
-    line: int
-
-
-class Module(NamedTuple):
-    name: str  # dotted: compat_clone.tools.matrix.cli
-    path: Path
-    relpath: str  # compat_clone/tools/matrix/cli.py
-    tree: ast.Module
-    lines: int
-
-
-def load_modules(src: Path, package: str = PACKAGE) -> Dict[str, Module]:
-    """Every module of ``src/<package>``, parsed, by dotted name."""
-    modules: Dict[str, Module] = {}
-    for path in sorted((src / package).rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        text = path.read_text(encoding="utf-8")
-        relpath = path.relative_to(src).as_posix()
-        modules[".".join(parts)] = Module(".".join(parts), path, relpath, ast.parse(text, str(path)), len(text.splitlines()))
-    return modules
+# Violations tolerated for a while, each with the step that removes it, so
+# lint stays green while a fix lands elsewhere. An entry whose violation is
+# gone fails the check, so the list cannot outlive its reason: each step of
+# issue 35 deletes its entries. Keys are the `key` of each Violation.
+_STEP = "issue 35: goes with step {} of DESIGN-35 §5"
+_STEP3 = _STEP.format("3 (s35-placement: the backends' shared helpers get public names)")
+_STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
+_STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
+_STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
+_STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
+_STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
+_LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
+KNOWN: Dict[str, str] = {
+    **dict.fromkeys([
+        'private-name compat_clone/placement/__init__.py:_fw',
+        'private-name compat_clone/placement/__init__.py:_not_found',
+        'private-name compat_clone/placement/__init__.py:_assign_jax',
+        'private-name compat_clone/placement/__init__.py:_blend_jax',
+        'private-name compat_clone/placement/__init__.py:_fresh_copy_jax',
+        'private-name compat_clone/placement/__init__.py:_resolve_jax',
+        'private-name compat_clone/placement/__init__.py:_resolve_tf',
+        'private-name compat_clone/placement/__init__.py:_assign_torch',
+        'private-name compat_clone/placement/__init__.py:_blend_torch',
+        'private-name compat_clone/placement/__init__.py:_fresh_copy_torch',
+        'private-name compat_clone/placement/__init__.py:_resolve_torch',
+        'private-name compat_clone/placement/jax.py:_fw',
+        'private-name compat_clone/placement/jax.py:_model_variables',
+        'private-name compat_clone/placement/jax.py:_most_common',
+        'private-name compat_clone/placement/jax.py:_not_found',
+        'private-name compat_clone/placement/jax.py:_pair_variables',
+        'private-name compat_clone/placement/tensorflow.py:_fw',
+        'private-name compat_clone/placement/tensorflow.py:_model_variables',
+        'private-name compat_clone/placement/tensorflow.py:_most_common',
+        'private-name compat_clone/placement/tensorflow.py:_not_found',
+        'private-name compat_clone/placement/torch.py:_fw',
+        'private-name compat_clone/placement/torch.py:_model_variables',
+        'private-name compat_clone/placement/torch.py:_most_common',
+        'private-name compat_clone/placement/torch.py:_not_found',
+        'private-name compat_clone/placement/torch.py:_pair_variables',
+    ], _STEP3),
+    **dict.fromkeys([
+        'family-compare compat_clone/_dispatch.py:_backend: family == TF_KERAS',
+        'family-compare compat_clone/convert/_describe.py:describe: info.family not in (KERAS2, TF_KERAS)',
+        'family-compare compat_clone/convert/_describe.py:describe: info.family == KERAS2',
+        'family-compare compat_clone/convert/_describe.py:_batch_reader: info.family != KERAS2',
+        'family-compare compat_clone/convert/_probes.py:output_masks: family == KERAS2',
+        "family-compare compat_clone/convert/_source.py:keras_for: family == 'tf_keras'",
+        "family-compare compat_clone/convert/_source.py:read_model: family == 'keras2'",
+        "family-compare compat_clone/placement/__init__.py:_backend: family == 'tf_keras'",
+        "family-compare compat_clone/placement/__init__.py:_backend: family == 'keras3'",
+        "family-compare compat_clone/tools/convert/cli.py:_plan: info.family == 'keras3'",
+        "family-compare compat_clone/tools/convert/cli.py:_source_env: family not in ('keras2', 'tf_keras')",
+        "family-compare compat_clone/tools/convert/cli.py:_target_env: target.family != 'keras3'",
+        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'tf_keras'",
+        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'keras3'",
+        "family-compare compat_clone/tools/migrate/models.py:list_models: info.family == 'keras3'",
+        "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras2'",
+        "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras3'",
+        "family-compare compat_clone/tools/saved_models.py:SavedModelInfo.convertible: self.family in ('keras2', 'tf_keras')",
+        "family-compare compat_clone/tools/saved_models.py:detect: info.family != 'keras3'",
+        "family-compare compat_clone/tools/saved_models.py:keras3_env_for: dict(e.expect).get('family') == 'keras3'",
+        "family-compare compat_clone/tools/saved_models.py:_env_or_reason: family == 'keras3'",
+    ], _STEP5),
+    **dict.fromkeys([
+        'private-name compat_clone/tools/matrix/build.py:_editable_metadata',
+        'private-name compat_clone/tools/matrix/build.py:_expand_requirements',
+        'private-name compat_clone/tools/matrix/build.py:_post_install',
+        'private-name compat_clone/tools/matrix/build.py:_source_identity',
+        'private-name compat_clone/tools/matrix/build.py:_wheel_requirements',
+        'private-name compat_clone/tools/matrix/build.py:_Procs',
+        'private-name compat_clone/tools/matrix/build.py:_fmt_s',
+        'private-name compat_clone/tools/matrix/build.py:_Outcome',
+        'private-name compat_clone/tools/matrix/ci_install.py:_toml_loads',
+        'private-name compat_clone/tools/matrix/cli.py:_LOG_FILE',
+        'private-name compat_clone/tools/matrix/cli.py:_STAMP_FILE',
+        'private-name compat_clone/tools/matrix/cli.py:_find_uv',
+        'private-name compat_clone/tools/matrix/cli.py:_prepare_one',
+        'private-name compat_clone/tools/matrix/cli.py:_Procs',
+        'private-name compat_clone/tools/matrix/cli.py:_RESULTS_DIR',
+        'private-name compat_clone/tools/matrix/cli.py:_run_one',
+        'private-name compat_clone/tools/matrix/cli.py:_Outcome',
+        'private-name compat_clone/tools/matrix/cli.py:_tail',
+        'private-name compat_clone/tools/matrix/cli.py:_names_compat_clone',
+        'private-name compat_clone/tools/matrix/install.py:_Procs',
+        'private-name compat_clone/tools/matrix/install.py:_toml_loads',
+        'private-name compat_clone/tools/matrix/overlay.py:_toml_loads',
+        'private-name compat_clone/tools/matrix/progress.py:_fmt_s',
+        'private-name compat_clone/tools/matrix/report.py:_load_outcomes',
+        'private-name compat_clone/tools/matrix/report.py:_load_run',
+        'private-name compat_clone/tools/matrix/report.py:_Run',
+        'private-name compat_clone/tools/matrix/results.py:_Outcome',
+        'private-name compat_clone/tools/matrix/runner.py:_STAMP_FILE',
+        'private-name compat_clone/tools/matrix/runner.py:_ensure_built',
+        'private-name compat_clone/tools/matrix/runner.py:_env_lock',
+        'private-name compat_clone/tools/matrix/runner.py:_Procs',
+        'private-name compat_clone/tools/matrix/runner.py:_publish_results',
+        'private-name compat_clone/tools/matrix/runner.py:_write_outcome',
+        'private-name compat_clone/tools/matrix/runner.py:_counts_text',
+        'private-name compat_clone/tools/matrix/runner.py:_fmt_s',
+        'private-name compat_clone/tools/matrix/runner.py:_Outcome',
+        'private-name compat_clone/tools/matrix/sessions.py:_expand_requirements',
+    ], _STEP6),
+    **dict.fromkeys([
+        'private-name compat_clone/tools/matrix/build.py:_self_source',
+        'private-name compat_clone/tools/matrix/ci_install.py:_self_source',
+        'private-name compat_clone/tools/matrix/cli.py:_self_source',
+        'private-name compat_clone/tools/matrix/sessions.py:_self_source',
+    ], _STEP7),
+    **dict.fromkeys([
+        'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
+    ], _STEP8),
+    **dict.fromkeys([
+        'module tests/test_placement.py',
+    ], _STEP9),
+    **dict.fromkeys([
+        'module tests/features.py',
+        'module tests/holdings.py',
+        'module tests/test_convert.py',
+        'module tests/test_keras2.py',
+        'module tests/test_matrix.py',
+        'module tests/test_matrix_ci.py',
+        'module tests/test_migrate.py',
+        'module tests/test_migrate_idioms.py',
+        'module tests/test_native_guarantees.py',
+        'module tests/test_soft_update.py',
+        'module tests/zoo.py',
+    ], _LATER),
+}
 
 
 def module_sizes(modules: Dict[str, Module], limit: int = MAX_MODULE_LINES) -> List[Violation]:
@@ -128,40 +257,6 @@ def function_sizes(modules: Dict[str, Module], limit: int = MAX_FUNCTION_LINES) 
                 found.append(Violation(f"function {m.relpath}:{name}", f"{m.relpath}:{line}",
                                        f"function {name} has {lines} lines without its docstring (at most {limit})"))
     return found
-
-
-def _resolve(module: Module, level: int, name: Optional[str]) -> str:
-    """The absolute module a relative ``from`` names."""
-    if level == 0:
-        return name or ""
-    base = module.name.split(".")
-    if not module.path.name == "__init__.py":
-        base.pop()  # a plain module's package
-    if level > 1:
-        base = base[:len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
-
-
-def imports_of(module: Module, known: Set[str]) -> List[Import]:
-    """The package modules ``module``'s import statements name, anywhere in it."""
-    found: List[Import] = []
-    for node in ast.walk(module.tree):
-        if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, node.lineno) for alias in node.names if alias.name in known)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(module, node.level, node.module)
-            for alias in node.names:
-                child = f"{base}.{alias.name}"
-                if child in known:
-                    found.append(Import(child, node.lineno))
-            if base in known:
-                found.append(Import(base, node.lineno))
-    return sorted({i for i in found if i.target != module.name}, key=lambda i: (i.line, i.target))
-
-
-def import_graph(modules: Dict[str, Module]) -> Dict[str, List[Import]]:
-    known = set(modules)
-    return {name: imports_of(m, known) for name, m in modules.items()}
 
 
 def _components(graph: Dict[str, List[Import]]) -> List[List[str]]:
@@ -231,10 +326,11 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the four rules in ``src/<package>``, known ones included."""
+    """Every violation of the eight rules in ``src/<package>`` and ``tests/``, known ones included."""
     modules = load_modules(src, package)
     return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
-            + init_imports_tools(modules, package))
+            + init_imports_tools(modules, package) + library_imports_tools(modules, package)
+            + private_imports(modules) + family_compares(modules, package) + module_sizes(load_tests(src)))
 
 
 def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List[str], List[str], List[str]]:
@@ -253,9 +349,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         epilog=f"Modules at most {MAX_MODULE_LINES} lines; functions at most {MAX_FUNCTION_LINES} lines from `def` "
                "to their last line, the docstring excluded; no import cycle among the package's modules (a static graph of "
                "its import statements, TYPE_CHECKING and function-level ones included; `from a.b import c` imports "
-               "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools. Exit 1 on a "
+               "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools, and no "
+               "other library module does (tools/ and __main__.py are the tools); no module imports another module's "
+               "_private name (re-exports followed to the module that binds it); no family-name compare outside "
+               "compat_clone/families/; test modules (tests/*.py) at most as long as modules. Exit 1 on a "
                "violation not listed in KNOWN, or on a KNOWN entry that is fixed.")
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC, help="the folder holding compat_clone/ (default: src/)")
+    parser.add_argument("--src", type=Path, default=DEFAULT_SRC,
+                        help="the folder holding compat_clone/; tests/ beside it is read too (default: src/)")
     parser.add_argument("--strict", action="store_true", help="ignore the KNOWN list: report every violation")
     args = parser.parse_args(argv)
     new, still, gone = report(check(args.src), {} if args.strict else KNOWN)
