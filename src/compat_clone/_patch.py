@@ -227,8 +227,7 @@ class Patch:
 
     @property
     def modules(self) -> Tuple[str, ...]:
-        with _LOCK:
-            return tuple(sorted(_routed))
+        return tuple(routed_modules())
 
     def unpatch(self) -> None:
         """Undoes this handle's `patch()`; the last handle restores every name.
@@ -317,6 +316,11 @@ patched = patch
 
 
 def routed_modules() -> List[str]:
-    """The modules whose `clone_model` is routed now (for tests and `doctor`)."""
+    """The names of the modules whose `clone_model` is routed now, sorted.
+
+    Empty while no `Patch` handle is active. Not public API (not in
+    `__all__`): `Patch.modules` reads it, and the test suite checks with it
+    that no test left `patch()` active, without a handle of its own.
+    """
     with _LOCK:
         return sorted(_routed)
