@@ -54,8 +54,6 @@ def _tree() -> _Tree:
 class Keras3(Family):
     """Keras 3.0-3.15 on any backend."""
 
-    register_hint = "`@keras.saving.register_keras_serializable()`"
-
     def __init__(self, info: Any) -> None:
         super().__init__(info)
         # `compile_config_loads`' answers, by `id(model)`: asked at several steps
@@ -99,7 +97,7 @@ class Keras3(Family):
         try:  # compat_clone's own step (`native-exception-type`)
             _restore_single_outputs(layer, clone)
         except Exception as exc:
-            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+            raise layer_rebuild_error(layer, exc, self.register_hint()) from exc
         return clone
 
     def unsafe_scope(self) -> ContextManager[Any]:
