@@ -1,4 +1,4 @@
-"""The structure check: sizes and the import graph of compat_clone (issue 24).
+"""The structure check: the sizes of compat_clone's modules and functions, and its import graph.
 
 Run by `make lint` and by tests/test_structure.py; reads the source with `ast`
 and imports nothing of it. The rules:
@@ -45,8 +45,8 @@ MAX_FUNCTION_LINES = 80
 DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 
 # Violations tolerated for a while, each with the branch that removes it, so
-# lint stays green while a fix lands elsewhere. Empty since issue 24 merged:
-# keep it that way. An entry whose violation is gone fails the check, so the
+# lint stays green while a fix lands elsewhere. It is empty: keep it that
+# way. An entry whose violation is gone fails the check, so the
 # list cannot outlive its reason. Keys are the `key` of each Violation.
 KNOWN: Dict[str, str] = {}
 

@@ -1,4 +1,4 @@
-"""The package's structure (issue 24): sizes as signals, imports one way.
+"""The package's structure: module and function sizes as signals, imports one way.
 
 `dev/structure_check.py` (also run by `make lint`) holds the rules: no module
 over 450 lines, no function over 80 (docstring excluded), no import cycle in
