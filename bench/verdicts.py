@@ -27,7 +27,7 @@ GPU_CLONE_WEIGHTS = 1.20  # clone_model(copy_weights=True) of a >= 4 GB model / 
 HOST_SHARE = 0.05         # the host's peak while a GPU clone is made, as a share of its weights: no round trip
 AT_RAW = 1.10             # copy_weights / the framework's fastest copy; the soft update / its fastest blend in place
 
-# The raw op each weight row is measured against: the fastest the framework has (issue 36). Rows name theirs
+# The raw op each weight row is measured against: the fastest the framework has for that copy or blend. Rows name theirs
 # (`raw_op`, bench/backends.py `raw_copy_op` / `raw_blend_op`); rows written before they did (the GPU results of
 # 2026-11-27 in bench/gpu/) used LEGACY_OPS. A row measured against another op than its anchor has no verdict.
 ANCHORS = {("torch", "copy"): "torch Tensor.copy_ per tensor", ("torch", "soft"): "torch._foreach_lerp_",

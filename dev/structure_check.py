@@ -1,4 +1,4 @@
-"""The structure check: sizes, the import graph and the seams of compat_clone.
+"""The structure check: the sizes, the import graph and the seams of compat_clone.
 
 Run by `make lint` and by tests/test_structure.py; reads the source with `ast`
 and imports nothing of it. The rules:

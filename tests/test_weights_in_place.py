@@ -1,4 +1,4 @@
-"""Repeated weight updates write into the target's own buffers (issue 36).
+"""Repeated weight updates write into the target's own buffers, not new ones.
 
 * JAX: the soft update donates each target array that only its variable
   holds: the blend is written into that buffer (no new allocation per step),

@@ -227,8 +227,7 @@ class Patch:
 
     @property
     def modules(self) -> Tuple[str, ...]:
-        with _LOCK:
-            return tuple(sorted(_routed))
+        return tuple(routed_modules())
 
     def unpatch(self) -> None:
         """Undoes this handle's `patch()`; the last handle restores every name.
@@ -274,7 +273,8 @@ def patch() -> Patch:
     `clone_model` is still the native function; a library that bound the
     function to a name of its own before the call (`from keras.models import
     clone_model`) keeps the native one: call `patch()` before importing it.
-    Idempotent and thread-safe; imports no framework.
+    Idempotent and thread-safe; imports no framework. `compat_clone.patched`
+    is this same function, an alias kept for existing code.
 
     Returns:
         A `Patch` handle: `handle.unpatch()` (or leaving its `with` block)
@@ -290,6 +290,9 @@ def patch() -> Patch:
     >>> handle.unpatch()
     >>> keras.models.clone_model.__module__
     'keras.src.models.cloning'
+    >>> with compat_clone.patch() as handle:
+    ...     "keras.models" in handle.modules
+    True
     """
     global _holders, _finder
     # Loaded before the lock: `_native` and `api` import nothing else later.
@@ -307,24 +310,17 @@ def patch() -> Patch:
     return Patch()
 
 
-def patched() -> Patch:
-    """`with compat_clone.patched(): ...`: `patch()` for the block, undone on exit.
-
-    Returns:
-        The `Patch` handle (a context manager).
-
-    Example:
-
-    >>> import keras
-    >>> import compat_clone
-    >>> with compat_clone.patched() as handle:
-    ...     "keras.models" in handle.modules
-    True
-    """
-    return patch()
+#: The same function as `patch` (`patched is patch`): an alias kept for code
+#: written as `with compat_clone.patched(): ...`.
+patched = patch
 
 
 def routed_modules() -> List[str]:
-    """The modules whose `clone_model` is routed now (for tests and `doctor`)."""
+    """The names of the modules whose `clone_model` is routed now, sorted.
+
+    Empty while no `Patch` handle is active. Not public API (not in
+    `__all__`): `Patch.modules` reads it, and the test suite checks with it
+    that no test left `patch()` active, without a handle of its own.
+    """
     with _LOCK:
         return sorted(_routed)

@@ -78,7 +78,7 @@ class Cloner(LayerCloner):
                 # default, `from_config(get_config())` (compat_clone's own
                 # steps raise `UnsupportedModelError` themselves): the same
                 # object goes on, its type the one native lets through.
-                raise layer_rebuild_note(layer, exc, family.register_hint)
+                raise layer_rebuild_note(layer, exc, family.register_hint())
         self.layer_map[id(layer)] = (layer, new)
         return new
 

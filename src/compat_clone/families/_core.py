@@ -47,11 +47,12 @@ class Family(abc.ABC):
         info: the model's `FamilyInfo` (family, package, version, backend).
     """
 
-    #: how a custom class is registered, for error messages
-    register_hint = "`@keras.saving.register_keras_serializable()`"
-
     def __init__(self, info: Any) -> None:
         self.info = info
+
+    def register_hint(self) -> str:
+        """How a custom class is registered, as error messages spell it (Keras 3's by default)."""
+        return "`@keras.saving.register_keras_serializable()`"
 
     # -- the family's classes ------------------------------------------------
 
@@ -109,7 +110,7 @@ class Family(abc.ABC):
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+            raise layer_rebuild_error(layer, exc, self.register_hint()) from exc
 
     def layer_scope(self, source_layer: Any) -> ContextManager[Any]:
         """Where a cloned layer's variables are created when it is called."""

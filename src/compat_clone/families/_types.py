@@ -1,4 +1,4 @@
-"""The data one clone passes between its rooms: what was asked, a graph's calls, compile settings.
+"""The data passed between the modules of one clone: what was asked, a graph's calls, compile settings.
 
 Nothing here clones: these are the types the driver (`_driver.py`), the
 cloning engine (`_cloner.py`), the contract (`_core.Family`) and the family

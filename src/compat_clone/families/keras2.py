@@ -47,14 +47,13 @@ def _to_list(x: Any) -> List[Any]:
 class Keras2(Family):
     """Standalone Keras 2.0-2.3, graph mode."""
 
-    register_hint = (
-        "`keras.utils.get_custom_objects()[name] = cls` (standalone Keras 2 has no "
-        "`register_keras_serializable` decorator)"
-    )
-
     def __init__(self, info: Any) -> None:
         super().__init__(info)
         self.device: Optional[str] = None
+
+    def register_hint(self) -> str:
+        way = "`keras.utils.get_custom_objects()[name] = cls`"
+        return f"{way} (standalone Keras 2 has no `register_keras_serializable` decorator)"
 
     def keras(self) -> Any:
         return _k()

@@ -54,7 +54,11 @@ def _tree() -> _Tree:
 class Keras3(Family):
     """Keras 3.0-3.15 on any backend."""
 
-    register_hint = "`@keras.saving.register_keras_serializable()`"
+    def __init__(self, info: Any) -> None:
+        super().__init__(info)
+        # `compile_config_loads`' answers, by `id(model)`: asked at several steps
+        # of one clone, deserialized once per model (this object serves one call).
+        self._config_loads: Dict[int, bool] = {}
 
     def keras(self) -> Any:
         import keras
@@ -93,7 +97,7 @@ class Keras3(Family):
         try:  # compat_clone's own step (`native-exception-type`)
             _restore_single_outputs(layer, clone)
         except Exception as exc:
-            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+            raise layer_rebuild_error(layer, exc, self.register_hint()) from exc
         return clone
 
     def unsafe_scope(self) -> ContextManager[Any]:
@@ -278,9 +282,7 @@ class Keras3(Family):
         """
         if not getattr(model, "compiled", False):
             return True
-        # Asked at several steps of one clone: deserialized once per model
-        # (this Family object serves one clone_model call).
-        known: Dict[int, bool] = self.__dict__.setdefault("_config_loads", {})
+        known = self._config_loads
         if id(model) not in known:
             from keras.src.saving import serialization_lib
 

@@ -41,8 +41,7 @@ class TfKeras(Family):
             return _tf().keras
         return importlib.import_module(self.info.package)
 
-    @property
-    def register_hint(self) -> str:  # type: ignore[override]
+    def register_hint(self) -> str:
         keras = self.keras()
         name = getattr(keras, "__name__", "tf_keras")
         if hasattr(getattr(keras, "saving", None), "register_keras_serializable"):

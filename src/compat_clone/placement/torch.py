@@ -158,8 +158,8 @@ def _assign_torch(pairs: Pairs) -> None:
 # A tensor this large is copied on its own (`copy_`: a cudaMemcpy on a GPU, a
 # parallel memcpy on the CPU); smaller ones in one `_foreach_copy_`, whose
 # single launch wins where launches cost more than the bytes (measured on an
-# H100 for issue 36: `_foreach_copy_` of 4.3 GB in Dense(16384) kernels took
-# 1.27x the time of `clone()` per tensor).
+# H100: `_foreach_copy_` of 4.3 GB in Dense(16384) kernels took 1.27x the time
+# of `clone()` per tensor).
 _MEMCPY_BYTES = 1 << 24
 
 
