@@ -94,7 +94,6 @@ DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 # gone fails the check, so the list cannot outlive its reason: each step of
 # issue 35 deletes its entries. Keys are the `key` of each Violation.
 _STEP = "issue 35: goes with step {} of DESIGN-35 §5"
-_STEP3 = _STEP.format("3 (s35-placement: the backends' shared helpers get public names)")
 _STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
 _STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
 _STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
@@ -103,33 +102,6 @@ _STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/s
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
     **dict.fromkeys([
-        'private-name compat_clone/placement/__init__.py:_fw',
-        'private-name compat_clone/placement/__init__.py:_not_found',
-        'private-name compat_clone/placement/__init__.py:_assign_jax',
-        'private-name compat_clone/placement/__init__.py:_blend_jax',
-        'private-name compat_clone/placement/__init__.py:_fresh_copy_jax',
-        'private-name compat_clone/placement/__init__.py:_resolve_jax',
-        'private-name compat_clone/placement/__init__.py:_resolve_tf',
-        'private-name compat_clone/placement/__init__.py:_assign_torch',
-        'private-name compat_clone/placement/__init__.py:_blend_torch',
-        'private-name compat_clone/placement/__init__.py:_fresh_copy_torch',
-        'private-name compat_clone/placement/__init__.py:_resolve_torch',
-        'private-name compat_clone/placement/jax.py:_fw',
-        'private-name compat_clone/placement/jax.py:_model_variables',
-        'private-name compat_clone/placement/jax.py:_most_common',
-        'private-name compat_clone/placement/jax.py:_not_found',
-        'private-name compat_clone/placement/jax.py:_pair_variables',
-        'private-name compat_clone/placement/tensorflow.py:_fw',
-        'private-name compat_clone/placement/tensorflow.py:_model_variables',
-        'private-name compat_clone/placement/tensorflow.py:_most_common',
-        'private-name compat_clone/placement/tensorflow.py:_not_found',
-        'private-name compat_clone/placement/torch.py:_fw',
-        'private-name compat_clone/placement/torch.py:_model_variables',
-        'private-name compat_clone/placement/torch.py:_most_common',
-        'private-name compat_clone/placement/torch.py:_not_found',
-        'private-name compat_clone/placement/torch.py:_pair_variables',
-    ], _STEP3),
-    **dict.fromkeys([
         'family-compare compat_clone/_dispatch.py:_backend: family == TF_KERAS',
         'family-compare compat_clone/convert/_describe.py:describe: info.family not in (KERAS2, TF_KERAS)',
         'family-compare compat_clone/convert/_describe.py:describe: info.family == KERAS2',
@@ -137,8 +109,8 @@ KNOWN: Dict[str, str] = {
         'family-compare compat_clone/convert/_probes.py:output_masks: family == KERAS2',
         "family-compare compat_clone/convert/_source.py:keras_for: family == 'tf_keras'",
         "family-compare compat_clone/convert/_source.py:read_model: family == 'keras2'",
-        "family-compare compat_clone/placement/__init__.py:_backend: family == 'tf_keras'",
-        "family-compare compat_clone/placement/__init__.py:_backend: family == 'keras3'",
+        "family-compare compat_clone/placement/__init__.py:_backend_name: family == 'tf_keras'",
+        "family-compare compat_clone/placement/__init__.py:_backend_name: family == 'keras3'",
         "family-compare compat_clone/tools/convert/cli.py:_plan: info.family == 'keras3'",
         "family-compare compat_clone/tools/convert/cli.py:_source_env: family not in ('keras2', 'tf_keras')",
         "family-compare compat_clone/tools/convert/cli.py:_target_env: target.family != 'keras3'",
