@@ -77,7 +77,7 @@ def clone_ratios(ctx: Ctx) -> List[Dict[str, Any]]:
             K.models.clone_model(model), compat_clone.clone_model(model)
     rows = []
     for key, title, build in MODELS:
-        model, times = _pairs(ctx, lambda: build(K), ctx.plan.pairs)
+        model, times = _pairs(ctx, lambda build=build: build(K), ctx.plan.pairs)
         if ctx.family == "keras2":
             ctx.fresh()
             model = build(K)
@@ -95,12 +95,12 @@ def growth(ctx: Ctx) -> List[Dict[str, Any]]:
     """Clone time at each chain depth; where it grows past the target, what grows (a profile)."""
     rows: List[Dict[str, Any]] = []
     for depth in ctx.plan.growth:
-        model, times = _pairs(ctx, lambda: relu_chain(ctx.K, depth), ctx.plan.pairs if depth <= 1000 else 2)
+        model, times = _pairs(ctx, lambda depth=depth: relu_chain(ctx.K, depth), ctx.plan.pairs if depth <= 1000 else 2)
         row: Dict[str, Any] = {"layers": depth, "times": times}
         if ctx.family == "tf_keras":
             # compat_clone delegates a plain tf.keras clone to the native one; with a
             # `call_function` it runs its own graph walk: timed once, for our own growth.
-            row["walk"] = interleave({"walk": lambda: compat_clone.clone_model(model, call_function=_call_layer)},
+            row["walk"] = interleave({"walk": lambda model=model: compat_clone.clone_model(model, call_function=_call_layer)},
                                      1, warmup=False)["walk"]["cpu"][0]
         rows.append(row)
     first, last = rows[0]["times"]["compat"]["cpu"], rows[-1]["times"]["compat"]["cpu"]

@@ -66,7 +66,7 @@ def resolve(module: Module, level: int, name: Optional[str]) -> str:
     if level == 0:
         return name or ""
     base = module.name.split(".")
-    if not module.path.name == "__init__.py":
+    if module.path.name != "__init__.py":
         base.pop()  # a plain module's package
     if level > 1:
         base = base[:len(base) - (level - 1)]

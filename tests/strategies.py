@@ -154,7 +154,7 @@ def graph_specs(draw: Any, max_ops: int = 7) -> GraphSpec:
             add(("dense", i, units, act), [Tensor(t.kind, units, t.steps, t.masked)], [i])
         elif name == "shared":
             j, d = draw(st.sampled_from([(j, d) for j, d in denses if float_idx(lambda t, d=d: t.dim == d)]))
-            i = draw(st.sampled_from(float_idx(lambda t: t.dim == d)))
+            i = draw(st.sampled_from(float_idx(lambda t, d=d: t.dim == d)))
             t = tensors[i]
             add(("shared", j, i), [Tensor(t.kind, ops[j][2], t.steps, t.masked)], [i])
         elif name == "lambda":
@@ -345,10 +345,7 @@ def run_model(model: Any, xs: List[np.ndarray]) -> List[np.ndarray]:
 
     family = compat_clone.family_of(model).family
     feed: Any = xs if len(xs) > 1 else xs[0]
-    if family == "keras2":
-        result = model.predict(feed, batch_size=len(xs[0]))
-    else:
-        result = model(feed, training=False)
+    result = model.predict(feed, batch_size=len(xs[0])) if family == "keras2" else model(feed, training=False)
     if not isinstance(result, (list, tuple)):
         result = [result]
     if family == "keras3":

@@ -189,7 +189,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     assert description.source["family"] == ("keras2" if env.startswith("keras-2") else "tf_keras")
     custom = {"Scale": convert_zoo.keras3_scale_class(keras)} if case["custom"] else None
     tolerance = {"rtol": case["rtol"], "atol": case["atol"]}
-    if name == "pure_lambda" and description.source["python"] != "%d.%d" % sys.version_info[:2]:
+    if name == "pure_lambda" and description.source["python"] != "{}.{}".format(*sys.version_info[:2]):
         # A source environment on another Python (tf.keras-2.4: 3.8, tf.keras-2.12: 3.9): a
         # Lambda's bytecode loads only in the Python that wrote it, so it is refused by name
         # with the way out, which is then taken.

@@ -177,10 +177,8 @@ def test_patch_and_clone_from_several_threads(K: Any) -> None:
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    if compat_clone.family_of(model).family == "keras2":
-        work_threads = 1  # standalone Keras 2: one TF1 graph per thread; the lock is tested elsewhere
-    else:
-        work_threads = 4
+    # Standalone Keras 2: one TF1 graph per thread; the lock is tested elsewhere.
+    work_threads = 1 if compat_clone.family_of(model).family == "keras2" else 4
     barrier = threading.Barrier(work_threads)
     threads = [threading.Thread(target=work) for _ in range(work_threads)]
     for thread in threads:

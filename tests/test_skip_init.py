@@ -256,7 +256,7 @@ def test_clone_with_weights_under_a_distribution_is_exact(K: Any) -> None:
 def _committed(array: Any) -> bool:
     flag = getattr(array, "committed", None)
     if flag is None:
-        flag = getattr(array, "_committed")
+        flag = array._committed
     return bool(flag)
 
 

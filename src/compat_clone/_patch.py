@@ -31,6 +31,7 @@ names are restored when the last handle is undone.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import types
@@ -135,7 +136,7 @@ def _route(module: types.ModuleType) -> None:
     if native is None:
         return
     router = _router_for(native)
-    setattr(module, "clone_model", router)
+    setattr(module, "clone_model", router)  # noqa: B010 (ModuleType declares no clone_model for mypy)
     _routed[module.__name__] = (module, native, router)
 
 
@@ -146,13 +147,13 @@ def _route_loaded() -> None:
 
 
 def _restore() -> None:
-    for name, (module, native, router) in list(_routed.items()):
+    for module, native, router in list(_routed.values()):
         try:
             current = vars(module).get("clone_model")
         except TypeError:
             current = None
         if current is router:  # a name rebound since by someone else stays theirs
-            setattr(module, "clone_model", native)
+            setattr(module, "clone_model", native)  # noqa: B010 (ModuleType declares no clone_model for mypy)
     _routed.clear()
 
 
@@ -244,10 +245,8 @@ class Patch:
             if _holders:
                 return
             if _finder is not None:
-                try:
+                with contextlib.suppress(ValueError):  # removed by someone else
                     sys.meta_path.remove(_finder)
-                except ValueError:  # removed by someone else
-                    pass
                 _finder = None
             _restore()
 

@@ -103,7 +103,7 @@ def describe(
             "package": info.package,
             "version": info.version,
             "backend": str(info.backend),
-            "python": "%d.%d" % sys.version_info[:2],
+            "python": "{}.{}".format(*sys.version_info[:2]),
         },
         architecture=architecture,
         weights=weights,

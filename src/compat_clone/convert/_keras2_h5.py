@@ -56,7 +56,7 @@ def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> 
             )
         config = json.loads(_text(f.attrs["model_config"]))
         model = saving.model_from_config(config, custom_objects=dict(custom_objects or {}))
-        group = f["model_weights"] if "model_weights" in f else f
+        group = f.get("model_weights", f)
         version = _text(group.attrs["keras_version"]) if "keras_version" in group.attrs else "1"
         backend = _text(group.attrs["backend"]) if "backend" in group.attrs else None
         saved = []

@@ -138,10 +138,9 @@ def accepted_arguments(cls: type) -> Optional[set[str]]:
         except (TypeError, ValueError):
             return None
         names.update(p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
-        if klass.__module__.partition(".")[0] != "keras":
-            # A custom class taking **kwargs may consume anything: do not judge.
-            if any(p.kind is p.VAR_KEYWORD for p in params) and klass is cls:
-                return None
+        # A custom class taking **kwargs may consume anything: do not judge.
+        if klass.__module__.partition(".")[0] != "keras" and klass is cls and any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
     names.discard("self")
     return names
 

@@ -78,7 +78,7 @@ class Cloner(LayerCloner):
                 # default, `from_config(get_config())` (compat_clone's own
                 # steps raise `UnsupportedModelError` themselves): the same
                 # object goes on, its type the one native lets through.
-                raise layer_rebuild_note(layer, exc, family.register_hint())
+                raise layer_rebuild_note(layer, exc, family.register_hint())  # noqa: B904 (the caught exception re-raised)
         self.layer_map[id(layer)] = (layer, new)
         return new
 
@@ -124,7 +124,7 @@ class Cloner(LayerCloner):
         try:
             self.family.config_round_trip(layer)
         except Exception as exc:
-            raise add_note(exc, "compat_clone: " + revived_text(layer))
+            raise add_note(exc, "compat_clone: " + revived_text(layer))  # noqa: B904 (the caught exception re-raised)
         raise UnsupportedModelError(revived_text(layer))
 
     def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
@@ -174,7 +174,7 @@ class Cloner(LayerCloner):
         except Exception as exc:
             # `wrapped-user-exception`: the same object, as the native call
             # lets it through (a library's `except` must still catch it).
-            raise add_note(
+            raise add_note(  # noqa: B904 (the caught exception re-raised)
                 exc,
                 f"compat_clone: raised by `clone_function` on layer {layer.name!r} "
                 f"({type(layer).__name__}).",
@@ -203,7 +203,7 @@ class Cloner(LayerCloner):
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise add_note(  # `wrapped-user-exception`: the same object, with a note
+            raise add_note(  # noqa: B904 (`wrapped-user-exception`: the same object, with a note)
                 exc,
                 f"compat_clone: raised by `call_function` on layer "
                 f"{getattr(source_layer, 'name', source_layer)!r}.",
@@ -283,7 +283,8 @@ class Cloner(LayerCloner):
             try:
                 new = structural_clone(model, self._clone_part, is_layer, family.bare_model)
             except Refused as why:
-                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")
+                # The caught exception itself, re-raised (its type the one native lets through).
+                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")  # noqa: B904
         copy_plain_attributes(model, new, family.bare_model)
         family.build_like(model, new)
         try:

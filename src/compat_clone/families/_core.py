@@ -202,7 +202,7 @@ class Family(abc.ABC):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         """A functional model of the source's class where it can be, else the base class."""
 
-    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:
+    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
         """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
 
     # -- native calls that are right --------------------------------------------
@@ -243,7 +243,7 @@ class Family(abc.ABC):
             raise
         except Exception as exc:  # NotImplementedError (no get_config), TypeError...
             if self._native_fails_alike(model, exc):
-                raise subclassed_rebuild_note(model, exc)
+                raise subclassed_rebuild_note(model, exc)  # noqa: B904 (the caught exception re-raised)
             raise subclassed_rebuild_error(model, exc) from exc
 
     def _native_fails_alike(self, model: Any, exc: BaseException) -> bool:
@@ -262,7 +262,7 @@ class Family(abc.ABC):
         """A model of this Keras with nothing in it: the attributes Keras itself gives every model."""
         return self.keras().Model()
 
-    def build_like(self, source: Any, new: Any) -> None:
+    def build_like(self, source: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
         """Builds `new`, a subclassed model's clone, as `source` was built (nothing where it is).
 
         A subclassed model rebuilt from its config, or made anew from its

@@ -322,10 +322,8 @@ def _blend_one_pass(tf: Any, src: Any, dst: Any, lr: Any, l1: Any, l2: Any) -> L
     index_dtype = tf.int32 if rows < 2**31 else tf.int64
     updates = []
     for start, stop in zip(bounds, bounds[1:]):
-        if pieces == 1:
-            grad = src
-        else:  # a slice along the first axis: a view of the source's buffer, not a copy
-            grad = tf.strided_slice(src, [start] + [0] * (len(shape) - 1), [stop] + shape[1:])
+        # One piece is the source itself; a slice along the first axis is a view of its buffer, not a copy.
+        grad = src if pieces == 1 else tf.strided_slice(src, [start] + [0] * (len(shape) - 1), [stop] + shape[1:])
         rows_ = tf.range(start, stop, dtype=index_dtype)
         if dst.dtype._is_ref_dtype:  # TF 1.x variables, and compat.v1 without resource variables
             updates.append(tf.raw_ops.SparseApplyProximalGradientDescent(

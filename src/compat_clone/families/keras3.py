@@ -235,7 +235,7 @@ class Keras3(Family):
         except Exception as exc:
             # `native-exception-type`: the native call's own exception, the
             # same object, with the advice as a note.
-            raise subclassed_rebuild_note(model, exc)
+            raise subclassed_rebuild_note(model, exc)  # noqa: B904 (the caught exception re-raised)
 
     def build_like(self, source: Any, new: Any) -> None:
         # Keras 3 records the shapes a layer was built with (`get_build_config`);

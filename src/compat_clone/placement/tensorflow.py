@@ -130,19 +130,19 @@ def _tf_plan(tf: Any, src: Any, dst: Any) -> List[Tuple[Any, Any]]:
             s.device == d.device for s, d in zip(src_parts, dst_parts)
         ):
             return list(zip(src_parts, dst_parts))
-    if dst_dist:
-        # A sync-on-read SUM variable refuses a cross-replica assign (TF 2.x):
-        # find out now, before any target was written.
-        if (
-            getattr(dst, "synchronization", None) == tf.VariableSynchronization.ON_READ
-            and getattr(dst, "aggregation", None) == tf.VariableAggregation.SUM
-        ):
-            raise InvalidArgumentError(
-                f"Cannot copy into the sync-on-read SUM variable {dst.name!r} from a "
-                f"variable of another layout ({type(src).__name__} on {src.device!r}). "
-                "Nothing was copied. Clone the target under the source's strategy "
-                "(compat_clone.clone_model(source) does so by default)."
-            )
+    # A sync-on-read SUM variable refuses a cross-replica assign (TF 2.x):
+    # find out now, before any target was written.
+    if (
+        dst_dist
+        and getattr(dst, "synchronization", None) == tf.VariableSynchronization.ON_READ
+        and getattr(dst, "aggregation", None) == tf.VariableAggregation.SUM
+    ):
+        raise InvalidArgumentError(
+            f"Cannot copy into the sync-on-read SUM variable {dst.name!r} from a "
+            f"variable of another layout ({type(src).__name__} on {src.device!r}). "
+            "Nothing was copied. Clone the target under the source's strategy "
+            "(compat_clone.clone_model(source) does so by default)."
+        )
     return [(src, dst)]
 
 
@@ -179,7 +179,7 @@ def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
             gen.assign_variable_op(dst.handle, value)
         return
     for i, (src, dst) in enumerate(plan):
-        dst.assign(early[i] if i in early else src, read_value=False)
+        dst.assign(early.get(i, src), read_value=False)
 
 
 def _aliased_sources(plan: List[Tuple[Any, Any]]) -> List[int]:

@@ -83,7 +83,7 @@ def _keras_device_scope(name: str) -> ContextManager[Any]:
     # The torch backend's `device_scope(name)` sets the device its variables
     # are created on (Keras 3.0-3.15.1; `keras.device` fronts it since 3.1).
     core = sys.modules.get("keras.src.backend.torch.core")
-    scope_fn: Any = getattr(core, "device_scope", None) or getattr(framework("keras"), "device")
+    scope_fn: Any = getattr(core, "device_scope", None) or framework("keras").device
     return scope_fn(name)  # type: ignore[no-any-return]
 
 

@@ -110,12 +110,12 @@ def _self_check(K: Any) -> List[Dict[str, Any]]:
             row.update(native="n/a", compat="n/a", detail=f"cannot build here: {_short(exc)}")
             rows.append(row)
             continue
-        def native() -> Any:
+        def native(model: Any = model) -> Any:
             clone = K.models.clone_model(model)
             clone.set_weights(model.get_weights())
             return clone
 
-        def compat() -> Any:
+        def compat(model: Any = model) -> Any:
             return compat_clone.clone_model(model, copy_weights=True)
 
         for side, fn in (("native", native), ("compat", compat)):

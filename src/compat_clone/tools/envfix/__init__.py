@@ -21,6 +21,7 @@ import importlib
 import os
 import sys
 from typing import Any, Dict, Sequence, Tuple
+import contextlib
 
 __all__ = ["FIXUPS", "install_into", "activate", "apply_now", "pth_filename"]
 
@@ -69,10 +70,8 @@ class _LazyFixupFinder:
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
         if fullname not in self.triggers:
             return None
-        try:
+        with contextlib.suppress(ValueError):
             sys.meta_path.remove(self)
-        except ValueError:
-            pass
         apply_now(self.fixup_name)
         return None
 

@@ -58,6 +58,7 @@ import os
 import sys
 import threading
 from typing import Any, Dict
+import contextlib
 
 __all__ = ["apply"]
 
@@ -172,10 +173,8 @@ class _KerasPatchFinder:
             patch(module)
             self.pending.pop(fullname, None)
             if not self.pending:
-                try:
+                with contextlib.suppress(ValueError):
                     sys.meta_path.remove(self)
-                except ValueError:
-                    pass
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
