@@ -90,7 +90,7 @@ def families_here() -> List[str]:
     claimed = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if claimed:
         return [claimed]
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     found: List[str] = []
     for package in ("keras", "tf_keras"):

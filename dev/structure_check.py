@@ -102,7 +102,6 @@ _STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/s
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
     **dict.fromkeys([
-        'family-compare compat_clone/_dispatch.py:_backend: family == TF_KERAS',
         'family-compare compat_clone/convert/_describe.py:describe: info.family not in (KERAS2, TF_KERAS)',
         'family-compare compat_clone/convert/_describe.py:describe: info.family == KERAS2',
         'family-compare compat_clone/convert/_describe.py:_batch_reader: info.family != KERAS2',

@@ -102,7 +102,7 @@ def families_under_test() -> List[str]:
     if _importable("keras"):
         import keras
 
-        from compat_clone._dispatch import family_for  # the one version -> family rule
+        from compat_clone.families.registry import family_for  # the one version -> family rule
 
         found.append(family_for("keras", keras.__version__))
     if "tf_keras" not in found and _importable("tf_keras"):

@@ -12,7 +12,7 @@ import pytest
 from tests._py import zip_strict
 
 import compat_clone
-from compat_clone import _dispatch
+from compat_clone.families import registry as _dispatch
 
 FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "jax", "torch", "numpy")
 

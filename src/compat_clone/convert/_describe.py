@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
+from compat_clone.families.registry import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
 from compat_clone.convert._format import Description, ProbeSet, WeightRecord
 from compat_clone.convert._layer_outputs import record

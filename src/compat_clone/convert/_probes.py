@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2
+from compat_clone.families.registry import KERAS2
 from compat_clone._walk import walk
 from compat_clone.convert._lengths import OPEN_DIM, Attempt, find_length, open_dims, summary
 from compat_clone.errors import InvalidArgumentError, ProbeInputError

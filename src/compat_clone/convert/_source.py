@@ -32,7 +32,7 @@ def keras_for(family: str) -> Any:
     Raises:
         InvalidArgumentError: this environment's `keras` is of another family.
     """
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     if family == "tf_keras":
         try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, ContextManager, Optional
 
-from compat_clone._dispatch import adapter_for
+from compat_clone.families.registry import adapter_for
 from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner
 from compat_clone.families._core import Family

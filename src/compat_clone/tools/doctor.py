@@ -23,7 +23,7 @@ from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
 from compat_clone._compat import metadata
-from compat_clone._dispatch import family_for
+from compat_clone.families.registry import family_for
 
 __all__ = ["add_arguments", "run", "collect"]
 

@@ -246,7 +246,7 @@ def _family(version: Optional[str]) -> Optional[str]:
         return None
     if version.endswith("-tf"):  # tf.keras inside TensorFlow 1.x / 2.0-2.3: "2.2.4-tf"
         return "tf_keras"
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     return family_for("keras", version)
 

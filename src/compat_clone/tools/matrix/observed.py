@@ -5,7 +5,7 @@ the claimed family *would* import. This module looks afterwards at what the
 tests *did* use, in each process that ran tests (the pytest plugin collects it
 from xdist workers too):
 
-- the model classes compat_clone classified (`compat_clone._dispatch.classes_seen`):
+- the model classes compat_clone classified (`compat_clone.families.registry.classes_seen`):
   their family, package and version;
 - the Keras modules imported (``keras``, ``tf_keras``, and TensorFlow's
   in-tree ``tensorflow.python.keras`` of TF <= 2.5), with their family.
@@ -39,11 +39,11 @@ def _version(module: Any) -> str:
 def observe() -> Dict[str, Any]:
     """This process's record: ``{"models": {class: [family, package, version]}, "modules": {module: [family, version]}}``."""
     models: Dict[str, List[str]] = {}
-    dispatch = sys.modules.get("compat_clone._dispatch")
+    dispatch = sys.modules.get("compat_clone.families.registry")
     if dispatch is not None:
         models = {name: list(found) for name, found in dispatch.classes_seen().items()}
     modules: Dict[str, List[str]] = {}
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     for name in ("keras", "tf_keras"):
         module = sys.modules.get(name)

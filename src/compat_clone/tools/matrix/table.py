@@ -160,7 +160,7 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
     The version -> family rule is compat_clone's own (`family_for`), not a
     second copy: ``keras2`` claims need a 2.0-2.3 version, ``keras3`` a 3.x.
     """
-    from compat_clone._dispatch import KERAS2, KERAS3, TF_KERAS, family_for
+    from compat_clone.families.registry import KERAS2, KERAS3, TF_KERAS, family_for
     from compat_clone.tools.matrix.claim import MODULE_FAMILIES
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
