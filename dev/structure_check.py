@@ -25,7 +25,7 @@ and imports nothing of it. The rules:
    command line, counts as a tool); the package ``__init__`` is rule 4's;
 6. no module imports another module's private name: a ``from X import _name``
    anywhere in the module, where ``_name`` has one leading underscore (not a
-   dunder) and names no module (``from compat_clone import _dispatch``
+   dunder) and names no module (``from compat_clone.families import _driver``
    imports a private *module*, which this rule leaves alone). The name's
    owner is the module that binds it itself, found by following the
    ``from ... import`` re-exports at the top level of ``X``; a module
