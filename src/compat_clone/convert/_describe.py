@@ -20,7 +20,7 @@ from compat_clone.convert._format import Description, ProbeSet, WeightRecord
 from compat_clone.convert._layer_outputs import record
 from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
-from compat_clone.families.registry import FamilyInfo, entry, family_of
+from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, entry, family_of
 
 __all__ = ["describe"]
 
@@ -224,7 +224,7 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
             value, "__module__", None
         )
         root = (module or "").partition(".")[0]
-        if root in ("tensorflow", "keras", "tf_keras"):
+        if root in OWNER_PACKAGES:
             found.append({"kind": "lambda_framework", "layer": path, "name": name,
                           "module": module, "function": getattr(fn, "__qualname__", "?")})
         elif _is_module(value):
