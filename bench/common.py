@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib
 import os
 import time
 from importlib import metadata
@@ -90,27 +89,20 @@ def families_here() -> List[str]:
     claimed = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if claimed:
         return [claimed]
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import installed_families
 
     found: List[str] = []
-    for package in ("keras", "tf_keras"):
-        try:
-            family = family_for(package, metadata.version(package))
-        except metadata.PackageNotFoundError:
-            continue
+    for family, _, _ in installed_families():
         if family not in found:
             found.append(family)
     return found
 
 
 def keras_module(family: str) -> Any:
-    """The Keras that builds models of `family` (`tf.keras` where there is no `tf_keras`)."""
-    if family != "tf_keras":
-        return importlib.import_module("keras")
-    try:
-        return importlib.import_module("tf_keras")
-    except ImportError:
-        return importlib.import_module("tensorflow").keras
+    """The Keras that builds models of `family` in this environment (the family registry's answer)."""
+    from compat_clone.families.registry import keras_module as registry_keras_module
+
+    return registry_keras_module(family)
 
 
 def versions() -> Dict[str, str]:

@@ -25,7 +25,7 @@ and imports nothing of it. The rules:
    command line, counts as a tool); the package ``__init__`` is rule 4's;
 6. no module imports another module's private name: a ``from X import _name``
    anywhere in the module, where ``_name`` has one leading underscore (not a
-   dunder) and names no module (``from compat_clone import _dispatch``
+   dunder) and names no module (``from compat_clone.families import _driver``
    imports a private *module*, which this rule leaves alone). The name's
    owner is the module that binds it itself, found by following the
    ``from ... import`` re-exports at the top level of ``X``; a module
@@ -94,36 +94,12 @@ DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 # gone fails the check, so the list cannot outlive its reason: each step of
 # issue 35 deletes its entries. Keys are the `key` of each Violation.
 _STEP = "issue 35: goes with step {} of DESIGN-35 §5"
-_STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
 _STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
 _STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
 _STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
 _STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
-    **dict.fromkeys([
-        'family-compare compat_clone/_dispatch.py:_backend: family == TF_KERAS',
-        'family-compare compat_clone/convert/_describe.py:describe: info.family not in (KERAS2, TF_KERAS)',
-        'family-compare compat_clone/convert/_describe.py:describe: info.family == KERAS2',
-        'family-compare compat_clone/convert/_describe.py:_batch_reader: info.family != KERAS2',
-        'family-compare compat_clone/convert/_probes.py:output_masks: family == KERAS2',
-        "family-compare compat_clone/convert/_source.py:keras_for: family == 'tf_keras'",
-        "family-compare compat_clone/convert/_source.py:read_model: family == 'keras2'",
-        "family-compare compat_clone/placement/__init__.py:_backend_name: family == 'tf_keras'",
-        "family-compare compat_clone/placement/__init__.py:_backend_name: family == 'keras3'",
-        "family-compare compat_clone/tools/convert/cli.py:_plan: info.family == 'keras3'",
-        "family-compare compat_clone/tools/convert/cli.py:_source_env: family not in ('keras2', 'tf_keras')",
-        "family-compare compat_clone/tools/convert/cli.py:_target_env: target.family != 'keras3'",
-        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'tf_keras'",
-        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'keras3'",
-        "family-compare compat_clone/tools/migrate/models.py:list_models: info.family == 'keras3'",
-        "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras2'",
-        "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras3'",
-        "family-compare compat_clone/tools/saved_models.py:SavedModelInfo.convertible: self.family in ('keras2', 'tf_keras')",
-        "family-compare compat_clone/tools/saved_models.py:detect: info.family != 'keras3'",
-        "family-compare compat_clone/tools/saved_models.py:keras3_env_for: dict(e.expect).get('family') == 'keras3'",
-        "family-compare compat_clone/tools/saved_models.py:_env_or_reason: family == 'keras3'",
-    ], _STEP5),
     **dict.fromkeys([
         'private-name compat_clone/tools/matrix/build.py:_editable_metadata',
         'private-name compat_clone/tools/matrix/build.py:_expand_requirements',

@@ -102,7 +102,7 @@ def families_under_test() -> List[str]:
     if _importable("keras"):
         import keras
 
-        from compat_clone._dispatch import family_for  # the one version -> family rule
+        from compat_clone.families.registry import family_for  # the one version -> family rule
 
         found.append(family_for("keras", keras.__version__))
     if "tf_keras" not in found and _importable("tf_keras"):
@@ -111,30 +111,10 @@ def families_under_test() -> List[str]:
 
 
 def keras_module(family: str) -> Any:
-    """The importable Keras module that serves `family` in this environment."""
-    if family == "keras3":
-        import keras
+    """The importable Keras module that serves `family` in this environment (the family registry's answer)."""
+    from compat_clone.families.registry import keras_module as registry_keras_module
 
-        return keras
-    if family == "tf_keras":
-        try:
-            import tf_keras
-
-            return tf_keras
-        except ImportError:
-            # TF 2.12-2.15: tf.keras is the `keras` 2.x package (its lazy
-            # `tensorflow.keras` front has no `__version__`); TF <= 2.5 has no
-            # `keras` package: its tf.keras is `tensorflow.keras`.
-            try:
-                import keras
-            except ImportError:
-                return importlib.import_module("tensorflow").keras
-            return keras
-    if family == "keras2":
-        import keras
-
-        return keras
-    raise ValueError(family)
+    return registry_keras_module(family)
 
 
 def pytest_configure(config: Any) -> None:

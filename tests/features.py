@@ -101,8 +101,8 @@ def run_check(check: Callable[[Any, Callable[..., Any]], None], K: Any, clone: C
 
 
 def family_name(K: Any) -> str:
-    """The family of Keras module `K` (`compat_clone._dispatch.family_for`: the one rule)."""
-    from compat_clone._dispatch import family_for
+    """The family of Keras module `K` (`compat_clone.families.registry.family_for`: the one rule)."""
+    from compat_clone.families.registry import family_for
 
     return family_for(K.__name__.split(".")[0], K.__version__)
 

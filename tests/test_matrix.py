@@ -102,7 +102,7 @@ def test_default_run_is_the_ci_set() -> None:
 
 
 def test_builtin_table_pins_are_exact_and_safe() -> None:
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     for env in _matrix.load_table():
         claim = dict(env.expect)

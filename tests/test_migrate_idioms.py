@@ -317,7 +317,7 @@ def test_check_passes_a_migrated_tree_whose_sites_are_marked_reviewed(tmp_path: 
 def _keras() -> Any:
     """The `keras` package, when the family it serves is tested in this environment."""
     keras = pytest.importorskip("keras")
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     family = family_for("keras", keras.__version__)
     if family not in families_under_test():

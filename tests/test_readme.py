@@ -135,7 +135,7 @@ def _served_here() -> List[Served]:
                        os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow")]
     from importlib import metadata  # the default .venv (Python >= 3.8)
 
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     served = []
     for package, dists in (("keras", ("keras",)), ("tf_keras", ("tf_keras", "tf-keras"))):

@@ -12,7 +12,7 @@ from typing import Any
 
 from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone._patch import Patch, patch, patched
-from compat_clone._dispatch import FamilyInfo
+from compat_clone.families.registry import FamilyInfo
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,

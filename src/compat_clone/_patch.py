@@ -101,7 +101,7 @@ def _router_for(native: Callable[..., Any]) -> Callable[..., Any]:
         return router
 
     def clone_model(*args: Any, **kwargs: Any) -> Any:
-        from compat_clone._dispatch import family_of
+        from compat_clone.families.registry import family_of
         from compat_clone.api import clone_model as compat_clone_model
         from compat_clone.errors import NotAModelError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, Optional
 
-from compat_clone._dispatch import family_of
+from compat_clone.families.registry import family_of
 from compat_clone.errors import InvalidArgumentError, NotAModelError
 from compat_clone.families import _driver
 from compat_clone.families._types import CloneRequest

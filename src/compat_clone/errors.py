@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Set
 
-from compat_clone._walk import sublayers
+from compat_clone._walk import OWNER_PACKAGES, sublayers
 
 __all__ = [
     "CompatCloneError",
@@ -256,7 +256,7 @@ def _custom_classes_inside(layer: object) -> List[str]:
         seen.add(id(sub))
         klass = type(sub)
         root = klass.__module__.partition(".")[0]
-        if root not in ("keras", "tf_keras", "tensorflow") and klass.__name__ not in found:
+        if root not in OWNER_PACKAGES and klass.__name__ not in found:
             found.append(klass.__name__)
         stack.append(getattr(sub, "layer", None))
         stack.extend(sublayers(sub))  # the one "is a model" rule (`_walk`)

@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 from compat_clone.errors import InvalidArgumentError
+from compat_clone.families.registry import FAMILIES
 
 if TYPE_CHECKING:
     from compat_clone.convert._custom_objects import custom_objects
@@ -50,7 +51,7 @@ __all__ = [
     "verify",
 ]
 
-_TARGETS = ("keras3",)
+_TARGETS = tuple(name for name, found in FAMILIES.items() if found.conversion_target)
 
 # Public name -> the module that defines it, imported on first use: the
 # conversion's modules need NumPy (and a framework to do anything), so

@@ -15,12 +15,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
 from compat_clone.convert._format import Description, ProbeSet, WeightRecord
 from compat_clone.convert._layer_outputs import record
 from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
+from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, entry, family_of
 
 __all__ = ["describe"]
 
@@ -70,7 +70,7 @@ def describe(
     ('tf_keras', 2, (4, 2))
     """
     info = family_of(model)
-    if info.family not in (KERAS2, TF_KERAS):
+    if not entry(info.family).conversion_source:
         raise InvalidArgumentError(
             f"Expected a Keras 2 model (standalone keras 2.x, tf.keras or tf_keras) to "
             f"describe. Received a model of {info.package} {info.version} "
@@ -94,7 +94,7 @@ def describe(
     for probe in probes:
         masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
-    layer_outputs = record(model, probes[0].inputs, info.family == KERAS2)
+    layer_outputs = record(model, probes[0].inputs, entry(info.family).graph_mode)
     import sys
 
     return Description(
@@ -159,10 +159,10 @@ def _has_graph(model: Any) -> bool:
     )
 
 
-def _batch_reader(info: Any) -> Any:
+def _batch_reader(info: FamilyInfo) -> Any:
     """Standalone Keras 2's `backend.batch_get_value` (`info`: the model's `FamilyInfo`), or None for the
     other families (eager reads)."""
-    if info.family != KERAS2:
+    if not entry(info.family).graph_mode:
         return None
     import sys
 
@@ -170,7 +170,7 @@ def _batch_reader(info: Any) -> Any:
     return getattr(backend, "batch_get_value", None)
 
 
-def _record_layers(model: Any, info: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
+def _record_layers(model: Any, info: FamilyInfo, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
     """Records the weights (and the notes) of every layer under `model` (of family `info`), by path."""
     layers = list(walk(model))
     read = _batch_reader(info)
@@ -224,7 +224,7 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
             value, "__module__", None
         )
         root = (module or "").partition(".")[0]
-        if root in ("tensorflow", "keras", "tf_keras"):
+        if root in OWNER_PACKAGES:
             found.append({"kind": "lambda_framework", "layer": path, "name": name,
                           "module": module, "function": getattr(fn, "__qualname__", "?")})
         elif _is_module(value):

@@ -41,7 +41,7 @@ def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[st
         InvalidArgumentError: this environment has another Keras family, or
             Keras could not load the file.
     """
-    from compat_clone._dispatch import family_of
+    from compat_clone.families.registry import family_of
     from compat_clone.convert._describe import describe
     from compat_clone.convert._io import save
     from compat_clone.convert._source import keras_for, read_inputs, read_model

@@ -13,10 +13,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2
 from compat_clone._walk import walk
 from compat_clone.convert._lengths import OPEN_DIM, Attempt, find_length, open_dims, summary
 from compat_clone.errors import InvalidArgumentError, ProbeInputError
+from compat_clone.families.registry import entry
 
 __all__ = ["input_specs", "random_inputs", "random_probe", "user_inputs", "predict", "output_list", "output_masks"]
 
@@ -249,7 +249,7 @@ def output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Opti
     call of the model returns tensors that carry their `_keras_mask`.
     """
     count = len(model.outputs)
-    if family == KERAS2:
+    if entry(family).graph_mode:
         symbolic = model.compute_mask(model.inputs, [None] * len(model.inputs))
         symbolic = list(symbolic) if isinstance(symbolic, (list, tuple)) else [symbolic]
         wanted = [k for k, m in enumerate(symbolic) if m is not None]

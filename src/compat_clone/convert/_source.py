@@ -9,8 +9,6 @@ Keras cannot read of its own files: standalone Keras 2's `.h5` where h5py is
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -22,6 +20,7 @@ from typing import Any, List, Mapping, Optional
 
 from compat_clone.convert import _keras2_h5
 from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
+from compat_clone.families.registry import entry, family_for, keras_module
 
 __all__ = ["keras_for", "read_model", "read_inputs"]
 
@@ -32,17 +31,10 @@ def keras_for(family: str) -> Any:
     Raises:
         InvalidArgumentError: this environment's `keras` is of another family.
     """
-    from compat_clone._dispatch import family_for
-
-    if family == "tf_keras":
-        try:
-            return importlib.import_module("tf_keras")
-        except ImportError:
-            pass  # TF <= 2.15: tf.keras is the `keras` 2.x package
-        if importlib.util.find_spec("keras") is None:
-            # TF <= 2.5: tf.keras lives inside TensorFlow (no `keras` package).
-            return importlib.import_module("tensorflow").keras
-    keras = importlib.import_module("keras")
+    keras = keras_module(family)
+    if keras is not sys.modules.get("keras"):  # `tf_keras`, or TF <= 2.5's in-tree `tensorflow.keras`
+        return keras
+    # The `keras` package serves several families (TF 2.12-2.15: tf.keras is `keras` 2.x): check its version.
     found = family_for("keras", keras.__version__)
     if found != family:
         raise InvalidArgumentError(
@@ -78,7 +70,7 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
     """
     objects = dict(custom_objects or {})
     try:
-        if family == "keras2" and os.path.isfile(path) and _keras2_h5.needs_own_reader():
+        if entry(family).graph_mode and os.path.isfile(path) and _keras2_h5.needs_own_reader():
             return _keras2_h5.load(keras, path, objects)
         kwargs: Any = {}
         if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:

@@ -31,6 +31,7 @@ from compat_clone.errors import (
 from compat_clone.families._layers import holds_layer_of
 from compat_clone.families._skip_init import Prefill
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, keras_of, placement_backend
 
 __all__ = ["Family", "own_get_config"]
 
@@ -38,7 +39,7 @@ __all__ = ["Family", "own_get_config"]
 class Family(abc.ABC):
     """The contract of one Keras family: what differs, nothing else.
 
-    `_dispatch.adapter_for` makes one object per `clone_model` /
+    `_driver.new_family` makes one object per `clone_model` /
     `copy_weights` call, so a family may keep what it learns during that
     call (standalone Keras 2's checked device, Keras 3's compile-config
     answer) on itself.
@@ -47,7 +48,7 @@ class Family(abc.ABC):
         info: the model's `FamilyInfo` (family, package, version, backend).
     """
 
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: FamilyInfo) -> None:
         self.info = info
 
     def register_hint(self) -> str:
@@ -56,9 +57,9 @@ class Family(abc.ABC):
 
     # -- the family's classes ------------------------------------------------
 
-    @abc.abstractmethod
     def keras(self) -> Any:
-        """The family's Keras module (`keras`, `tf_keras`, `tf.keras`)."""
+        """The family's Keras module (`keras`, `tf_keras`, `tf.keras`): the model's own (`registry.keras_of`)."""
+        return keras_of(self.info)
 
     def native_clone_model(self) -> Any:
         """The family's own `clone_model`, from its defining module (`native-alias-rebound`).
@@ -282,7 +283,7 @@ class Family(abc.ABC):
         """
         from compat_clone.placement import scope
 
-        return scope(model, request.device, self.info)
+        return scope(model, request.device, placement_backend(self.info))
 
     # -- compile=True --------------------------------------------------------------
 
@@ -327,7 +328,7 @@ def own_get_config(model: Any) -> bool:
     """Whether the model's class (not Keras itself) defines `get_config`."""
     for klass in type(model).__mro__:
         if "get_config" in klass.__dict__:
-            return (klass.__module__ or "").partition(".")[0] not in ("keras", "tf_keras", "tensorflow")
+            return (klass.__module__ or "").partition(".")[0] not in OWNER_PACKAGES
     return False
 
 

@@ -20,6 +20,7 @@ from compat_clone.families._compile import unprefix_metric_names
 from compat_clone.families._core import Family, own_get_config
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import FamilyInfo
 from compat_clone.placement import Placement
 
 __all__ = ["Keras2"]
@@ -47,16 +48,13 @@ def _to_list(x: Any) -> List[Any]:
 class Keras2(Family):
     """Standalone Keras 2.0-2.3, graph mode."""
 
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: FamilyInfo) -> None:
         super().__init__(info)
         self.device: Optional[str] = None
 
     def register_hint(self) -> str:
         way = "`keras.utils.get_custom_objects()[name] = cls`"
         return f"{way} (standalone Keras 2 has no `register_keras_serializable` decorator)"
-
-    def keras(self) -> Any:
-        return _k()
 
     def layer_class(self) -> Any:
         engine = _k().engine
@@ -346,8 +344,6 @@ class Keras2(Family):
             with _LOCK:
                 assign_locked(pairs, tau)  # one cached graph op, tau fed when below 1
 
-
-FAMILY = Keras2
 _LOCK = threading.RLock()
 
 

@@ -15,6 +15,7 @@ from compat_clone.errors import CompileError, InputTensorsError, layer_rebuild_e
 from compat_clone.families._core import Family, own_get_config
 from compat_clone.families._skip_init import Prefill
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import FamilyInfo
 
 __all__ = ["Keras3"]
 
@@ -54,16 +55,11 @@ def _tree() -> _Tree:
 class Keras3(Family):
     """Keras 3.0-3.15 on any backend."""
 
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: FamilyInfo) -> None:
         super().__init__(info)
         # `compile_config_loads`' answers, by `id(model)`: asked at several steps
         # of one clone, deserialized once per model (this object serves one call).
         self._config_loads: Dict[int, bool] = {}
-
-    def keras(self) -> Any:
-        import keras
-
-        return keras
 
     def layer_class(self) -> Any:
         # Functional graphs hold Operations too (the `not_equal` of a mask in
@@ -367,8 +363,6 @@ def _distribution() -> Any:
 def _structure(structure: Any) -> str:
     return str(_tree().map_structure(lambda x: getattr(x, "name", type(x).__name__), structure))
 
-
-FAMILY = Keras3
 
 
 def _sub_models(layer: Any) -> List[Any]:

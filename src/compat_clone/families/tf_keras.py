@@ -8,7 +8,6 @@ around are rows of `compat_clone.known_issues`, cited by id.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import sys
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -35,11 +34,6 @@ def _class_named(obj: Any, name: str) -> Optional[type]:
 
 class TfKeras(Family):
     """tf.keras 2.x and tf_keras."""
-
-    def keras(self) -> Any:
-        if self.info.package == "tensorflow":  # the in-tree tf.python.keras (TF <= 2.5)
-            return _tf().keras
-        return importlib.import_module(self.info.package)
 
     def register_hint(self) -> str:
         keras = self.keras()
@@ -263,5 +257,3 @@ def _has_single_list_call(model: Any) -> bool:
                 return True
     return False
 
-
-FAMILY = TfKeras

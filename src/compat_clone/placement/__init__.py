@@ -6,7 +6,7 @@ and blends, implemented by `TensorFlowBackend`, `JaxBackend`, `TorchBackend`
 and `NumpyBackend`, each in its backend's module and chosen by the backend's
 name in one function here (`_backend_for`):
 
-* `scope(model, device, info)` wraps the whole clone build. It resolves the
+* `scope(model, device, backend)` wraps the whole clone build. It resolves the
   placement first (an unknown device raises `DeviceNotFoundError` before a
   single layer is built), then creates the clone's variables there:
 
@@ -93,17 +93,8 @@ def _backend_for(name: Optional[str]) -> Optional[PlacementBackend]:
     return None if make is None else make()
 
 
-def _backend_name(info: Any) -> Optional[str]:
-    family = getattr(info, "family", None)
-    if family == "tf_keras":
-        return "tensorflow"
-    if family == "keras3":
-        return getattr(info, "backend", None) or "tensorflow"
-    return None  # standalone Keras 2 places its own variables (compat_clone.families.keras2)
-
-
 @contextlib.contextmanager
-def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
+def scope(model: Any, device: Any, backend: Optional[str]) -> Iterator[Placement]:
     """Creates the clone's variables where the source's are, or on `device`.
 
     Args:
@@ -112,7 +103,9 @@ def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
             backend, a framework device object, or (TensorFlow) a
             `tf.distribute.Strategy`, (JAX) a `jax.sharding.Sharding`,
             (Keras 3) a `keras.distribution.Distribution`.
-        info: the model's `FamilyInfo`.
+        backend: the name of the placement backend (the family registry's
+            `placement_backend`), or None where the family places its own
+            variables (standalone Keras 2).
 
     Yields:
         The resolved `Placement`; call its `finish(clone, layer_map)` before
@@ -122,11 +115,11 @@ def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
         DeviceNotFoundError: `device` does not exist; raised before anything
             is built.
     """
-    backend = _backend_for(_backend_name(info))
-    if backend is None:
+    chosen = _backend_for(backend)
+    if chosen is None:
         placement = Placement("unchanged")
     else:
-        placement = backend.resolve(model, device, info)
+        placement = chosen.resolve(model, device)
     with placement.context():
         yield placement
 

@@ -214,7 +214,7 @@ class PlacementBackend(Protocol):
     cloned or copied put it.
     """
 
-    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
+    def resolve(self, model: Any, device: Any) -> Placement:
         """Where the clone of `model` is created, checked before anything is built.
 
         Args:
@@ -222,7 +222,6 @@ class PlacementBackend(Protocol):
             device: None (the source's placement) or what the user passed as
                 `device` (a device string, a framework device object, a
                 strategy, sharding or distribution the backend accepts).
-            info: the model's `FamilyInfo`.
 
         Returns:
             The `Placement`: its context creates the clone's variables there,

@@ -31,8 +31,8 @@ class JaxBackend:
     buffers where nothing else holds them.
     """
 
-    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
-        return _resolve_jax(model, device, info)
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_jax(model, device)
 
     def assign(self, pairs: Pairs) -> None:
         _assign_jax(pairs)
@@ -120,7 +120,7 @@ def _jax_relayout(jax: Any, pairs: Pairs, layout_from_source: bool) -> None:
         variable._direct_assign(new)
 
 
-def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
+def _resolve_jax(model: Any, device: Any) -> Placement:
     jax = framework("jax")
     keras_distribution = _keras_distribution_class()
     if keras_distribution is not None and isinstance(device, keras_distribution):

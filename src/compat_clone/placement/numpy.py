@@ -18,7 +18,7 @@ class NumpyBackend:
     of its own here has its variables copied.
     """
 
-    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
+    def resolve(self, model: Any, device: Any) -> Placement:
         if device is None or (isinstance(device, str) and device.strip().lower().lstrip("/") in ("cpu", "cpu:0")):
             return Placement("host memory")
         raise device_not_found(device, "numpy", ["cpu"])

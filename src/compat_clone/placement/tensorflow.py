@@ -29,8 +29,8 @@ class TensorFlowBackend:
     Keras 3 variable to its `tf.Variable`.
     """
 
-    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
-        return _resolve_tf(model, device, info)
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_tf(model, device)
 
     def assign(self, pairs: Pairs) -> None:
         assign_tf(pairs)
@@ -93,7 +93,7 @@ def _tf_device_name(tf: Any, device: Any) -> str:
     return str(spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string())
 
 
-def _resolve_tf(model: Any, device: Any, info: Any) -> Placement:
+def _resolve_tf(model: Any, device: Any) -> Placement:
     tf = framework("tensorflow")
     if device is None:
         if tf.distribute.has_strategy():

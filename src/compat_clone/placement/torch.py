@@ -29,8 +29,8 @@ class TorchBackend:
     another device staged on the target's first.
     """
 
-    def resolve(self, model: Any, device: Any, info: Any) -> Placement:
-        return _resolve_torch(model, device, info)
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_torch(model, device)
 
     def assign(self, pairs: Pairs) -> None:
         _assign_torch(pairs)
@@ -100,7 +100,7 @@ def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:
                 param.data = param.data.to(dev)
 
 
-def _resolve_torch(model: Any, device: Any, info: Any) -> Placement:
+def _resolve_torch(model: Any, device: Any) -> Placement:
     torch = framework("torch")
     if device is None:
         devices = [

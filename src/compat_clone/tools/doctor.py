@@ -23,7 +23,7 @@ from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
 from compat_clone._compat import metadata
-from compat_clone._dispatch import family_for
+from compat_clone.families.registry import installed_families
 
 __all__ = ["add_arguments", "run", "collect"]
 
@@ -57,13 +57,7 @@ def _installed() -> Dict[str, str]:
 
 def _families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
     """(family, module to import, version) for every family this env can serve."""
-    out: List[Tuple[str, str, str]] = []
-    keras_version = installed.get("keras")
-    if keras_version:
-        out.append((family_for("keras", keras_version), "keras", keras_version))
-    if installed.get("tf_keras"):
-        out.append(("tf_keras", "tf_keras", installed["tf_keras"]))
-    return out
+    return installed_families({k: v for k, v in installed.items() if k in ("keras", "tf_keras")})
 
 
 def _devices(installed: Dict[str, str]) -> Dict[str, Any]:

@@ -28,6 +28,7 @@ import zipfile
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.families.registry import FAMILIES, entry, family_for
 from compat_clone.tools._savedmodel_pb import keras_root, tensorflow_version
 
 __all__ = [
@@ -79,14 +80,14 @@ class SavedModelInfo:
     @property
     def convertible(self) -> bool:
         """True for a Keras 2 model (either family) that an environment can read."""
-        return self.problem is None and self.family in ("keras2", "tf_keras")
+        return self.problem is None and self.family is not None and entry(self.family).conversion_source
 
     def describe(self) -> str:
         """One line: format, family and version, backend."""
         what = FORMATS.get(self.format or "", "unknown format")
         if self.family is None:
             return what
-        who = {"keras2": "standalone Keras", "tf_keras": "tf.keras / tf_keras", "keras3": "Keras"}[self.family]
+        who = entry(self.family).title
         text = f"{what} written by {who} {self.version or '(version not recorded)'}"
         return text + (f", backend {self.backend}" if self.backend else "")
 
@@ -138,7 +139,7 @@ def detect(path: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None
                 f"{head!r}); expected a file written by model.save()"))
     if info.problem is None and info.family is not None:
         env, why = _env_or_reason(info.family, info.version, table)
-        info = dataclasses.replace(info, env=env, problem=why if info.family != "keras3" else None)
+        info = dataclasses.replace(info, env=env, problem=None if entry(info.family).conversion_target else why)
     return info
 
 
@@ -246,8 +247,6 @@ def _family(version: Optional[str]) -> Optional[str]:
         return None
     if version.endswith("-tf"):  # tf.keras inside TensorFlow 1.x / 2.0-2.3: "2.2.4-tf"
         return "tf_keras"
-    from compat_clone._dispatch import family_for
-
     return family_for("keras", version)
 
 
@@ -301,12 +300,18 @@ def keras3_env_for(backend: str, table: Sequence[Any]) -> str:
         InvalidArgumentError: the table has no Keras 3 environment on `backend`.
     """
     found = [(_release(dict(e.expect).get("version", "")), e.enabled, e.name) for e in table
-             if dict(e.expect).get("family") == "keras3" and dict(e.expect).get("backend") == backend]
+             if _is_target(dict(e.expect).get("family")) and dict(e.expect).get("backend") == backend]
     if not found:
         raise InvalidArgumentError(
             f"The matrix table has no Keras 3 environment on {backend}. Name one with --to ENV (or a virtualenv)."
         )
     return str(max(found)[2])
+
+
+def _is_target(family: Optional[str]) -> bool:
+    """Whether `family` (a table's claim, perhaps none) is what a conversion writes."""
+    found = FAMILIES.get(family or "")
+    return found is not None and found.conversion_target
 
 
 def _env_or_reason(family: str, version: Optional[str],
@@ -320,7 +325,7 @@ def _env_or_reason(family: str, version: Optional[str],
         claim: Dict[str, str] = dict(env.expect)
         if claim.get("family") != family or "version" not in claim:
             continue
-        if family == "keras3" and claim.get("backend") != "tensorflow":
+        if entry(family).conversion_target and claim.get("backend") != "tensorflow":
             continue  # one backend is enough to name a reader
         candidates.append((_release(claim["version"]), not env.enabled, env.name))
     if not candidates:

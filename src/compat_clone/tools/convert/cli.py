@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.families.registry import entry
 from compat_clone.tools.convert._custom import parse_spec
 from compat_clone.tools.convert._worker import EXIT_USAGE as _WORKER_USAGE
 from compat_clone.tools.convert._worker import RESULT_MARK
@@ -201,7 +202,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     info = detect(args.source, table)
     print(f"{args.source}: {info.describe()}")
     _validate_destination(args.output, output, _size_of(args.source))
-    if info.family == "keras3":
+    if info.family is not None and entry(info.family).conversion_target:
         raise InvalidArgumentError(
             f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
             "Load it with keras.models.load_model (save it as .keras there if it is an .h5)."
@@ -250,7 +251,7 @@ def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Tu
     source = resolve(args.source_env or str(info.env), table=table, matrix_dir=_matrix_dir(args),
                      build=not args.no_build, role="--from", say=_say)
     family = source.family or info.family
-    if family not in ("keras2", "tf_keras"):
+    if family is None or not entry(family).conversion_source:
         raise InvalidArgumentError(
             f"--from {source.label!r} serves {family or 'an unknown family'}; expected a Keras 2 environment "
             "(keras2 or tf_keras) to read the model in. Name one with --from."
@@ -275,7 +276,7 @@ def _target_env(args: argparse.Namespace, table: Sequence[Any]) -> Any:
         )
     target = resolve(args.target_env or keras3_env_for(backend, table), table=table, matrix_dir=_matrix_dir(args),
                      build=not args.no_build, role="--to", say=_say)
-    if target.family is not None and target.family != "keras3":
+    if target.family is not None and not entry(target.family).conversion_target:
         raise InvalidArgumentError(
             f"--to {target.label!r} is a {target.family} environment; expected a Keras 3 one "
             f"(e.g. {keras3_env_for(backend, table)})."

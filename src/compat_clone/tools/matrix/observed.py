@@ -5,7 +5,7 @@ the claimed family *would* import. This module looks afterwards at what the
 tests *did* use, in each process that ran tests (the pytest plugin collects it
 from xdist workers too):
 
-- the model classes compat_clone classified (`compat_clone._dispatch.classes_seen`):
+- the model classes compat_clone classified (`compat_clone.families.registry.classes_seen`):
   their family, package and version;
 - the Keras modules imported (``keras``, ``tf_keras``, and TensorFlow's
   in-tree ``tensorflow.python.keras`` of TF <= 2.5), with their family.
@@ -39,11 +39,11 @@ def _version(module: Any) -> str:
 def observe() -> Dict[str, Any]:
     """This process's record: ``{"models": {class: [family, package, version]}, "modules": {module: [family, version]}}``."""
     models: Dict[str, List[str]] = {}
-    dispatch = sys.modules.get("compat_clone._dispatch")
-    if dispatch is not None:
-        models = {name: list(found) for name, found in dispatch.classes_seen().items()}
+    registry = sys.modules.get("compat_clone.families.registry")
+    if registry is not None:
+        models = {name: list(found) for name, found in registry.classes_seen().items()}
     modules: Dict[str, List[str]] = {}
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     for name in ("keras", "tf_keras"):
         module = sys.modules.get(name)
@@ -67,15 +67,18 @@ def merge(records: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+# What makes the tests use each family (the matrix's own texts, keyed by family).
+_HOW = {
+    "tf_keras": ("import `tf_keras` (or `tensorflow.keras` with TF_USE_LEGACY_KERAS=1 in the environment's `env`) "
+                 "where the tests build models"),
+    "keras3": "import `keras` (Keras 3) where the tests build models, and leave TF_USE_LEGACY_KERAS unset",
+    "keras2": "import the standalone `keras` 2.x where the tests build models",
+}
+
+
 def _fix(claimed: str) -> str:
     """What to change so that the tests use the claimed family, or so that the table says what they use."""
-    if claimed == "tf_keras":
-        how = ("import `tf_keras` (or `tensorflow.keras` with TF_USE_LEGACY_KERAS=1 in the environment's `env`) "
-               "where the tests build models")
-    elif claimed == "keras3":
-        how = "import `keras` (Keras 3) where the tests build models, and leave TF_USE_LEGACY_KERAS unset"
-    else:
-        how = "import the standalone `keras` 2.x where the tests build models"
+    how = _HOW.get(claimed, _HOW["keras2"])
     return (f"To test {claimed}, {how}; if the tests mean the Keras they got, claim it: `expect.family` and "
             "`expect.module` (the module the tests import) in the matrix table.")
 

@@ -160,7 +160,7 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
     The version -> family rule is compat_clone's own (`family_for`), not a
     second copy: ``keras2`` claims need a 2.0-2.3 version, ``keras3`` a 3.x.
     """
-    from compat_clone._dispatch import KERAS2, KERAS3, TF_KERAS, family_for
+    from compat_clone.families.registry import FAMILIES, family_for
     from compat_clone.tools.matrix.claim import MODULE_FAMILIES
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
@@ -183,7 +183,7 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
             f"The claim of {where} does not hold together: `{module}` never serves a {family} model "
             f"(it serves {', '.join(MODULE_FAMILIES[module])}). Fix `expect.module` or `expect.family`."
         )
-    families = (KERAS3, TF_KERAS, KERAS2)
+    families = tuple(FAMILIES)
     if family not in families:
         raise TableError(
             f"Expected `expect.family` of {where} to be one of {', '.join(families)}. Received: family={family!r}."

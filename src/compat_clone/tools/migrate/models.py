@@ -15,6 +15,8 @@ import shlex
 import sys
 from typing import Collection, List, Set
 
+from compat_clone.families.registry import entry
+
 __all__ = ["list_models", "suggested_output"]
 
 
@@ -60,7 +62,7 @@ def list_models(folder: str) -> int:
     problems: List[str] = []
     taken: Set[str] = set()
     for info in find_models(folder):
-        if info.family == "keras3":
+        if info.family is not None and entry(info.family).conversion_target:
             done.append(f"{info.path}: {info.describe()}: already Keras 3, nothing to convert")
         elif info.problem is not None:
             problems.append(f"{info.path}: cannot be converted: {info.problem}")

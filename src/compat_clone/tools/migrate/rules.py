@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from compat_clone._walk import MODEL_CLASS_NAMES
+from compat_clone.families.registry import MODEL_CLASS_NAMES
 
 # Modules whose `clone_model` this tool rewrites, as the fully qualified
 # import path a name resolves to (`import tensorflow as tf` makes
