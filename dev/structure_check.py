@@ -184,7 +184,6 @@ KNOWN: Dict[str, str] = {
         'module tests/test_matrix_ci.py',
         'module tests/test_migrate.py',
         'module tests/test_migrate_idioms.py',
-        'module tests/test_native_guarantees.py',
         'module tests/test_soft_update.py',
         'module tests/zoo.py',
     ], _LATER),
