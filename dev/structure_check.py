@@ -179,7 +179,6 @@ KNOWN: Dict[str, str] = {
         'module tests/features.py',
         'module tests/holdings.py',
         'module tests/test_convert.py',
-        'module tests/test_keras2.py',
         'module tests/test_matrix.py',
         'module tests/test_matrix_ci.py',
         'module tests/test_migrate.py',
