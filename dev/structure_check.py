@@ -183,7 +183,6 @@ KNOWN: Dict[str, str] = {
         'module tests/test_matrix_ci.py',
         'module tests/test_migrate_idioms.py',
         'module tests/test_soft_update.py',
-        'module tests/zoo.py',
     ], _LATER),
 }
 
