@@ -145,7 +145,7 @@ def transformer_block(K: Any) -> Tuple[Any, Any]:
 
 @case("seq2seq: LSTM encoder states into the decoder's initial_state=, masked embeddings",
       # keras 2.1-2.2.4 (known issue keras2-rnn-state-twice): the native clone
-      # fails on the decoder's `initial_state=` (see test_native_guarantees).
+      # fails on the decoder's `initial_state=` (see test_native_behaviours).
       native_fails=every_aspect("keras2-rnn-state-twice: clone_model fails on `initial_state=`",
                                 native_bug("keras2-rnn-state-twice")))
 def seq2seq_lstm_states(K: Any) -> Tuple[Any, Any]:
@@ -174,7 +174,7 @@ def bidirectional_masked_text(K: Any) -> Tuple[Any, Any]:
     if keras3(K) and bidirectional_from_config_grows(K):
         # Keras 3.0-3.2: the rebuilt Bidirectional holds a third LSTM, natively and
         # through compat_clone alike (a limitation shared with native, not fixed;
-        # tests/test_native_guarantees.py asserts both sides).
+        # tests/test_native_behaviours.py asserts both sides).
         raise NotApplicable(f"Bidirectional.from_config grows in {K.__name__} {K.__version__}")
     ids = K.Input((7,), dtype="int32", name="tokens")
     h = K.layers.Embedding(20, 6, mask_zero=True)(ids)
