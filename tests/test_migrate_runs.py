@@ -19,6 +19,7 @@ from conftest import families_under_test
 
 FIXTURES = Path(__file__).parent / "migrate_fixtures"
 
+
 # ---------------------------------------------------------------------------
 # The migrated fixtures run with the real Keras of this environment
 

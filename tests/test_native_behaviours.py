@@ -18,6 +18,7 @@ from features import data, family_name, native_clone
 from features import predict as _features_predict
 from native_harness import keras2_before, loss_values, model_weights, predict, side_by_side
 
+
 # -- behaviours ------------------------------------------------------------------
 
 

@@ -38,6 +38,7 @@ import pytest
 import compat_clone
 from features import skip_without_subclassed_models
 
+
 # -- a drop-in lets the caller's exceptions through (`wrapped-user-exception`) ----------------
 
 

@@ -13,6 +13,7 @@ import pytest
 from features import data, family_name
 from native_harness import side_by_side
 
+
 # -- input_tensors, in every structure the family accepts ---------------------------
 
 
