@@ -10,7 +10,8 @@ of those rows must still differ.
 
 Outside Keras 3 (standalone Keras 2, tf.keras, tf_keras environments) the
 module skips: those packages ship no tests, and `tests/test_native_guarantees.py`
-covers what their native clone guarantees.
+with `test_native_behaviours.py` and `test_native_input_tensors.py` cover what
+their native clone guarantees.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _run_upstream(workdir: Path) -> Dict[str, Any]:
             pytest.skip(
                 f"the Keras {keras.__version__} wheel ships no tests at all (no *_test.py under "
                 f"{package / 'src'}): no upstream cloning_test.py to run; "
-                "tests/test_native_guarantees.py covers this version"
+                "tests/test_native_*.py cover this version"
             )
         raise AssertionError(f"this Keras 3 wheel ships {len(shipped)} test modules but no {module}")
     site = package.parent
