@@ -173,7 +173,6 @@ KNOWN: Dict[str, str] = {
         'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
     ], _STEP8),
     **dict.fromkeys([
-        'module tests/test_placement.py',
     ], _STEP9),
     **dict.fromkeys([
         'module tests/features.py',

@@ -22,7 +22,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -33,9 +32,8 @@ import numpy as np
 import pytest
 from tests._py import zip_strict
 from tests.conftest import xla_flags
+from tests.support.fresh_process import run_script
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 TAUS = [0.01, 0.5, 0.999, 1.0]
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
 
@@ -467,13 +465,7 @@ def test_threads_soft_update_different_targets(K: Any) -> None:
 def _run_worker(mode: str, env: Dict[str, str]) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        full_env = dict(os.environ, **env)
-        full_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        full_env["PYTHONPATH"] = os.pathsep.join([HERE, ROOT, full_env.get("PYTHONPATH", "")])
-        proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), mode, out],
-            env=full_env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-        )
+        proc = run_script(__file__, [mode, out], env)
         if not os.path.exists(out):
             pytest.fail(f"worker {mode!r} wrote no results (rc={proc.returncode}):\n{proc.stderr[-6000:]}")
         with open(out, encoding="utf-8") as fh:
