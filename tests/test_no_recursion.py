@@ -153,8 +153,7 @@ def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
     from compat_clone import _dispatch
-    from compat_clone.families._cloner import Cloner
-    from compat_clone.families._types import CloneRequest
+    from tests.support.internals import CloneRequest, Cloner
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))
