@@ -103,7 +103,6 @@ _STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
 _STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
 _STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
 _STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
-_STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
     **dict.fromkeys([
@@ -177,8 +176,6 @@ KNOWN: Dict[str, str] = {
     **dict.fromkeys([
         'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
     ], _STEP8),
-    **dict.fromkeys([
-    ], _STEP9),
     # Rule 9 (the test seam): the reaches that the registry (step 5) and the
     # matrix's public names (steps 6-8) remove; every other one goes through
     # tests/support/internals.py already.
