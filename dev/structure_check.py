@@ -41,11 +41,15 @@ and imports nothing of it. The rules:
    ``package == "tf_keras"`` is not reported. Dict keys, subscripts and
    tuples assigned to a name are not compares and are not seen;
 8. no test module (``tests/*.py``, beside ``src/``; not its subfolders) over
-   450 lines, as rule 1.
+   450 lines, as rule 1;
+9. tests and bench reach the package's private names only through the test
+   seam, ``tests/support/internals.py``: elsewhere under ``tests/`` and
+   ``bench/`` no ``_name`` of the package is imported, no module with a
+   ``_`` part in its path, no ``module._name`` read and none monkeypatched.
 
 Each violation is printed as ``path:line: what``; a cycle names its members
 and every import inside it (each one a place the cycle could be cut).
-Rules 5-7 live in dev/structure_seams.py, the parsed tree in
+Rules 5-7 live in dev/structure_seams.py, rule 9 in dev/structure_tests.py, the parsed tree in
 dev/structure_source.py; this module holds the other rules, the KNOWN list
 and the command line.
 
@@ -72,6 +76,7 @@ if _DEV not in sys.path:
     sys.path.insert(0, _DEV)
 
 from structure_seams import family_compares, library_imports_tools, private_imports  # noqa: E402
+from structure_tests import load_test_side, seam_reaches  # noqa: E402
 from structure_source import (  # noqa: E402
     PACKAGE,
     Import,
@@ -97,7 +102,6 @@ _STEP = "issue 35: goes with step {} of DESIGN-35 §5"
 _STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
 _STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
 _STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
-_STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
     **dict.fromkeys([
@@ -148,9 +152,37 @@ KNOWN: Dict[str, str] = {
     **dict.fromkeys([
         'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
     ], _STEP8),
+    # Rule 9 (the test seam): the reaches that the registry (step 5) and the
+    # matrix's public names (steps 6-8) remove; every other one goes through
+    # tests/support/internals.py already.
     **dict.fromkeys([
-        'module tests/test_placement.py',
-    ], _STEP9),
+        'test-seam bench/common.py: private-module compat_clone._dispatch',
+        'test-seam tests/conftest.py: private-module compat_clone._dispatch',
+        'test-seam tests/features.py: private-module compat_clone._dispatch',
+        'test-seam tests/test_dispatch.py: private-module compat_clone._dispatch',
+        'test-seam tests/test_matrix.py: private-module compat_clone._dispatch',
+        'test-seam tests/test_migrate_idioms.py: private-module compat_clone._dispatch',
+        'test-seam tests/test_no_recursion.py: private-module compat_clone._dispatch',
+        'test-seam tests/test_readme.py: private-module compat_clone._dispatch',
+    ], _STEP5),
+    **dict.fromkeys([
+        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._copy_package',
+        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._wheel_requirements',
+        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.build._ticking',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.runner._run_one',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.summary._Outcome',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.table._FIELDS',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.install._expand_requirements',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.procs._Procs',
+    ], _STEP6),
+    **dict.fromkeys([
+        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._self_source',
+        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.install._self_source',
+        'test-seam tests/test_matrix_ci.py: private-read compat_clone.tools.matrix.install._self_source',
+    ], _STEP7),
+    **dict.fromkeys([
+        'test-seam tests/test_install_sources.py: private-module compat_clone.tools.convert._envs',
+    ], _STEP8),
     **dict.fromkeys([
         'module tests/features.py',
         'module tests/test_convert.py',
@@ -269,11 +301,12 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the eight rules in ``src/<package>`` and ``tests/``, known ones included."""
+    """Every violation of the nine rules in ``src/<package>``, ``tests/`` and ``bench/``, known ones included."""
     modules = load_modules(src, package)
     return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
             + init_imports_tools(modules, package) + library_imports_tools(modules, package)
-            + private_imports(modules) + family_compares(modules, package) + module_sizes(load_tests(src)))
+            + private_imports(modules) + family_compares(modules, package) + module_sizes(load_tests(src))
+            + seam_reaches(load_test_side(src.parent), modules, package))
 
 
 def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List[str], List[str], List[str]]:
@@ -295,7 +328,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools, and no "
                "other library module does (tools/ and __main__.py are the tools); no module imports another module's "
                "_private name (re-exports followed to the module that binds it); no family-name compare outside "
-               "compat_clone/families/; test modules (tests/*.py) at most as long as modules. Exit 1 on a "
+               "compat_clone/families/; test modules (tests/*.py) at most as long as modules; tests and bench reach private "
+               "names only through tests/support/internals.py. Exit 1 on a "
                "violation not listed in KNOWN, or on a KNOWN entry that is fixed.")
     parser.add_argument("--src", type=Path, default=DEFAULT_SRC,
                         help="the folder holding compat_clone/; tests/ beside it is read too (default: src/)")

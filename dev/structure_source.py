@@ -40,7 +40,8 @@ class Module(NamedTuple):
     lines: int
 
 
-def _parse(path: Path, root: Path) -> Module:
+def parse(path: Path, root: Path) -> Module:
+    """The module at ``path``, named by its path below ``root``."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -51,13 +52,13 @@ def _parse(path: Path, root: Path) -> Module:
 
 def load_modules(src: Path, package: str = PACKAGE) -> Dict[str, Module]:
     """Every module of ``src/<package>``, parsed, by dotted name."""
-    modules = (_parse(path, src) for path in sorted((src / package).rglob("*.py")))
+    modules = (parse(path, src) for path in sorted((src / package).rglob("*.py")))
     return {m.name: m for m in modules}
 
 
 def load_tests(src: Path) -> Dict[str, Module]:
     """The test modules beside ``src``: ``tests/*.py`` (not its subfolders), parsed; none when there is no tests/."""
-    modules = (_parse(path, src.parent) for path in sorted((src.parent / "tests").glob("*.py")))
+    modules = (parse(path, src.parent) for path in sorted((src.parent / "tests").glob("*.py")))
     return {m.name: m for m in modules}
 
 

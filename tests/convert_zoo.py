@@ -43,7 +43,7 @@ def randomize(model: Any, seed: int = 0) -> Any:
 def _backend(model: Any) -> Any:
     """The backend module of `model`'s Keras 2 (standalone, tf.keras or tf_keras), by the library's own rule."""
     from compat_clone import family_of
-    from compat_clone.convert._source import keras_for
+    from tests.support.internals import keras_for
 
     return keras_for(family_of(model).family).backend
 

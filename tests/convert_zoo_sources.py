@@ -28,8 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from compat_clone.convert import describe, save  # noqa: E402
-from compat_clone.convert._probes import output_list  # noqa: E402
-from compat_clone.convert._source import keras_for, read_model  # noqa: E402
+from tests.support.internals import keras_for, output_list, read_model  # noqa: E402
 from tests import convert_zoo  # noqa: E402
 
 

@@ -239,7 +239,7 @@ def _init_flags(model: Any) -> List[Any]:
 
 
 def _uninitialized(K: Any, model: Any) -> List[str]:
-    from compat_clone.families._tf1 import tf_module
+    from tests.support.internals import tf_module
 
     from keras.backend import tensorflow_backend
 
@@ -291,7 +291,7 @@ def test_keras2_mismatch_into_fresh_target_leaves_it_uninitialized(K: Any) -> No
 @pytest.mark.keras2
 def test_keras2_failed_run_into_fresh_target_leaves_it_uninitialized(K: Any) -> None:
     """The grouped copy fails while it runs (a source variable holds a value of another shape)."""
-    from compat_clone.families._tf1 import tf_module
+    from tests.support.internals import tf_module
 
     tf = tf_module()
     source = _source(K)

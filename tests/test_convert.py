@@ -490,7 +490,7 @@ def test_every_keras2_layer_default_config_maps(K2: Any) -> None:
 
     import keras
 
-    from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
+    from tests.support.internals import REMOVED_LAYERS, map_config
 
     needed = {"units": 2, "filters": 2, "kernel_size": 1, "rate": 0.5, "pool_size": 2, "size": 2,
               "padding": 1, "cropping": 1, "target_shape": (2,), "dims": (1,), "n": 2, "num_heads": 2,
@@ -631,12 +631,12 @@ def test_layer_outputs_over_the_budget_are_left_out_and_said(K2: Any) -> None:
     """Layer outputs past the byte budget are not kept; a failed proof compares the ones kept and says so."""
     import keras
 
-    from compat_clone.convert._layer_outputs import record
+    from tests.support.internals import record_layer_outputs
 
     case = ZOO["custom_layer"](K2)
     description = describe(case.model)
     # body (1, 3) and scale (1, 3) as float32: 24 bytes; head does not fit in 30.
-    description.layer_outputs = record(case.model, description.probes[0].inputs, False, budget=30)
+    description.layer_outputs = record_layer_outputs(case.model, description.probes[0].inputs, False, budget=30)
     assert [r.layer for r in description.layer_outputs.records] == ["body", "scale"]
     assert description.layer_outputs.note == ("recorded up to layer 'scale': the outputs from layer 'head' on "
                                                "are over the budget of 30 bytes")

@@ -324,25 +324,26 @@ def test_a_destination_that_cannot_take_the_file_is_refused_first(tmp_path: Path
 
 
 def test_nan_positions_compare_equal_and_finite_values_still_decide() -> None:
-    """The proof's element rule (`compat_clone.convert._proof`), on NumPy arrays alone."""
+    """The proof's element rule (the test seam's `compare_outputs`), on NumPy arrays alone."""
     import numpy as np
 
-    from compat_clone.convert._proof import OutputDiff, _compare
+    from compat_clone.convert import OutputDiff
+    from tests.support.internals import compare_outputs
 
     source = np.array([[1.0, np.nan, np.inf], [2.0, 3.0, -np.inf]], "float32")
-    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, "out")
+    same = compare_outputs(source.copy(), source, 1e-5, 1e-6, 0, "out")
     assert same.ok and same.nonfinite == 3 and same.nonfinite_differ == 0 and same.max_abs == 0.0
     finite_differs = source.copy()
     finite_differs[1, 0] = 2.5
-    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, "out")
+    off = compare_outputs(finite_differs, source, 1e-5, 1e-6, 0, "out")
     assert not off.ok and off.max_abs == 0.5 and off.nonfinite == 3
     nan_moved = source.copy()
     nan_moved[0, 0] = np.nan  # NaN where the source is finite
-    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, "out")
+    moved = compare_outputs(nan_moved, source, 1e-5, 1e-6, 0, "out")
     assert not moved.ok and moved.nonfinite_differ == 1
     flipped = source.copy()
     flipped[0, 2] = -np.inf  # another infinity
-    assert _compare(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
+    assert compare_outputs(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
     text = str(OutputDiff(0, "out", moved.max_abs, moved.max_rel, moved.ok, nonfinite=moved.nonfinite,
                           nonfinite_differ=moved.nonfinite_differ))
     assert "MISMATCH: NaN/inf at 1 positions" in text and "the source produces NaN/inf at 3 positions" in text

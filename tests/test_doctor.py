@@ -13,10 +13,10 @@ from compat_clone.known_issues import KNOWN_ISSUES, issues_for
 
 
 def test_families_from_metadata_only() -> None:
-    fams = _doctor._families({"keras": "3.15.1", "tf_keras": "2.21.0"})
+    fams = _doctor.families({"keras": "3.15.1", "tf_keras": "2.21.0"})
     assert fams == [("keras3", "keras", "3.15.1"), ("tf_keras", "tf_keras", "2.21.0")]
-    assert _doctor._families({"keras": "2.2.4"}) == [("keras2", "keras", "2.2.4")]
-    assert _doctor._families({"keras": "2.12.0"}) == [("tf_keras", "keras", "2.12.0")]
+    assert _doctor.families({"keras": "2.2.4"}) == [("keras2", "keras", "2.2.4")]
+    assert _doctor.families({"keras": "2.12.0"}) == [("tf_keras", "keras", "2.12.0")]
 
 
 def test_known_issue_table_by_version() -> None:

@@ -48,7 +48,7 @@ def _flags(model: Any) -> List[Tuple[str, bool]]:
     flatten = getattr(model, "_flatten_layers", None)
     layers = list(flatten(include_self=False)) if callable(flatten) else []
     if not layers:  # standalone Keras 2: its nested models' layers
-        from compat_clone._walk import walk
+        from tests.support.internals import walk
 
         layers = [layer for _, layer in walk(model, models=True)]
     return [("<model>", bool(model.trainable))] + [(type(x).__name__, bool(x.trainable)) for x in layers]

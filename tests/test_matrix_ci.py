@@ -22,7 +22,7 @@ from typing import Any, Dict, List
 import pytest
 import yaml  # in every matrix environment (the table's defaults) and in .venv
 
-from compat_clone._compat import metadata
+from tests._py import metadata
 from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import ci, ci_install, install, sessions
 from compat_clone.tools.matrix import report as _report

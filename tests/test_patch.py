@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import compat_clone
-from compat_clone import _native, _patch
+from tests.support.internals import is_ours, routed_modules
 
 ROOTS = ("keras", "tf_keras", "tensorflow")
 
@@ -52,7 +52,7 @@ def _model(K: Any) -> Any:
 def _nothing_left_patched(K: Any) -> Any:
     before = _keras_aliases()
     yield
-    assert not _patch.routed_modules(), "a test left compat_clone.patch() active"
+    assert not routed_modules(), "a test left compat_clone.patch() active"
     assert _keras_aliases() == before, "a test left a Keras module rebound"
 
 
@@ -66,7 +66,7 @@ def test_patch_routes_every_alias_and_unpatch_restores_them(K: Any) -> None:
         for name, original in before.items():
             now = after[name]
             if name in handle.modules:
-                assert _native.is_ours(now) and now.__wrapped__ is original, name
+                assert is_ours(now) and now.__wrapped__ is original, name
             else:  # only the module that defines it keeps the native function
                 assert now is original and getattr(original, "__module__", None) == name, name
         # the public name clones through compat_clone: an argument only compat_clone has

@@ -22,7 +22,6 @@ import inspect
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -33,9 +32,8 @@ import numpy as np
 import pytest
 from tests._py import zip_strict
 from tests.conftest import xla_flags
+from tests.support.fresh_process import run_script
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 TAUS = [0.01, 0.5, 0.999, 1.0]
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
 
@@ -297,21 +295,21 @@ def test_repeated_calls_reuse_the_cached_op(K: Any, family: str) -> None:
 
     backend = backend_name(K)
     if backend == "tensorflow":
-        from compat_clone.placement import tensorflow as ptf
+        from tests.support.internals import tf_blend_entries, tf_blends
 
-        entries = len(ptf._BLENDS)
+        entries = len(tf_blends)
         for tau in (0.1, 0.2, 0.3, 0.999, 0.5):
             compat_clone.copy_weights(source, target, tau=tau)
-        assert len(ptf._BLENDS) == entries, "a new tf.function per call"
-        counts = [blend.fn.experimental_get_tracing_count() for _, blend in ptf._BLENDS._entries.values()]
+        assert len(tf_blends) == entries, "a new tf.function per call"
+        counts = [blend.fn.experimental_get_tracing_count() for _, blend in tf_blend_entries.values()]
         assert counts and all(c == 1 for c in counts), counts
     elif backend == "jax":
-        from compat_clone.placement import jax as pjax
+        from tests.support.internals import jax_jitted
 
-        size = pjax._JITTED[0]._cache_size()
+        size = jax_jitted[0]._cache_size()
         for tau in (0.1, 0.2, 0.3, 0.999, 0.5):
             compat_clone.copy_weights(source, target, tau=tau)
-        assert pjax._JITTED[0]._cache_size() == size, "the jitted blend retraced"
+        assert jax_jitted[0]._cache_size() == size, "the jitted blend retraced"
     else:
         pytest.skip(f"the {backend} soft update traces nothing (eager foreach kernels)")
 
@@ -389,35 +387,36 @@ def test_soft_update_of_large_values(K: Any, family: str, tau: float) -> None:
 def test_tf_cache_holds_variables_weakly() -> None:
     tf = pytest.importorskip("tensorflow")
     from compat_clone.placement import tensorflow as ptf
+    from tests.support.internals import tf_blend_entries
 
     if not tf.executing_eagerly():
         pytest.skip("TensorFlow runs in graph mode here (standalone Keras 2)")
     src = [tf.Variable(np.full((2, 2), 4.0, "float32")), tf.Variable(np.arange(3, dtype="int32"))]
     dst = [tf.Variable(np.zeros((2, 2), "float32")), tf.Variable(np.zeros(3, "int32"))]
     gc.collect()
-    before = set(ptf._BLENDS._entries)
+    before = set(tf_blend_entries)
     ptf.blend_tf(list(zip(src, dst)), 0.25)
     ptf.blend_tf(list(zip(src, dst)), 0.5)
-    (key,) = set(ptf._BLENDS._entries) - before  # one entry for both calls
+    (key,) = set(tf_blend_entries) - before  # one entry for both calls
     np.testing.assert_allclose(dst[0].numpy(), np.full((2, 2), 4.0 * (1 - 0.75 * 0.5)))
     np.testing.assert_array_equal(dst[1].numpy(), [0, 1, 2])
     alive = weakref.ref(dst[0])
     del src, dst
     gc.collect()
     assert alive() is None, "the cached tf.function kept its variables alive"
-    assert key not in ptf._BLENDS._entries
+    assert key not in tf_blend_entries
 
 
 def test_tf_falls_back_to_kernels_when_xla_refuses() -> None:
     """An XLA compile failure writes nothing; the graph function of kernels takes over, once."""
     tf = pytest.importorskip("tensorflow")
-    from compat_clone.placement import tensorflow as ptf
+    from tests.support.internals import TfBlend
 
     if not tf.executing_eagerly():
         pytest.skip("TensorFlow runs in graph mode here (standalone Keras 2)")
     src = tf.Variable(np.full((2, 3), 2.0, "float32"))
     dst = tf.Variable(np.zeros((2, 3), "float32"))
-    blend = ptf._TfBlend(tf, [(src, dst)])
+    blend = TfBlend(tf, [(src, dst)])
     if not blend._xla_first:  # TF < 2.5 has no `jit_compile`: the kernels from the start
         blend(tf.constant(0.5, tf.float64))
         np.testing.assert_allclose(dst.numpy(), np.full((2, 3), 1.0))
@@ -467,13 +466,7 @@ def test_threads_soft_update_different_targets(K: Any) -> None:
 def _run_worker(mode: str, env: Dict[str, str]) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        full_env = dict(os.environ, **env)
-        full_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        full_env["PYTHONPATH"] = os.pathsep.join([HERE, ROOT, full_env.get("PYTHONPATH", "")])
-        proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), mode, out],
-            env=full_env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-        )
+        proc = run_script(__file__, [mode, out], env)
         if not os.path.exists(out):
             pytest.fail(f"worker {mode!r} wrote no results (rc={proc.returncode}):\n{proc.stderr[-6000:]}")
         with open(out, encoding="utf-8") as fh:

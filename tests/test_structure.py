@@ -5,7 +5,8 @@ over 450 lines, no function over 80 (docstring excluded), no import cycle in
 a static graph that counts `TYPE_CHECKING` and function-level imports, a
 package `__init__` that imports nothing from `compat_clone.tools` and no other
 library module that does, no private name imported across modules, no
-family-name compare outside `families/`, and no test module over 450 lines.
+family-name compare outside `families/`, no test module over 450 lines, and no
+private name reached from tests or bench except through `tests/support/internals.py`.
 Here the package passes it (its KNOWN list current), and each rule is shown
 to catch a package built to break it, and a KNOWN entry of each new rule to
 fail once its violation is gone. Run from the developer environment only
@@ -274,3 +275,49 @@ def test_the_command_line(tmp_path: Path) -> None:
                                         "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries"]
     done = _run(_package(tmp_path / "clean", {"__init__.py": ""}))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_tests_and_bench_reach_privates_only_through_the_seam(tmp_path: Path) -> None:
+    files = {
+        "__init__.py": "",
+        "_walk.py": "def walk():\n    pass\n",
+        "api.py": "_CACHE = {}\ndef public():\n    pass\n",
+        "tools/__init__.py": "",
+        "tools/doctor.py": "def _families():\n    pass\n",
+    }
+    src = _package(tmp_path, files)
+    reaching = textwrap.dedent("""\
+        import compat_clone.api
+        from compat_clone import api as A, _walk
+        from compat_clone._walk import walk
+        from compat_clone.api import _CACHE, public
+        from compat_clone.tools import doctor
+
+        def test_it(monkeypatch):
+            doctor._families()
+            compat_clone.api._CACHE.clear()
+            A.public()
+            monkeypatch.setattr(A, "_CACHE", {})
+            monkeypatch.setattr("compat_clone.api._CACHE", {})
+            _walk._hidden
+    """)
+    for folder, name in (("tests", "test_reach.py"), ("tests/support", "internals.py"), ("bench", "case.py")):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / name).write_text(reaching, encoding="utf-8")
+    (tmp_path / "tests" / "migrate_fixtures").mkdir()
+    (tmp_path / "tests" / "migrate_fixtures" / "old.py").write_text(reaching, encoding="utf-8")
+    kinds = [
+        "private-module compat_clone._walk",
+        "private-import compat_clone.api._CACHE",
+        "private-read compat_clone.tools.doctor._families",
+        "private-read compat_clone.api._CACHE",
+        "private-setattr compat_clone.api._CACHE",
+    ]
+    want = sorted(f"test-seam {where}: {kind}" for where in ("tests/test_reach.py", "bench/case.py") for kind in kinds)
+    assert _keys(src) == want  # the seam and the fixtures' data trees are not read
+    found = [str(v) for v in check.check(src) if v.where == "bench/case.py:1"]
+    assert found == []  # `import compat_clone.api` names a public module
+    # A private module is reported once per file, where it is first imported.
+    messages = sorted(str(v) for v in check.check(src) if v.where == "bench/case.py:2")
+    assert messages == ["bench/case.py:2: imports the private module compat_clone._walk (tests and bench reach "
+                        "privates only through tests/support/internals.py)"]

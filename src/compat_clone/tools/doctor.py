@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from compat_clone._compat import metadata
 from compat_clone.families.registry import installed_families
 
-__all__ = ["add_arguments", "run", "collect"]
+__all__ = ["add_arguments", "run", "collect", "families"]
 
 _DISTS = {
     "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos"),
@@ -55,8 +55,21 @@ def _installed() -> Dict[str, str]:
     return found
 
 
-def _families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
-    """(family, module to import, version) for every family this env can serve."""
+def families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
+    """Every family this environment can serve, read from package versions alone (nothing imported).
+
+    Args:
+        installed: distribution name -> version, as `collect` reads them
+            from package metadata (``{"keras": "3.15.1"}``).
+
+    Returns:
+        A list of ``(family, module to import, version)``, one per family.
+
+    Example:
+
+    >>> families({"keras": "2.2.4"})
+    [('keras2', 'keras', '2.2.4')]
+    """
     return installed_families({k: v for k, v in installed.items() if k in ("keras", "tf_keras")})
 
 
@@ -141,7 +154,7 @@ def collect(self_check: bool = True) -> Dict[str, Any]:
         "env": {k: os.environ.get(k) for k in ("TF_USE_LEGACY_KERAS", "KERAS_BACKEND")},
         "families": [],
     }
-    for family, module_name, version in _families(installed):
+    for family, module_name, version in families(installed):
         entry: Dict[str, Any] = {
             "family": family,
             "module": module_name,
