@@ -152,19 +152,8 @@ KNOWN: Dict[str, str] = {
     **dict.fromkeys([
         'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
     ], _STEP8),
-    # Rule 9 (the test seam): the reaches that the registry (step 5) and the
-    # matrix's public names (steps 6-8) remove; every other one goes through
-    # tests/support/internals.py already.
-    **dict.fromkeys([
-        'test-seam bench/common.py: private-module compat_clone._dispatch',
-        'test-seam tests/conftest.py: private-module compat_clone._dispatch',
-        'test-seam tests/features.py: private-module compat_clone._dispatch',
-        'test-seam tests/test_dispatch.py: private-module compat_clone._dispatch',
-        'test-seam tests/test_matrix.py: private-module compat_clone._dispatch',
-        'test-seam tests/test_migrate_idioms.py: private-module compat_clone._dispatch',
-        'test-seam tests/test_no_recursion.py: private-module compat_clone._dispatch',
-        'test-seam tests/test_readme.py: private-module compat_clone._dispatch',
-    ], _STEP5),
+    # Rule 9 (the test seam): the reaches that the matrix's public names
+    # (steps 6-8) remove; every other one goes through tests/support/internals.py already.
     **dict.fromkeys([
         'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._copy_package',
         'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._wheel_requirements',
