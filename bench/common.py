@@ -7,6 +7,7 @@ installed (TensorFlow is not needed for Keras 3 on JAX or torch).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -109,10 +110,8 @@ def versions() -> Dict[str, str]:
     out = {}
     for dist in ("compat-clone", "keras", "tf_keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib",
                  "torch", "numpy", "keras_applications"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 

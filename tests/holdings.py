@@ -58,8 +58,8 @@ def loaded_h5(K: Any, tmp: str) -> Built:
         raise NotApplicable("no load_model")
     try:
         import h5py
-    except ImportError:
-        raise NotApplicable("h5py is not installed")
+    except ImportError as exc:
+        raise NotApplicable("h5py is not installed") from exc
     if family_name(K) == "keras2" and int(h5py.__version__.split(".")[0]) >= 3:
         raise NotApplicable("standalone Keras 2 reads .h5 files with h5py < 3 only (str attributes)")
     path = os.path.join(tmp, "model.h5")
@@ -75,7 +75,7 @@ def loaded_keras(K: Any, tmp: str) -> Built:
     try:
         _functional(K).save(path)
     except (ValueError, TypeError) as exc:  # tf.keras before 2.13: no .keras format
-        raise NotApplicable(f"no .keras format: {exc}")
+        raise NotApplicable(f"no .keras format: {exc}") from exc
     return K.models.load_model(path), sample_input()
 
 
@@ -143,7 +143,7 @@ def tfmot_pruned(K: Any, tmp: str) -> Built:
     try:
         import tensorflow_model_optimization as tfmot
     except Exception as exc:  # not installed, or not for this TensorFlow
-        raise NotApplicable(f"tensorflow_model_optimization: {exc}")
+        raise NotApplicable(f"tensorflow_model_optimization: {exc}") from exc
     inputs = K.Input((6,))
     base = K.models.Model(inputs, K.layers.Dense(2)(K.layers.Dense(4)(inputs)))
     model = tfmot.sparsity.keras.prune_low_magnitude(base)
@@ -157,7 +157,7 @@ def keras_hub_task(K: Any, tmp: str) -> Built:
     try:
         import keras_hub
     except Exception as exc:
-        raise NotApplicable(f"keras_hub: {exc}")
+        raise NotApplicable(f"keras_hub: {exc}") from exc
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=6
     )

@@ -98,7 +98,8 @@ def test_envfix_install_into(tmp_path: Any) -> None:
 
     path = _envfix.install_into(tmp_path, "keras2_on_tf2")
     assert os.path.basename(path) == "compat_clone_envfix_keras2_on_tf2.pth"
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     assert text.startswith("import ") and "keras2_on_tf2" in text
     with pytest.raises(ValueError, match="Unknown environment fix-up 'nope'"):
         _envfix.install_into(tmp_path, "nope")

@@ -116,10 +116,7 @@ def scope(model: Any, device: Any, backend: Optional[str]) -> Iterator[Placement
             is built.
     """
     chosen = _backend_for(backend)
-    if chosen is None:
-        placement = Placement("unchanged")
-    else:
-        placement = chosen.resolve(model, device)
+    placement = Placement("unchanged") if chosen is None else chosen.resolve(model, device)
     with placement.context():
         yield placement
 

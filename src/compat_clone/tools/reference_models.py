@@ -29,10 +29,7 @@ def _predict(model: Any, x: Any) -> List[Any]:
 
     np = _np()
     family = entry(family_of(model).family)
-    if family.graph_mode:  # graph mode: `predict` is the way in
-        out = model.predict(x)
-    else:
-        out = model(x, training=False)
+    out = model.predict(x) if family.graph_mode else model(x, training=False)  # graph mode: `predict` is the way in
     if isinstance(out, dict):
         out = [out[k] for k in sorted(out)]
     if not isinstance(out, (list, tuple)):
