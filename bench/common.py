@@ -90,7 +90,7 @@ def families_here() -> List[str]:
     claimed = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if claimed:
         return [claimed]
-    from compat_clone.families.registry import installed_families
+    from compat_clone.families.installed import installed_families
 
     found: List[str] = []
     for family, _, _ in installed_families():
@@ -101,7 +101,7 @@ def families_here() -> List[str]:
 
 def keras_module(family: str) -> Any:
     """The Keras that builds models of `family` in this environment (the family registry's answer)."""
-    from compat_clone.families.registry import keras_module as registry_keras_module
+    from compat_clone.families.installed import keras_module as registry_keras_module
 
     return registry_keras_module(family)
 

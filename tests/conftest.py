@@ -112,7 +112,7 @@ def families_under_test() -> List[str]:
 
 def keras_module(family: str) -> Any:
     """The importable Keras module that serves `family` in this environment (the family registry's answer)."""
-    from compat_clone.families.registry import keras_module as registry_keras_module
+    from compat_clone.families.installed import keras_module as registry_keras_module
 
     return registry_keras_module(family)
 

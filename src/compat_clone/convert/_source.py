@@ -20,7 +20,8 @@ from typing import Any, List, Mapping, Optional
 
 from compat_clone.convert import _keras2_h5
 from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
-from compat_clone.families.registry import entry, family_for, keras_module
+from compat_clone.families.installed import keras_module
+from compat_clone.families.registry import entry, family_for
 
 __all__ = ["keras_for", "read_model", "read_inputs"]
 

@@ -12,18 +12,18 @@ MRO defined in a Keras-owning package (``keras``, ``tf_keras``,
 ``tensorflow``) names the package, and that package's ``__version__`` names
 the family. Nothing is imported (the model exists: its package is imported
 already), nothing depends on what else is installed, and the answer is
-cached per class. Importing this module imports no framework.
+cached per class. Importing this module imports no framework. What this
+environment has installed of each family is `families/installed.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.util
 import sys
 import threading
 from types import ModuleType
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from compat_clone._walk import MODEL_CLASS_NAMES, OWNER_PACKAGES
 from compat_clone.errors import InvalidArgumentError, NotAModelError
@@ -44,8 +44,6 @@ __all__ = [
     "family_for",
     "family_of",
     "family_of_class",
-    "installed_families",
-    "keras_module",
     "keras_of",
     "package_version",
     "placement_backend",
@@ -59,7 +57,6 @@ KERAS2 = "keras2"
 MODEL_BACKEND = "<the model's Keras backend>"
 
 _LAYER_CLASS_NAMES = frozenset({"Layer"})
-_KERAS_PACKAGES = {"keras": ("keras",), "tf_keras": ("tf_keras", "tf-keras")}  # module -> its distributions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,62 +373,6 @@ def keras_of(info: FamilyInfo) -> ModuleType:
     if info.package == "tensorflow":  # the in-tree tf.python.keras (TF <= 2.5)
         return importlib.import_module("tensorflow").keras  # type: ignore[no-any-return]
     return importlib.import_module(info.package)
-
-
-def keras_module(family: str) -> ModuleType:
-    """This environment's Keras for `family`: the first of its `environment_modules` that is installed.
-
-    Args:
-        family: a family name.
-
-    Returns:
-        The module, imported.
-
-    Raises:
-        InvalidArgumentError: `family` is not a family.
-        ImportError: none of the family's modules is installed.
-    """
-    names = entry(family).environment_modules
-    for name in names:
-        top, _, attribute = name.partition(".")
-        if importlib.util.find_spec(top) is None:
-            continue
-        module = importlib.import_module(top)
-        found: ModuleType = getattr(module, attribute) if attribute else module
-        return found
-    raise ImportError(f"No Keras of the {family} family is installed here: tried {', '.join(names)}.")
-
-
-def installed_families(versions: Optional[Mapping[str, str]] = None) -> List[Tuple[str, str, str]]:
-    """(family, module to import, version) for every Keras package installed here.
-
-    Args:
-        versions: the installed version of each package by module name
-            (``{"keras": "3.15.1", "tf_keras": "2.21.0"}``); None reads the
-            distributions' metadata. Either way nothing is imported.
-
-    Returns:
-        One triple per Keras package (``keras``, then ``tf_keras``); two
-        packages may serve the same family (``keras`` 2.15 and ``tf_keras``).
-    """
-    if versions is None:
-        versions = _installed_versions()
-    return [(family_for(module, versions[module]), module, versions[module])
-            for module in _KERAS_PACKAGES if versions.get(module)]
-
-
-def _installed_versions() -> Dict[str, str]:
-    from compat_clone._compat import metadata  # here: only tools ask, and a clone never does
-
-    found: Dict[str, str] = {}
-    for module, dists in _KERAS_PACKAGES.items():
-        for dist in dists:
-            try:
-                found[module] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return found
 
 
 def placement_backend(info: FamilyInfo) -> Optional[str]:

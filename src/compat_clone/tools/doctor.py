@@ -23,7 +23,7 @@ from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
 from compat_clone._compat import metadata
-from compat_clone.families.registry import installed_families
+from compat_clone.families.installed import installed_families
 
 __all__ = ["add_arguments", "run", "collect", "families"]
 
