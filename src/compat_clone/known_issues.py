@@ -58,7 +58,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras2-12202-masks", "keras2", "<2.2.5",
         "a layer with several outputs and no mask support gets one mask for all of "
         "them; the clone fails with 'Could not compute output'",
-        f"{_K2}._map_arguments (masks recomputed per output by the core walk)",
+        "compat_clone.families._keras2_parts.map_arguments (masks recomputed per output by the core walk)",
         ("multi_output_no_mask", "lambda_pair_into_add"),
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
