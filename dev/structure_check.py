@@ -180,7 +180,6 @@ KNOWN: Dict[str, str] = {
         'module tests/test_convert.py',
         'module tests/test_matrix.py',
         'module tests/test_matrix_ci.py',
-        'module tests/test_migrate_idioms.py',
         'module tests/test_soft_update.py',
     ], _LATER),
 }
