@@ -177,7 +177,6 @@ KNOWN: Dict[str, str] = {
     ], _STEP9),
     **dict.fromkeys([
         'module tests/features.py',
-        'module tests/test_convert.py',
         'module tests/test_matrix.py',
         'module tests/test_matrix_ci.py',
         'module tests/test_soft_update.py',
