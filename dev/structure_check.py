@@ -176,7 +176,6 @@ KNOWN: Dict[str, str] = {
         'module tests/test_placement.py',
     ], _STEP9),
     **dict.fromkeys([
-        'module tests/features.py',
         'module tests/test_matrix.py',
         'module tests/test_matrix_ci.py',
         'module tests/test_soft_update.py',
