@@ -173,11 +173,8 @@ KNOWN: Dict[str, str] = {
         'test-seam tests/test_install_sources.py: private-module compat_clone.tools.convert._envs',
     ], _STEP8),
     **dict.fromkeys([
-        'module tests/features.py',
-        'module tests/test_convert.py',
         'module tests/test_matrix.py',
         'module tests/test_matrix_ci.py',
-        'module tests/test_migrate_idioms.py',
         'module tests/test_soft_update.py',
     ], _LATER),
 }

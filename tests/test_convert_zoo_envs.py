@@ -17,7 +17,7 @@ worker does), then trained one step, which must move its weights.
 
 Each Keras 3 environment takes its share of the sources (`_SOURCES`); the
 three together cover every source and format on every backend. tf_keras
-2.16 / 2.21 models are converted in memory by tests/test_convert.py.
+2.16 / 2.21 models are converted in memory by tests/test_convert_inprocess.py.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ _NOT_IN = {"mixed_precision": _STANDALONE, "tf_ops": _STANDALONE, "dict_outputs"
            "conv_variants": ("tf.keras-2.4",)}
 # The length-bound cases (probes the source computes: cropping, strided valid convolutions, Flatten -> Dense)
 # are files of the old releases, written in the TF1 environments; tf_keras converts them in memory
-# (tests/test_convert.py).
+# (tests/test_convert_inprocess.py).
 _NOT_IN.update({name: tuple(sorted({env for env, _ in _SOURCES if not env.endswith("-tf1")}))
                 for name in ("cropped_residual", "strided_conv2d", "flatten_dense")})
 

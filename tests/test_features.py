@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import compat_clone
-from features import DESCRIPTIONS, FEATURES, native_clone, run_check
+from feature_checks import DESCRIPTIONS, FEATURES
+from features import native_clone, run_check
 from feature_records import write_records
 
 

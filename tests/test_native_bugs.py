@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import compat_clone
 from compat_clone.known_issues import KNOWN_ISSUES, KnownIssue, affects
-from features import FEATURES, family_name, native_clone, run_check
+from feature_checks import FEATURES
+from features import family_name, native_clone, run_check
 
 CASES = [(row, check) for row in KNOWN_ISSUES for check in row.checks]
 

@@ -4,7 +4,7 @@ Data, not code. One row per upstream problem: an id (cited by the code that
 handles it, in a comment), the family, the versions where the native call
 misbehaves (a `packaging` specifier over the owning package's version), the
 symptom, the place that handles it, and the feature checks that show it
-(named checks of the test suite's `tests/features.py`).
+(named checks of the test suite's `tests/feature_checks.py`).
 
 The table is the only place a version claim about a native bug is written:
 `compat-clone doctor` prints the rows that apply to the installed versions,
@@ -35,7 +35,7 @@ class KnownIssue:
             problem fixed, then brought back by a later patch).
         symptom: what the user sees.
         handled_by: the module (and function) of compat_clone that fixes it.
-        checks: the feature checks (``tests/features.py``) that show it.
+        checks: the feature checks (``tests/feature_checks.py``) that show it.
         upstream: the upstream report, where there is one.
     """
 
@@ -188,7 +188,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("compiled_custom_loss",),
     ),
     # The models users hold (tests/test_holdings.py shows each beside the native recipe; no
-    # feature check of tests/features.py: the kinds live in tests/holdings.py).
+    # feature check of tests/feature_checks.py: the kinds live in tests/holdings.py).
     KnownIssue(
         "subclass-clone-unbuilt", "tf_keras", ">=2.0",
         "a subclassed model rebuilt from its config has no variables until it is called: "
