@@ -50,7 +50,7 @@ def _files(root: Path) -> Dict[str, bytes]:
     }
 
 
-def _cli(argv: List[str]) -> int:
+def run_cli(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(prog="compat-clone migrate")
     _migrate.add_arguments(parser)
     return _migrate.run(parser.parse_args(argv))
@@ -77,7 +77,7 @@ def _expected_reports(case: str) -> List[str]:
 @pytest.mark.parametrize("case", CASES)
 def test_write_gives_expected_files(case: str, tmp_path: Path, capsys: Any) -> None:
     root = _copy_before(case, tmp_path)
-    assert _cli(["--write", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
     got = _files(root)
     expected = _files(FIXTURES / case / "after")
     assert sorted(got) == sorted(expected)
@@ -90,7 +90,7 @@ def test_write_gives_expected_files(case: str, tmp_path: Path, capsys: Any) -> N
 @pytest.mark.parametrize("case", CASES)
 def test_reports_uses_it_cannot_rewrite(case: str, tmp_path: Path, capsys: Any) -> None:
     root = _copy_before(case, tmp_path)
-    _cli(["--check", str(root)])
+    run_cli(["--check", str(root)])
     err = capsys.readouterr().err
     prefix = str(root) + os.sep
     reported = [line[len(prefix) :] for line in err.splitlines() if line.startswith(prefix)]
@@ -109,7 +109,7 @@ def test_second_run_changes_nothing(case: str, tmp_path: Path) -> None:
     root = tmp_path / case
     shutil.copytree(FIXTURES / case / "after", root)
     before = _files(root)
-    assert _cli(["--write", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
     assert _files(root) == before
     for path in _migrate.iter_python_files([str(root)]):
         assert not _migrate.migrate_path(path).changed, path
@@ -119,7 +119,7 @@ def test_second_run_changes_nothing(case: str, tmp_path: Path) -> None:
 def test_diff_mode_prints_a_unified_diff_and_writes_nothing(tmp_path: Path, capsys: Any) -> None:
     root = _copy_before("keras3_script", tmp_path)
     before = _files(root)
-    assert _cli([str(root)]) == _migrate.EXIT_OK
+    assert run_cli([str(root)]) == _migrate.EXIT_OK
     out = capsys.readouterr().out
     assert _files(root) == before
     path = root / "finetune.py"
@@ -130,11 +130,11 @@ def test_diff_mode_prints_a_unified_diff_and_writes_nothing(tmp_path: Path, caps
     assert "-student.set_weights(base.get_weights())  # start from the trained weights\n" in out
     assert "+import compat_clone\n" in out
     # the diff applies: rebuilding the new file from the old one and the hunks
-    new = _apply_unified_diff(before["finetune.py"].decode(), out)
+    new = apply_unified_diff(before["finetune.py"].decode(), out)
     assert new == (FIXTURES / "keras3_script" / "after" / "finetune.py").read_text()
 
 
-def _apply_unified_diff(old: str, diff: str) -> str:
+def apply_unified_diff(old: str, diff: str) -> str:
     """A minimal `patch` for one file's unified diff (enough to check ours)."""
     old_lines = old.splitlines(keepends=True)
     out: List[str] = []
@@ -168,12 +168,12 @@ def _apply_unified_diff(old: str, diff: str) -> str:
 def test_check_exit_status(tmp_path: Path, capsys: Any) -> None:
     root = _copy_before("notebook", tmp_path)
     before = _files(root)
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     captured = capsys.readouterr()
     assert captured.out == f"would migrate {root / 'transfer.py'}\n"
     assert _files(root) == before, "--check must not write"
-    assert _cli(["--write", str(root)]) == _migrate.EXIT_OK
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_OK
     capsys.readouterr()
 
 
@@ -182,7 +182,7 @@ def test_check_fails_on_a_use_to_fix_by_hand(tmp_path: Path, capsys: Any) -> Non
     # already migrated, but multi_gpu_model and the alias remain: CI must still fail
     root = tmp_path / "legacy"
     shutil.copytree(FIXTURES / "keras2_legacy" / "after", root)
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "multi_gpu_model" in captured.err
@@ -191,7 +191,7 @@ def test_check_fails_on_a_use_to_fix_by_hand(tmp_path: Path, capsys: Any) -> Non
 @needs_libcst
 def test_write_and_check_are_exclusive(capsys: Any) -> None:
     with pytest.raises(SystemExit) as exc:
-        _cli(["--write", "--check", "x.py"])
+        run_cli(["--write", "--check", "x.py"])
     assert exc.value.code == 2
 
 
@@ -204,7 +204,7 @@ def test_unparsable_file_is_reported_and_skipped(tmp_path: Path, capsys: Any) ->
     unrelated.write_text("def f(:\n    pass\n")
     good = tmp_path / "good.py"
     good.write_text("import keras\nc = keras.models.clone_model(m)\n")
-    assert _cli(["--write", str(tmp_path)]) == _migrate.EXIT_ERROR
+    assert run_cli(["--write", str(tmp_path)]) == _migrate.EXIT_ERROR
     err = capsys.readouterr().err
     assert f"{bad}:2:1: does not parse, skipped (Missing parentheses" in err
     assert f"{unrelated}:1:" in err
@@ -215,7 +215,7 @@ def test_unparsable_file_is_reported_and_skipped(tmp_path: Path, capsys: Any) ->
 
 @needs_libcst
 def test_missing_path_is_an_error(tmp_path: Path, capsys: Any) -> None:
-    assert _cli([str(tmp_path / "nope.py")]) == _migrate.EXIT_ERROR
+    assert run_cli([str(tmp_path / "nope.py")]) == _migrate.EXIT_ERROR
     assert "no such file or folder" in capsys.readouterr().err
 
 
@@ -239,7 +239,7 @@ def test_folders_are_walked_for_py_files_only(tmp_path: Path) -> None:
 
 def test_missing_libcst_gives_install_hint(monkeypatch: Any, capsys: Any) -> None:
     monkeypatch.setitem(sys.modules, "libcst", None)
-    assert _cli(["x.py"]) == _migrate.EXIT_ERROR
+    assert run_cli(["x.py"]) == _migrate.EXIT_ERROR
     err = capsys.readouterr().err
     assert "needs libcst" in err and "pip install 'libcst>=1.0'" in err and "`compat-clone[migrate]` extra" in err
     with pytest.raises(ImportError, match="needs libcst"):

@@ -235,28 +235,28 @@ def test_check_passes_with_notes_only(tmp_path: Path, capsys: Any) -> None:
 
 @needs_libcst
 def test_fixture_diff_reports_and_exit_status(tmp_path: Path, capsys: Any) -> None:
-    from test_migrate import _apply_unified_diff, _cli
+    from test_migrate import apply_unified_diff, run_cli
 
     root = tmp_path / "rl_agents"
     shutil.copytree(FIXTURE / "before", root)
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     err = capsys.readouterr().err
     assert "3 file(s) would be migrated, 2 use(s) need a fix by hand, 1 site(s) to review" in err  # notes not counted
     assert err.count(": note: ") == 2
-    assert _cli([str(root)]) == _migrate.EXIT_OK  # the diff, on stdout
+    assert run_cli([str(root)]) == _migrate.EXIT_OK  # the diff, on stdout
     out = capsys.readouterr().out
     for name in ("util.py", "dqn.py", "ddpg_keras2.py"):
         path = root / name
         hunks = out.split(f"--- a/{path}\n")[1].split("--- a/")[0]
-        new = _apply_unified_diff(path.read_text(), hunks)
+        new = apply_unified_diff(path.read_text(), hunks)
         assert new == (FIXTURE / "after" / name).read_text(), name
         compile(new, name, "exec")
     assert "-        self.target_model.set_weights(self.model.get_weights())\n" in out
     assert "+        compat_clone.copy_weights(self.model, self.target_model)\n" in out
-    assert _cli(["--write", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
     capsys.readouterr()
     # migrated: only the uses to fix by hand are left, and they still fail --check
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_CHANGES
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "0 file(s) would be migrated, 2 use(s) need a fix by hand, 1 site(s) to review" in captured.err
@@ -267,12 +267,12 @@ def test_fixture_diff_reports_and_exit_status(tmp_path: Path, capsys: Any) -> No
 def test_check_passes_a_migrated_tree_whose_sites_are_marked_reviewed(tmp_path: Path, capsys: Any) -> None:
     """`migrate --check` as a CI gate: a site to review alone exits 3 (EXIT_REVIEW), a use to fix by hand 1; a
     `# compat-clone: ok RULE` comment naming the site's rule marks it reviewed, and the gate passes."""
-    from test_migrate import _cli
+    from test_migrate import run_cli
 
     root = tmp_path / "rl_agents"
     shutil.copytree(FIXTURE / "after", root)
     dqn, util = root / "dqn.py", root / "util.py"
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_CHANGES  # the two updates to fix by hand
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_CHANGES  # the two updates to fix by hand
 
     def mark(path: Path, needle: str, comment: str, above: bool = False) -> None:
         lines = path.read_text().splitlines(keepends=True)
@@ -287,10 +287,10 @@ def test_check_passes_a_migrated_tree_whose_sites_are_marked_reviewed(tmp_path: 
     mark(util, "updates.append((tw, tau", "# compat-clone: ok graph-update")
     mark(dqn, "copy.deepcopy(self.model)", "# compat-clone: ok graph-update", above=True)  # another rule's name
     capsys.readouterr()
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_REVIEW  # the deepcopy alone is left: its own status
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_REVIEW  # the deepcopy alone is left: its own status
     err = capsys.readouterr().err
     assert "0 file(s) would be migrated, 0 use(s) need a fix by hand, 1 site(s) to review" in err
     assert "2 marked reviewed" in err and "[deepcopy]" in err and "[graph-update]" not in err
     dqn.write_text(dqn.read_text().replace("# compat-clone: ok graph-update", "# compat-clone: ok deepcopy"))
-    assert _cli(["--check", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--check", str(root)]) == _migrate.EXIT_OK
     assert "3 marked reviewed" in capsys.readouterr().err
