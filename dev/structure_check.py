@@ -95,9 +95,7 @@ DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 # issue 35 deletes its entries. Keys are the `key` of each Violation.
 _STEP = "issue 35: goes with step {} of DESIGN-35 §5"
 _STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
-_STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
 _STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
-_STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
 _STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
@@ -125,53 +123,11 @@ KNOWN: Dict[str, str] = {
         "family-compare compat_clone/tools/saved_models.py:_env_or_reason: family == 'keras3'",
     ], _STEP5),
     **dict.fromkeys([
-        'private-name compat_clone/tools/matrix/build.py:_editable_metadata',
-        'private-name compat_clone/tools/matrix/build.py:_expand_requirements',
-        'private-name compat_clone/tools/matrix/build.py:_post_install',
-        'private-name compat_clone/tools/matrix/build.py:_source_identity',
-        'private-name compat_clone/tools/matrix/build.py:_wheel_requirements',
-        'private-name compat_clone/tools/matrix/build.py:_Procs',
-        'private-name compat_clone/tools/matrix/build.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/build.py:_Outcome',
-        'private-name compat_clone/tools/matrix/ci_install.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/cli.py:_LOG_FILE',
-        'private-name compat_clone/tools/matrix/cli.py:_STAMP_FILE',
-        'private-name compat_clone/tools/matrix/cli.py:_find_uv',
-        'private-name compat_clone/tools/matrix/cli.py:_prepare_one',
-        'private-name compat_clone/tools/matrix/cli.py:_Procs',
-        'private-name compat_clone/tools/matrix/cli.py:_RESULTS_DIR',
-        'private-name compat_clone/tools/matrix/cli.py:_run_one',
-        'private-name compat_clone/tools/matrix/cli.py:_Outcome',
-        'private-name compat_clone/tools/matrix/cli.py:_tail',
-        'private-name compat_clone/tools/matrix/cli.py:_names_compat_clone',
-        'private-name compat_clone/tools/matrix/install.py:_Procs',
-        'private-name compat_clone/tools/matrix/install.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/overlay.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/progress.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/report.py:_load_outcomes',
-        'private-name compat_clone/tools/matrix/report.py:_load_run',
-        'private-name compat_clone/tools/matrix/report.py:_Run',
-        'private-name compat_clone/tools/matrix/results.py:_Outcome',
-        'private-name compat_clone/tools/matrix/runner.py:_STAMP_FILE',
-        'private-name compat_clone/tools/matrix/runner.py:_ensure_built',
-        'private-name compat_clone/tools/matrix/runner.py:_env_lock',
-        'private-name compat_clone/tools/matrix/runner.py:_Procs',
-        'private-name compat_clone/tools/matrix/runner.py:_publish_results',
-        'private-name compat_clone/tools/matrix/runner.py:_write_outcome',
-        'private-name compat_clone/tools/matrix/runner.py:_counts_text',
-        'private-name compat_clone/tools/matrix/runner.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/runner.py:_Outcome',
-        'private-name compat_clone/tools/matrix/sessions.py:_expand_requirements',
-    ], _STEP6),
-    **dict.fromkeys([
         'private-name compat_clone/tools/matrix/build.py:_self_source',
         'private-name compat_clone/tools/matrix/ci_install.py:_self_source',
         'private-name compat_clone/tools/matrix/cli.py:_self_source',
         'private-name compat_clone/tools/matrix/sessions.py:_self_source',
     ], _STEP7),
-    **dict.fromkeys([
-        'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
-    ], _STEP8),
     **dict.fromkeys([
         'module tests/test_placement.py',
     ], _STEP9),

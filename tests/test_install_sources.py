@@ -65,7 +65,7 @@ def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> 
     # wheel itself is reinstalled when its bytes change); new requirements rebuild it.
     assert build.env_stamp(env, ("wheel", same_needs)) == stamp
     assert build.env_stamp(env, ("wheel", more_needs)) != stamp
-    assert install._wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
+    assert install.wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
 
 
 def test_copy_source_stamp_does_not_depend_on_the_install_path(tmp_path: Path) -> None:

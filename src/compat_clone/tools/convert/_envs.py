@@ -116,7 +116,7 @@ def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, r
 
 
 def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any) -> Interpreter:
-    from compat_clone.tools.matrix.build import _STAMP_FILE, build_env
+    from compat_clone.tools.matrix.build import build_env, is_built
     from compat_clone.tools.matrix.runner import env_environ
 
     env_dir = matrix_dir / env.name
@@ -126,7 +126,7 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
     # and reading a model there does not disturb them. It is not rebuilt when
     # the table's pins moved on (`compat-clone matrix --rebuild` does that);
     # the worker reports the Keras version it read the model with.
-    if not (python.exists() and (env_dir / _STAMP_FILE).is_file()):
+    if not is_built(env_dir):
         if not build:
             raise InvalidArgumentError(
                 f"{role} {env.name!r}: the environment is not built in {str(matrix_dir)!r}. Expected "

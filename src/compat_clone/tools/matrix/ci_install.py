@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from compat_clone.tools.matrix.install import _self_source
-from compat_clone.tools.matrix.table import _toml_loads
+from compat_clone.tools.matrix.table import toml_loads
 
-__all__ = ["InstallSourceError", "install_requirement", "default_install_source"]
+__all__ = ["InstallSourceError", "install_requirement", "default_install_source", "names_compat_clone"]
 
 _DIST_RE = re.compile(r"^\s*compat[-_.]clone(?![A-Za-z0-9_.-])", re.I)
 _VERSION_RE = re.compile(r"^v?\d+(\.\d+)*([-_.]?(a|b|rc|post|dev)\.?\d*)*$", re.I)
@@ -37,13 +37,13 @@ def _relative_inside(path: Path, project: Path) -> Optional[str]:
     return "." if rel == "." else f"./{rel}"
 
 
-def _names_compat_clone(folder: Path) -> bool:
+def names_compat_clone(folder: Path) -> bool:
     """A folder pip can install as compat-clone (its pyproject.toml names it)."""
     pyproject = folder / "pyproject.toml"
     if not pyproject.is_file():
         return False
     try:
-        name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name", "")
+        name = toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name", "")
     except ValueError:
         return False
     return bool(_DIST_RE.match(str(name)))
@@ -88,7 +88,7 @@ def install_requirement(source: str, project: Path) -> str:
     rel = _relative_inside(path, project)
     if rel is None:
         raise InstallSourceError(f"Expected --install-from to lie inside the project {project}. Received: {source!r}.")
-    if path.is_dir() and (_names_compat_clone(path) or (path / "setup.py").is_file()):
+    if path.is_dir() and (names_compat_clone(path) or (path / "setup.py").is_file()):
         return rel
     if path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip")):
         return rel
@@ -116,14 +116,14 @@ def _project_pin(project: Path) -> Optional[Tuple[str, str]]:
             if _DIST_RE.match(item) or re.search(r"#egg=compat[-_]clone\b", item, re.I):
                 return item, path.name
             candidate = (path.parent / item) if not os.path.isabs(item) else Path(item)
-            if not item.startswith("-") and candidate.is_dir() and _names_compat_clone(candidate):
+            if not item.startswith("-") and candidate.is_dir() and names_compat_clone(candidate):
                 rel = _relative_inside(candidate, project)
                 if rel is not None:
                     return rel, path.name
     pyproject = project / "pyproject.toml"
     if pyproject.is_file():
         try:
-            data = _toml_loads(pyproject.read_text(encoding="utf-8"))
+            data = toml_loads(pyproject.read_text(encoding="utf-8"))
         except ValueError:
             return None
         project_table = data.get("project", {})
@@ -181,7 +181,7 @@ def default_install_source(project: Path, version: str) -> Tuple[str, str]:
     Raises:
         InstallSourceError: none of these: the message says how to give one.
     """
-    if _names_compat_clone(project):
+    if names_compat_clone(project):
         return ".", "compat_clone's own checkout"
     pin = _project_pin(project)
     if pin is not None:

@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from compat_clone.tools.matrix.build import _LOG_FILE, _STAMP_FILE, _find_uv, _prepare_one, env_stamp
+from compat_clone.tools.matrix.build import LOG_FILE, STAMP_FILE, find_uv, prepare_env, env_stamp
 from compat_clone.tools.matrix.install import _self_source
-from compat_clone.tools.matrix.procs import _Procs, default_jobs
-from compat_clone.tools.matrix.results import _RESULTS_DIR
-from compat_clone.tools.matrix.runner import _run_one
+from compat_clone.tools.matrix.procs import Procs, default_jobs
+from compat_clone.tools.matrix.results import RESULTS_DIR
+from compat_clone.tools.matrix.runner import run_one
 from compat_clone.tools.matrix.summary import (
     EXIT_FAILED,
     EXIT_MISLABELED,
     EXIT_USAGE,
-    _Outcome,
-    _tail,
+    Outcome,
+    log_tail,
     format_summary,
 )
 from compat_clone.tools.matrix.table import Env, TableError, load_table, select_envs, table_id
@@ -92,7 +92,7 @@ def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
     print(LIST_LEGEND)
     width = max(len(e.name) for e in envs)
     for e in envs:
-        stamp_path = root / e.name / _STAMP_FILE
+        stamp_path = root / e.name / STAMP_FILE
         state = "built" if stamp_path.is_file() and stamp_path.read_text().strip() == env_stamp(e, source) else "-"
         claim = " ".join(f"{k}={v}" for k, v in e.expect) or "(no claim)"
         flag = ("" if e.enabled else "  [disabled]") + (f"  tags: {','.join(e.tags)}" if e.tags else "")
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     except TableError as e:
         return _fail(str(e))
     root = Path(args.root).resolve()
-    results = root / _RESULTS_DIR
+    results = root / RESULTS_DIR
     if args.emit:
         return _emit(args, selected, command)
     if args.merge:
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     for o in ordered:
         if not o.ok and args.tail > 0:
             print(f"\n----- {o.env}: {o.status}; last {args.tail} lines of {o.log} -----")
-            print(_tail(o.log, args.tail))
+            print(log_tail(o.log, args.tail))
     print()
     print(format_summary(ordered, wall), flush=True)
     rc = 0 if all(o.ok for o in ordered) else EXIT_FAILED
@@ -182,24 +182,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], root: Path,
-             jobs: int) -> Tuple[Optional[List[_Outcome]], float]:
+             jobs: int) -> Tuple[Optional[List[Outcome]], float]:
     """Runs the environments, `jobs` at a time; (outcomes in table order or None if interrupted, seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".gitignore").exists():
         (root / ".gitignore").write_text("*\n", encoding="utf-8")
-    uv = _find_uv(Path.cwd())
+    uv = find_uv(Path.cwd())
     source = _self_source()
     from compat_clone.tools.matrix.progress import Progress
 
     print(f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; "
-          f"logs: {root}/<env>/{_LOG_FILE}", flush=True)
+          f"logs: {root}/<env>/{LOG_FILE}", flush=True)
     t0 = time.monotonic()
     interval = 60.0 if args.progress is None else max(0.0, args.progress)
     live = sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb" and not os.environ.get("CI")
     progress = Progress(sys.stdout, live=live, interval=interval)
     say = progress.say
     table = table_id(args.table)
-    procs = _Procs()
+    procs = Procs()
     pool = ThreadPoolExecutor(max_workers=jobs)
     names = [e.name for e in selected]
     try:
@@ -207,13 +207,13 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
         # in any, so a command may use a sibling's interpreter (the conversion
         # tests read Keras 2 files in keras-2.2.4 from keras-3.15-jax).
         built = {
-            e.name: pool.submit(_prepare_one, e, root=root, uv=uv, source=source, procs=procs,
+            e.name: pool.submit(prepare_env, e, root=root, uv=uv, source=source, procs=procs,
                                 rebuild=args.rebuild, say=say)
             for e in selected
         }
         prepared = {name: fut.result() for name, fut in built.items()}
         futures = {
-            e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
+            e.name: pool.submit(run_one, e, root=root, results=root / RESULTS_DIR, command=command, uv=uv,
                                 source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say,
                                 prepared=prepared[e.name], siblings=names, table=table, progress=progress)
             for e in selected
@@ -240,9 +240,9 @@ def _common_options(args: argparse.Namespace) -> List[str]:
 def _own_checkout() -> bool:
     """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself):
     the project's ``pyproject.toml`` names compat-clone, however the running compat_clone is installed."""
-    from compat_clone.tools.matrix.ci_install import _names_compat_clone
+    from compat_clone.tools.matrix.ci_install import names_compat_clone
 
-    return _names_compat_clone(Path.cwd())
+    return names_compat_clone(Path.cwd())
 
 
 def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:

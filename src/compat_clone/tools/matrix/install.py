@@ -3,7 +3,7 @@
 The running compat_clone is installed as a wheel (``$COMPAT_CLONE_WHEEL``), an
 editable checkout, or a copy of its package folder (`_self_source`); what of
 that source decides an environment's contents is part of its stamp
-(`_source_identity`, `_editable_metadata`). `_post_install` re-applies, on
+(`source_identity`, `editable_metadata`). `post_install` re-applies, on
 every run, the steps that a build does not cover: the copy, a changed wheel,
 the environment's fix-up.
 """
@@ -20,10 +20,13 @@ import zipfile
 from pathlib import Path
 from typing import IO, Any, List, Sequence, Tuple
 
-from compat_clone.tools.matrix.procs import _Procs
-from compat_clone.tools.matrix.table import Env, _toml_loads
+from compat_clone.tools.matrix.procs import Procs
+from compat_clone.tools.matrix.table import Env, toml_loads
 
-__all__ = ["machine_pip_args"]
+__all__ = [
+    "machine_pip_args", "editable_metadata", "expand_requirements", "post_install", "source_identity",
+    "wheel_requirements",
+]
 
 # In an environment folder: the sha256 of the compat_clone wheel installed there.
 _WHEEL_MARKER = ".compat-clone-wheel"
@@ -53,7 +56,7 @@ def _self_source() -> Tuple[str, Path]:
         if not pyproject.is_file():
             continue
         try:
-            name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
+            name = toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
         except ValueError:
             name = None
         if name == "compat-clone":
@@ -72,7 +75,7 @@ def machine_pip_args() -> List[str]:
     return shlex.split(os.environ.get("COMPAT_CLONE_PIP_ARGS", ""))
 
 
-def _wheel_requirements(wheel: Path) -> List[str]:
+def wheel_requirements(wheel: Path) -> List[str]:
     """The ``Requires-Dist`` lines of a wheel's METADATA: what installing it pulls in."""
     with zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
@@ -84,27 +87,27 @@ def _wheel_requirements(wheel: Path) -> List[str]:
     return sorted(r for r in requires if not re.search(r"""\bextra\s*==""", r))
 
 
-def _editable_metadata(src: Tuple[str, Path]) -> Any:
+def editable_metadata(src: Tuple[str, Path]) -> Any:
     """What an editable install writes besides the link to the code (dependencies, scripts,
     entry points such as the pytest plugin): a change there needs a reinstall."""
     if src[0] != "editable":
         return None
     try:
-        project = _toml_loads((src[1] / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+        project = toml_loads((src[1] / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
     except (OSError, ValueError):
         return None
     return {key: project.get(key) for key in ("dependencies", "scripts", "entry-points")}
 
 
-def _source_identity(src: Tuple[str, Path]) -> Any:
+def source_identity(src: Tuple[str, Path]) -> Any:
     """What of the install source decides an environment's contents (its stamp).
 
     A wheel: its declared requirements (the wheel itself is reinstalled when its
-    bytes change, see `_post_install`). A copy: the version, not the path, so that
+    bytes change, see `post_install`). A copy: the version, not the path, so that
     every project on a machine shares one cached environment.
     """
     if src[0] == "wheel":
-        return ["wheel", _wheel_requirements(src[1])]
+        return ["wheel", wheel_requirements(src[1])]
     if src[0] == "copy":
         from compat_clone import __version__
 
@@ -112,7 +115,7 @@ def _source_identity(src: Tuple[str, Path]) -> Any:
     return [src[0], str(src[1])]
 
 
-def _expand_requirements(items: Sequence[str]) -> List[str]:
+def expand_requirements(items: Sequence[str]) -> List[str]:
     """``"-e ."`` and ``"-r requirements-test.txt"`` (one table string each) become ``-e <absolute path>`` /
     ``-r <absolute path>`` for uv; paths are relative to the folder the matrix runs in (the project root)."""
     out: List[str] = []
@@ -135,7 +138,7 @@ def _site_packages(python: Path) -> str:
     return out.stdout.strip()
 
 
-def _post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str], procs: _Procs,
+def post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str], procs: Procs,
                   log: IO[str]) -> None:
     """Steps re-applied on every run (cheap, idempotent): the copied compat_clone
     (when not editable), the wheel when its bytes changed, and the environment's fix-up `.pth`.

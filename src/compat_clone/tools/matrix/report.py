@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from compat_clone.tools.matrix.results import ReportError, Results, _load_outcomes, _load_run, _Run
+from compat_clone.tools.matrix.results import ReportError, Results, load_outcomes, load_run, Run
 from compat_clone.tools.matrix.table import BUILTIN_TABLE
 
 __all__ = ["render_table", "render_report", "parse_report", "update_readme", "readme_note", "write"]
@@ -320,7 +320,7 @@ def update_readme(readme: Path, table: str) -> bool:
     return True
 
 
-def _keep_previous(report: Path, table: str, names: Sequence[str], run: _Run) -> List[str]:
+def _keep_previous(report: Path, table: str, names: Sequence[str], run: Run) -> List[str]:
     """Adds to `run` the columns of the existing `report` of the same table that this run has no newer
     results for (environments still in the table); returns their names."""
     if not report.is_file():
@@ -392,9 +392,9 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
         ReportError: a malformed result line, or a duplicate environment.
     """
     folders = [results_dir] if isinstance(results_dir, Path) else list(results_dir)
-    run = _load_run(folders, table)
+    run = load_run(folders, table)
     names = [e.name for e in envs]
-    outcomes = _load_outcomes(folders, table)
+    outcomes = load_outcomes(folders, table)
     for env, rec in outcomes.items():
         if env in run.results and not run.versions.get(env) and rec.get("loaded"):
             run.versions[env] = str(rec["loaded"])

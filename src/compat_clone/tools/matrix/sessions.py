@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from compat_clone.tools.matrix.install import _expand_requirements, _self_source, machine_pip_args
+from compat_clone.tools.matrix.install import expand_requirements, _self_source, machine_pip_args
 from compat_clone.tools.matrix.table import Env, load_table, select_envs
 
 __all__ = ["nox_sessions"]
@@ -50,9 +50,9 @@ def _self_requirement() -> List[str]:
 def _session_for(env: Env, command: Sequence[str], results: Path) -> Callable[[Any], None]:
     def run_environment(session: Any) -> None:
         pip_args = [*env.pip_args, *machine_pip_args()]
-        session.install(*pip_args, *_expand_requirements(env.packages))
+        session.install(*pip_args, *expand_requirements(env.packages))
         if env.no_deps:
-            session.install("--no-deps", *pip_args, *_expand_requirements(env.no_deps))
+            session.install("--no-deps", *pip_args, *expand_requirements(env.no_deps))
         if env.install_compat_clone:
             session.install(*pip_args, *_self_requirement())
         if env.fixup:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs", "table_id", "BUILTIN_TABLE"]
+__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs", "table_id", "BUILTIN_TABLE", "toml_loads"]
 
 BUILTIN_TABLE = "built-in"
 
@@ -272,7 +272,7 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
     return envs
 
 
-def _toml_loads(text: str) -> Dict[str, Any]:
+def toml_loads(text: str) -> Dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python < 3.11
@@ -311,7 +311,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
                 f"Cannot read the matrix table {source!r}: {e.strerror}. Pass an existing TOML file to --table."
             ) from None
     try:
-        data = _toml_loads(text)
+        data = toml_loads(text)
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise TableError(f"The matrix table {source!r} is not valid TOML: {e}.") from None
     return parse_table(data, source)
