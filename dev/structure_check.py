@@ -17,12 +17,14 @@ and imports nothing of it. The rules:
    write ``from a.b.sibling import name`` instead); the parent packages
    Python imports on the way (``a`` for ``import a.b``) do not. ``importlib.import_module`` calls are not
    import statements and are not seen;
-4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``:
-   the library's face exports library names only;
-5. no library module imports from ``compat_clone.tools``, by the same import
-   statements as rule 3. The library is every module outside ``tools/``,
-   less ``__main__.py`` (``python -m compat_clone``, the door to the tools'
-   command line, counts as a tool); the package ``__init__`` is rule 4's;
+4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``
+   or ``compat_clone_matrix``: the library's face exports library names only;
+5. no library module imports from ``compat_clone.tools`` or from the matrix
+   (``compat_clone_matrix``, a product of its own beside the library), by the
+   same import statements as rule 3. The library is every module of
+   ``compat_clone`` outside ``tools/``, less ``__main__.py`` (``python -m
+   compat_clone``, the door to the tools' command line, counts as a tool); the
+   package ``__init__`` is rule 4's;
 6. no module imports another module's private name: a ``from X import _name``
    anywhere in the module, where ``_name`` has one leading underscore (not a
    dunder) and names no module (``from compat_clone import _dispatch``
@@ -71,8 +73,9 @@ _DEV = str(Path(__file__).resolve().parent)
 if _DEV not in sys.path:
     sys.path.insert(0, _DEV)
 
-from structure_seams import family_compares, library_imports_tools, private_imports  # noqa: E402
+from structure_seams import family_compares, in_tools, library_imports_tools, private_imports, tools_product  # noqa: E402
 from structure_source import (  # noqa: E402
+    MATRIX,
     PACKAGE,
     Import,
     Module,
@@ -95,7 +98,6 @@ DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 # issue 35 deletes its entries. Keys are the `key` of each Violation.
 _STEP = "issue 35: goes with step {} of DESIGN-35 §5"
 _STEP5 = _STEP.format("5 (the family registry answers what these compares ask)")
-_STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
 _STEP9 = _STEP.format("9 (test_placement.py split by concern, helpers in tests/support/)")
 _LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
 KNOWN: Dict[str, str] = {
@@ -112,8 +114,8 @@ KNOWN: Dict[str, str] = {
         "family-compare compat_clone/tools/convert/cli.py:_plan: info.family == 'keras3'",
         "family-compare compat_clone/tools/convert/cli.py:_source_env: family not in ('keras2', 'tf_keras')",
         "family-compare compat_clone/tools/convert/cli.py:_target_env: target.family != 'keras3'",
-        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'tf_keras'",
-        "family-compare compat_clone/tools/matrix/observed.py:_fix: claimed == 'keras3'",
+        "family-compare compat_clone_matrix/observed.py:_fix: claimed == 'tf_keras'",
+        "family-compare compat_clone_matrix/observed.py:_fix: claimed == 'keras3'",
         "family-compare compat_clone/tools/migrate/models.py:list_models: info.family == 'keras3'",
         "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras2'",
         "family-compare compat_clone/tools/reference_models.py:_predict: family == 'keras3'",
@@ -122,12 +124,6 @@ KNOWN: Dict[str, str] = {
         "family-compare compat_clone/tools/saved_models.py:keras3_env_for: dict(e.expect).get('family') == 'keras3'",
         "family-compare compat_clone/tools/saved_models.py:_env_or_reason: family == 'keras3'",
     ], _STEP5),
-    **dict.fromkeys([
-        'private-name compat_clone/tools/matrix/build.py:_self_source',
-        'private-name compat_clone/tools/matrix/ci_install.py:_self_source',
-        'private-name compat_clone/tools/matrix/cli.py:_self_source',
-        'private-name compat_clone/tools/matrix/sessions.py:_self_source',
-    ], _STEP7),
     **dict.fromkeys([
         'module tests/test_placement.py',
     ], _STEP9),
@@ -247,15 +243,16 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
     init = modules.get(package)
     if init is None:
         return []
-    tools = f"{package}.tools"
     return [Violation(f"init-imports-tools {init.relpath}", f"{init.relpath}:{edge.line}",
-                      f"the package's __init__ imports {edge.target} (it may import nothing from {tools})")
-            for edge in imports_of(init, set(modules)) if edge.target == tools or edge.target.startswith(tools + ".")]
+                      f"the package's __init__ imports {edge.target} "
+                      f"(it may import nothing from {tools_product(edge.target, package)})")
+            for edge in imports_of(init, set(modules)) if in_tools(edge.target, package)]
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the eight rules in ``src/<package>`` and ``tests/``, known ones included."""
-    modules = load_modules(src, package)
+    """Every violation of the eight rules in ``src/<package>``, ``src/compat_clone_matrix`` and ``tests/``, known ones
+    included."""
+    modules = {**load_modules(src, package), **load_modules(src, MATRIX)}
     return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
             + init_imports_tools(modules, package) + library_imports_tools(modules, package)
             + private_imports(modules) + family_compares(modules, package) + module_sizes(load_tests(src)))

@@ -23,8 +23,9 @@ from typing import Any, List, Tuple
 import pytest
 
 from compat_clone.tools.convert import _envs
-from compat_clone.tools.matrix import build, install
-from compat_clone.tools.matrix.table import parse_table
+from compat_clone.tools.matrix import running_compat_clone
+from compat_clone_matrix import InstallSource, build, install
+from compat_clone_matrix.table import parse_table
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -35,6 +36,10 @@ def _env(**fields: Any) -> Any:
     entry.update(fields)
     (env,) = parse_table({"env": [entry]}, "test")
     return env
+
+
+def _source(kind: str, path: Path) -> InstallSource:
+    return InstallSource(kind=kind, path=path, dist="compat-clone", package="compat_clone", version="0.1.0")
 
 
 def _fake_wheel(path: Path, requires: List[str]) -> Path:
@@ -49,10 +54,11 @@ def _fake_wheel(path: Path, requires: List[str]) -> Path:
 def test_wheel_source_from_the_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wheel = _fake_wheel(tmp_path / "compat_clone-0.1.0-py3-none-any.whl", ["packaging>=21"])
     monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(wheel))
-    assert install._self_source() == ("wheel", wheel.resolve())
+    found = running_compat_clone()
+    assert (found.kind, found.path, found.dist, found.package) == ("wheel", wheel.resolve(), "compat-clone", "compat_clone")
     monkeypatch.setenv("COMPAT_CLONE_WHEEL", str(tmp_path / "nothing.whl"))
     with pytest.raises(ValueError, match="is not a wheel file"):
-        install._self_source()
+        running_compat_clone()
 
 
 def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> None:
@@ -60,27 +66,27 @@ def test_stamp_follows_the_wheels_requirements_not_its_bytes(tmp_path: Path) -> 
     first = _fake_wheel(tmp_path / "a.whl", ["packaging>=21"])
     same_needs = _fake_wheel(tmp_path / "b.whl", ["packaging>=21"])
     more_needs = _fake_wheel(tmp_path / "c.whl", ["packaging>=21", "numpy", 'libcst>=1.0; extra == "migrate"'])
-    stamp = build.env_stamp(env, ("wheel", first))
+    stamp = build.env_stamp(env, _source("wheel", first))
     # A rebuilt wheel with the same requirements reuses the environment (the
     # wheel itself is reinstalled when its bytes change); new requirements rebuild it.
-    assert build.env_stamp(env, ("wheel", same_needs)) == stamp
-    assert build.env_stamp(env, ("wheel", more_needs)) != stamp
+    assert build.env_stamp(env, _source("wheel", same_needs)) == stamp
+    assert build.env_stamp(env, _source("wheel", more_needs)) != stamp
     assert install.wheel_requirements(more_needs) == ["numpy", "packaging>=21"]
 
 
 def test_copy_source_stamp_does_not_depend_on_the_install_path(tmp_path: Path) -> None:
     """Two projects' installs of one version share one cached environment."""
     env = _env()
-    assert build.env_stamp(env, ("copy", tmp_path / "one")) == build.env_stamp(env, ("copy", tmp_path / "two"))
+    assert build.env_stamp(env, _source("copy", tmp_path / "one")) == build.env_stamp(env, _source("copy", tmp_path / "two"))
 
 
 def test_machine_pip_args_reach_every_install_and_the_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
     env = _env(pip_args=["--index-strategy", "unsafe-best-match"])
     monkeypatch.delenv("COMPAT_CLONE_PIP_ARGS", raising=False)
-    plain = build.env_stamp(env, ("copy", Path("x")))
+    plain = build.env_stamp(env, _source("copy", Path("x")))
     monkeypatch.setenv("COMPAT_CLONE_PIP_ARGS", "--find-links '/some dir/wheels'")
     assert install.machine_pip_args() == ["--find-links", "/some dir/wheels"]
-    assert build.env_stamp(env, ("copy", Path("x"))) != plain
+    assert build.env_stamp(env, _source("copy", Path("x"))) != plain
 
 
 def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Path) -> None:
@@ -95,14 +101,14 @@ def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Pat
         def write(self, text: str) -> None:
             log.append(text)
 
-    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(_source("copy", pkg), site, _Log())  # type: ignore[arg-type]
     installed = site / "compat_clone" / "__init__.py"
     before = installed.stat().st_mtime_ns
     time.sleep(0.01)
-    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(_source("copy", pkg), site, _Log())  # type: ignore[arg-type]
     assert installed.stat().st_mtime_ns == before and len(log) == 1
     (pkg / "__init__.py").write_text("X = 2\n")
-    install._copy_package(pkg, site, _Log())  # type: ignore[arg-type]
+    install._copy_package(_source("copy", pkg), site, _Log())  # type: ignore[arg-type]
     assert installed.read_text() == "X = 2\n" and len(log) == 2
 
 

@@ -23,7 +23,7 @@ import pytest
 from packaging.version import Version
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import install, procs, runner, summary
+from compat_clone_matrix import install, procs, runner, summary
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -173,7 +173,7 @@ def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message:
 
 
 def test_schema_is_one_table_of_keys() -> None:
-    from compat_clone.tools.matrix import table
+    from compat_clone_matrix import table
 
     # every Env attribute is a key of the schema, and nothing else is
     assert set(table._FIELDS) == {f.name for f in dataclasses.fields(_matrix.Env)}
@@ -253,7 +253,8 @@ def test_select_by_name_glob_and_disabled() -> None:
 
 def test_stamp_follows_pins_not_runtime_settings() -> None:
     (env,) = _matrix.parse_table(_table())
-    source = ("editable", REPO)
+    source = _matrix.running_compat_clone()
+    source = dataclasses.replace(source, kind="editable", path=REPO)
     stamp = _matrix.env_stamp(env, source)
     assert stamp == _matrix.env_stamp(env, source)
     (moved,) = _matrix.parse_table(_table(packages=["keras==3.15.0"]))
@@ -263,7 +264,7 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
     # variables and notes apply at run time: no rebuild
     (runtime,) = _matrix.parse_table(_table(env={"KERAS_BACKEND": "jax"}, note="n"))
     assert _matrix.env_stamp(runtime, source) == stamp
-    assert _matrix.env_stamp(env, ("copy", REPO / "src" / "compat_clone")) != stamp
+    assert _matrix.env_stamp(env, dataclasses.replace(source, kind="copy", path=REPO / "src" / "compat_clone")) != stamp
 
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
@@ -285,7 +286,7 @@ def _standin_env(root: Path, env: Any) -> Path:
 def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
     return runner.run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
-        source=install._self_source(), procs=procs.Procs(), timeout=60, rebuild=False,
+        source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
         say=lambda name, text: None, **kwargs,
     )
 
@@ -351,7 +352,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     )
     out = runner.run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=install._self_source(), procs=procs.Procs(), timeout=3, rebuild=False,
+        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=3, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -387,7 +388,7 @@ def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
         (project / name).write_text(text)
     said: List[str] = []
     out = runner.run_one(
-        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=install._self_source(),
+        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=_matrix.running_compat_clone(),
         command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
         procs=procs.Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
     )
@@ -406,7 +407,7 @@ def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
     (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
     out = runner.run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        uv=["false"], source=install._self_source(), procs=procs.Procs(), timeout=2, rebuild=False,
+        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=2, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -449,7 +450,7 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
     def second_run() -> None:
         said.append(runner.run_one(
             env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=install._self_source(), procs=procs.Procs(), timeout=60, rebuild=False,
+            uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
             say=lambda name, text: said.append(text),
         ))
 
@@ -517,7 +518,7 @@ def test_summary_table_names_failing_envs() -> None:
 def test_progress_redraws_one_live_line_on_a_terminal() -> None:
     import io
 
-    from compat_clone.tools.matrix.progress import Progress
+    from compat_clone_matrix.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(stream, live=True, interval=60)

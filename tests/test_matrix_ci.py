@@ -9,6 +9,7 @@ end-to-end test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -24,9 +25,9 @@ import yaml  # in every matrix environment (the table's defaults) and in .venv
 
 from compat_clone._compat import metadata
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import ci, ci_install, install, sessions
-from compat_clone.tools.matrix import report as _report
-from compat_clone.tools.matrix import results as _results
+from compat_clone_matrix import ci, ci_install
+from compat_clone_matrix import report as _report
+from compat_clone_matrix import results as _results
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py);
 # the plugin's claim checks (marked soak) import the environment's framework.
@@ -292,7 +293,7 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
         'pip_args = ["--find-links", "/w"]\nfixup = "keras2_on_tf2"\nenv = { HYPOTHESIS_PROFILE = "dev" }\n'
         'expect = { family = "keras2", version = "2.2.4", backend = "tensorflow" }\n'
     )
-    assert sessions.nox_sessions("fix.toml", command=["pytest", "-q"]) == ["k2"]
+    assert _matrix.nox_sessions("fix.toml", command=["pytest", "-q"]) == ["k2"]
     kwargs, func = registered["k2"]
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"  # the table names no python
     assert kwargs == {"name": "k2", "python": running, "venv_backend": "uv", "reuse_venv": True}
@@ -302,7 +303,8 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     assert fake.calls[0] == ("install", "--find-links", "/w", "--no-cache", "tensorflow-cpu==2.15.1")
     assert fake.calls[1] == ("install", "--no-deps", "--find-links", "/w", "--no-cache", "keras==2.2.4")
     # compat_clone: the wheel `make test` built, else this checkout
-    kind, where = install._self_source()
+    source = _matrix.running_compat_clone()
+    kind, where = source.kind, source.path
     assert fake.calls[2] == ("install", "--find-links", "/w", "--no-cache",
                              *(("-e", str(where)) if kind == "editable" else (str(where),)))
     assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
@@ -310,13 +312,13 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     assert fake.env["COMPAT_CLONE_ENV"] == "k2" and fake.env["COMPAT_CLONE_EXPECT_VERSION"] == "2.2.4"
     assert fake.env["HYPOTHESIS_PROFILE"] == "dev" and fake.outer_backend is None
     assert os.environ["KERAS_BACKEND"] == "torch"  # restored after the session
-    assert [n for n in sessions.nox_sessions("matrix.toml", tags=["wide"])] == ["extra"]
+    assert [n for n in _matrix.nox_sessions("matrix.toml", tags=["wide"])] == ["extra"]
 
 
 def test_nox_sessions_without_nox(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nox", None)
     with pytest.raises(ImportError, match="pip install nox"):
-        sessions.nox_sessions()
+        _matrix.nox_sessions()
 
 
 # --------------------------------------------------------------------------- pytest plugin
@@ -344,11 +346,16 @@ def _pytest(folder: Path, *args: str, **environ: str) -> subprocess.CompletedPro
 def test_plugin_is_installed_and_imports_no_framework() -> None:
     # (`entry_points(group=...)` is Python 3.10+: read the distribution's own)
     points = {e.name: e.value for e in metadata.distribution("compat-clone").entry_points if e.group == "pytest11"}
-    assert points.get("compat_clone") == "compat_clone.tools.matrix.pytest_plugin"
-    code = ("import sys, compat_clone.tools.matrix.pytest_plugin; "
+    assert points.get("compat_clone") == "compat_clone_matrix.pytest_plugin"
+    code = ("import sys, compat_clone_matrix.pytest_plugin; "
             "print(sorted(m for m in ('keras', 'tensorflow', 'tf_keras', 'jax', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_clean_environ(), timeout=120)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    # pytest loads the plugin in every process: until it is on, it costs its own two modules and nothing more
+    code = ("import sys, pytest; before = set(sys.modules); import compat_clone_matrix.pytest_plugin; "
+            "print(sorted(set(sys.modules) - before))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_clean_environ(), timeout=120)
+    assert done.stdout.strip() == "['compat_clone_matrix', 'compat_clone_matrix.pytest_plugin']", done.stdout + done.stderr
 
 
 def test_plugin_is_off_outside_a_matrix_env(tmp_path: Path) -> None:
@@ -500,7 +507,9 @@ def test_install_sources(tmp_path: Path) -> None:
 
 
 def test_default_install_source(tmp_path: Path) -> None:
-    version = "9.9.9"
+    def version() -> Any:  # the running compat_clone, as version 9.9.9
+        return dataclasses.replace(_matrix.running_compat_clone(), version="9.9.9")
+
     # compat_clone's own checkout installs itself
     assert ci_install.default_install_source(REPO, version)[0] == "."
     # a project's pin: a requirements line, a path to a vendored checkout, pyproject's dependencies

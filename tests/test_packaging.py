@@ -79,7 +79,7 @@ def _source_files() -> List[str]:
 def test_every_module_and_data_file_is_in_both_artifacts(artifacts: Tuple[Path, Path]) -> None:
     sdist, wheel = artifacts
     source = _source_files()
-    assert "compat_clone/py.typed" in source and "compat_clone/tools/matrix/matrix.toml" in source
+    assert "compat_clone/py.typed" in source and "compat_clone_matrix/matrix.toml" in source
     with zipfile.ZipFile(wheel) as w:
         in_wheel = set(w.namelist())
     with tarfile.open(sdist) as s:
@@ -122,7 +122,7 @@ def _minor(version: str) -> Tuple[int, int]:
 
 def test_requires_python_tells_the_truth() -> None:
     """Every Python from the declared floor up is a matrix environment's interpreter, and a classifier."""
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     project = _pyproject()["project"]
     assert isinstance(project, dict)
@@ -219,7 +219,7 @@ def test_clean_venv_loads_the_pytest_plugin(clean_venv: Path, tmp_path: Path) ->
     assert helped.returncode == 0 and "--compat-results" in helped.stdout, helped.stderr
     ran = _run([str(clean_venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", "--trace-config"], tmp_path, env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "compat_clone.tools.matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
+    assert "compat_clone_matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
 
 
 def _has_tf_keras_and_keras3() -> bool:

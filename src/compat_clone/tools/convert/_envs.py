@@ -116,8 +116,8 @@ def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, r
 
 
 def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any) -> Interpreter:
-    from compat_clone.tools.matrix.build import build_env, is_built
-    from compat_clone.tools.matrix.runner import env_environ
+    from compat_clone.tools.matrix import running_compat_clone
+    from compat_clone_matrix import build_env, env_environ, is_built
 
     env_dir = matrix_dir / env.name
     python = env_dir / "bin" / "python"
@@ -133,7 +133,7 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
                 f"{str(python)!r}. Drop --no-build to build it there, or point --envs-dir at the folder "
                 "that holds it."
             )
-        out = build_env(env, env_dir, say=say)
+        out = build_env(env, env_dir, install=running_compat_clone(), say=say)
         if out.build == "FAILED":
             raise InvalidArgumentError(
                 f"{role} {env.name!r}: building the environment failed; see {out.log}. Fix the cause "

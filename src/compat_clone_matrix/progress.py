@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import IO, Dict, Optional, Tuple
 
-from compat_clone.tools.matrix.summary import format_seconds
+from compat_clone_matrix.summary import format_seconds
 
 __all__ = ["Progress"]
 

@@ -22,20 +22,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Dict, Iterator, List, Optional
 
-from compat_clone.tools.matrix.install import (
+from compat_clone_matrix.install import (
+    InstallSource,
     editable_metadata,
     expand_requirements,
     post_install,
-    _self_source,
     source_identity,
     wheel_requirements,
     machine_pip_args,
 )
-from compat_clone.tools.matrix.procs import Procs
-from compat_clone.tools.matrix.summary import format_seconds, Outcome
-from compat_clone.tools.matrix.table import Env
+from compat_clone_matrix.procs import Procs
+from compat_clone_matrix.summary import format_seconds, Outcome
+from compat_clone_matrix.table import Env
 
 __all__ = [
     "env_stamp", "build_env", "is_built", "interpreter_for", "STAMP_FILE", "LOG_FILE", "find_uv", "prepare_env",
@@ -50,20 +50,26 @@ LOG_FILE = "last.log"
 _BUILD_TICK_S = 15.0
 
 
-def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
+def env_stamp(env: Env, install: InstallSource) -> str:
     """Hash of everything that decides an environment's contents.
 
     An environment whose stamp file holds this value is reused as is.
+
+    Args:
+        env: the table's environment.
+        install: the package the environment gets (when its entry installs one).
+
+    Returns:
+        20 hex digits.
     """
-    src = self_source if self_source is not None else _self_source()
     payload = {
         "schema": _BUILD_SCHEMA,
         "python": env.python,
         "packages": expand_requirements(env.packages),
         "no_deps": expand_requirements(env.no_deps),
         "pip_args": list(env.pip_args) + machine_pip_args(),
-        "self": source_identity(src) if env.install_compat_clone else None,
-        "self_metadata": editable_metadata(src) if env.install_compat_clone else None,
+        "self": source_identity(install) if env.install_compat_clone else None,
+        "self_metadata": editable_metadata(install) if env.install_compat_clone else None,
     }
     blob = json.dumps(payload, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:20]
@@ -159,7 +165,7 @@ def interpreter_for(python: str) -> str:
     return found
 
 
-def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], procs: Procs,
+def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs: Procs,
            log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
     python = env_dir / "bin" / "python"
@@ -173,10 +179,10 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
     packages = expand_requirements(env.packages)
     pip_args = list(env.pip_args) + machine_pip_args()
     if env.install_compat_clone:
-        if source[0] == "editable":
-            packages += ["-e", str(source[1])]
-        elif source[0] == "wheel":
-            packages += wheel_requirements(source[1])  # the wheel itself: `post_install`
+        if source.kind == "editable":
+            packages += ["-e", str(source.path)]
+        elif source.kind == "wheel":
+            packages += wheel_requirements(source.path)  # the wheel itself: `post_install`
         else:
             packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
     step(uv + ["pip", "install", "--python", str(python)] + pip_args + packages)
@@ -204,7 +210,7 @@ def env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
         yield
 
 
-def prepare_env(env: Env, *, root: Path, uv: List[str], source: Tuple[str, Path], procs: Procs,
+def prepare_env(env: Env, *, root: Path, uv: List[str], source: InstallSource, procs: Procs,
                  rebuild: bool, say: Any) -> Outcome:
     """Builds (or reuses) one environment and runs nothing: the first phase of a matrix run.
 
@@ -220,7 +226,7 @@ def prepare_env(env: Env, *, root: Path, uv: List[str], source: Tuple[str, Path]
         return out
 
 
-def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None) -> Outcome:
+def build_env(env: Env, env_dir: Path, *, install: InstallSource, rebuild: bool = False, say: Any = None) -> Outcome:
     """Builds `env` at `env_dir` as `compat-clone matrix` does, or reuses it when its stamp is fresh.
 
     Waits for a matrix run that holds the environment. Used by
@@ -229,6 +235,7 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
     Args:
         env: the table's environment.
         env_dir: its folder (``.matrix/<name>``).
+        install: the package the environment gets (when its entry installs one).
         rebuild: rebuild even if the stamp is fresh.
         say: ``say(env_name, text)`` for progress; None prints to stderr.
 
@@ -245,7 +252,7 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
         # uv, when it must be bootstrapped, goes next to the environments' folder
         # (the per-user cache for `compat-clone convert`), never into the caller's folder.
         uv = find_uv(env_dir.parent.parent, tool="compat-clone convert")
-        ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=Procs(), rebuild=rebuild, say=tell,
+        ensure_built(env, env_dir, out, uv=uv, source=install, procs=Procs(), rebuild=rebuild, say=tell,
                       tick_s=_BUILD_TICK_S)
         return out
 
@@ -272,7 +279,7 @@ def _ticking(say: Any, name: str, log: Path, every: Optional[float]) -> Iterator
         ticker.join()
 
 
-def ensure_built(env: Env, env_dir: Path, out: Outcome, *, uv: List[str], source: Tuple[str, Path],
+def ensure_built(env: Env, env_dir: Path, out: Outcome, *, uv: List[str], source: InstallSource,
                   procs: Procs, rebuild: bool, say: Any, tick_s: Optional[float] = None) -> bool:
     """Builds or reuses `env` (lock held), writing the log header; False on a build failure.
 

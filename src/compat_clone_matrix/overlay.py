@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
-from compat_clone.tools.matrix.table import Env, TableError, toml_loads
+from compat_clone_matrix.table import Env, TableError, toml_loads
 
 __all__ = ["apply_overlay"]
 

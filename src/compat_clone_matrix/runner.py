@@ -15,14 +15,15 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
-from compat_clone.tools.matrix.build import STAMP_FILE, ensure_built, env_lock, env_stamp
-from compat_clone.tools.matrix.observed import NO_KERAS, brief
-from compat_clone.tools.matrix.procs import Procs
-from compat_clone.tools.matrix.results import publish_results, write_outcome
-from compat_clone.tools.matrix.summary import counts_text, format_seconds, Outcome, failed_tests, parse_pytest_summary
-from compat_clone.tools.matrix.table import Env
+from compat_clone_matrix.build import STAMP_FILE, ensure_built, env_lock, env_stamp
+from compat_clone_matrix.observed import NO_KERAS, brief
+from compat_clone_matrix.install import InstallSource
+from compat_clone_matrix.procs import Procs
+from compat_clone_matrix.results import publish_results, write_outcome
+from compat_clone_matrix.summary import counts_text, format_seconds, Outcome, failed_tests, parse_pytest_summary
+from compat_clone_matrix.table import Env
 
 __all__ = ["env_environ", "run_one"]
 
@@ -72,7 +73,7 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
 
 
 def run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-             source: Tuple[str, Path], procs: Procs, timeout: Optional[float], rebuild: bool,
+             source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
              say: Any, prepared: Optional[Outcome] = None, siblings: Sequence[str] = (),
              table: str = "", progress: Any = None) -> Outcome:
     """Builds (or reuses) one environment and runs the command in it.
@@ -108,7 +109,7 @@ def _read_claim(path: Path) -> Optional[Dict[str, Any]]:
 
 
 def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-                    source: Tuple[str, Path], procs: Procs, timeout: Optional[float], rebuild: bool,
+                    source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
                     say: Any, prepared: Optional[Outcome], siblings: Sequence[str], table: str = "",
                     progress: Any = None) -> Outcome:
     env_dir = root / env.name

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from compat_clone.tools.matrix.summary import Outcome
+from compat_clone_matrix.summary import Outcome
 
 __all__ = [
     "ReportError", "Results", "load_results", "load_statuses", "RESULTS_DIR", "Run", "load_outcomes",
