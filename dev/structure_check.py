@@ -133,7 +133,6 @@ KNOWN: Dict[str, str] = {
         'module tests/test_convert.py',
         'module tests/test_keras2.py',
         'module tests/test_matrix.py',
-        'module tests/test_matrix_ci.py',
         'module tests/test_migrate.py',
         'module tests/test_migrate_idioms.py',
         'module tests/test_native_guarantees.py',

@@ -6,11 +6,14 @@
 - machine-local installer arguments (``$COMPAT_CLONE_PIP_ARGS``), never the table;
 - a table's ``python = "X.Y"`` found where uv cannot find it;
 - `compat-clone convert`'s environments in the per-user cache, never in the
-  folder the command runs in, and the progress a build prints.
+  folder the command runs in, and the progress a build prints;
+- where CI installs compat_clone from: ``--install-from``, else the project's
+  own pin, checkout or wheel (`ci_install`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -23,12 +26,15 @@ from typing import Any, List, Tuple
 import pytest
 
 from compat_clone.tools.convert import _envs
+from compat_clone.tools import matrix as _matrix
 from compat_clone.tools.matrix import running_compat_clone
-from compat_clone_matrix import InstallSource, build, install
+from compat_clone_matrix import InstallSource, build, ci_install, install
 from compat_clone_matrix.table import parse_table
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _env(**fields: Any) -> Any:
@@ -168,3 +174,55 @@ def test_a_build_says_how_long_it_has_run_and_where_its_log_is(tmp_path: Path) -
     count = len(said)
     time.sleep(0.15)
     assert len(said) == count  # stopped with the block
+
+
+# --------------------------------------------------------------------------- CI install sources
+
+
+def test_install_sources(tmp_path: Path) -> None:
+    checkout = tmp_path / "vendor" / "compat-clone"
+    checkout.mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "compat-clone"\n')
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "compat_clone-0.2.0-py3-none-any.whl").write_text("")
+    req = lambda source: ci_install.install_requirement(source, tmp_path)  # noqa: E731
+    assert req("0.2.0") == "compat-clone==0.2.0" and req("v1.0rc1") == "compat-clone==1.0rc1"
+    assert req("git+https://github.com/x/compat_clone@v0.2") == "compat-clone @ git+https://github.com/x/compat_clone@v0.2"
+    assert req("compat-clone>=0.2,<0.3") == "compat-clone>=0.2,<0.3"
+    assert req("vendor/compat-clone") == "./vendor/compat-clone"
+    assert req("./dist/compat_clone-0.2.0-py3-none-any.whl") == "./dist/compat_clone-0.2.0-py3-none-any.whl"
+    for bad, message in [(str(checkout), "a path inside the project"), ("../x", "inside the project"),
+                         ("vendor", "not installable"), ("nowhere/cc", "no such path")]:
+        with pytest.raises(ci_install.InstallSourceError, match=message):
+            req(bad)
+
+
+def test_default_install_source(tmp_path: Path) -> None:
+    def version() -> Any:  # the running compat_clone, as version 9.9.9
+        return dataclasses.replace(_matrix.running_compat_clone(), version="9.9.9")
+
+    # compat_clone's own checkout installs itself
+    assert ci_install.default_install_source(REPO, version)[0] == "."
+    # a project's pin: a requirements line, a path to a vendored checkout, pyproject's dependencies
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "dev.txt").write_text("-e ../vendor/cc  # vendored\n")
+    (tmp_path / "vendor" / "cc").mkdir(parents=True)
+    (tmp_path / "vendor" / "cc" / "pyproject.toml").write_text('[project]\nname = "compat_clone"\n')
+    assert ci_install.default_install_source(tmp_path, version) == ("./vendor/cc", "the project's pin in dev.txt")
+    (tmp_path / "requirements" / "dev.txt").write_text("compat_clone==0.2.0\n")
+    assert ci_install.default_install_source(tmp_path, version) == ("compat_clone==0.2.0", "the project's pin in dev.txt")
+    (tmp_path / "requirements" / "dev.txt").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylib"\n[project.optional-dependencies]\n'
+                                             'test = ["compat-clone[test]>=0.2; python_version >= \'3.9\'"]\n')
+    assert ci_install.default_install_source(tmp_path, version)[0] == "compat-clone[test]>=0.2"
+    # nothing CI can resolve (no index serves compat-clone yet): a refusal that says how, never `compat-clone==9.9.9`
+    (tmp_path / "pyproject.toml").unlink()
+    with pytest.raises(ci_install.InstallSourceError, match=r"no package index serves it yet.*--install-from vendor/"):
+        ci_install.default_install_source(tmp_path, version)
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "compat_clone-9.9.9-py3-none-any.whl").write_bytes(b"")  # dist/ is not committed
+    with pytest.raises(ci_install.InstallSourceError):
+        ci_install.default_install_source(tmp_path, version)
+    (tmp_path / "compat_clone-9.9.9-py3-none-any.whl").write_bytes(b"")
+    assert ci_install.default_install_source(tmp_path, version) == ("./compat_clone-9.9.9-py3-none-any.whl",
+                                                                    "the compat_clone wheel in the project")
