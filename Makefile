@@ -54,7 +54,7 @@ lint: $(VENV)/.stamp
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
 # (tests/test_matrix_docs.py fails when they drift).
 docs: $(VENV)/.stamp
-	$(VENV)/bin/python -m compat_clone.tools.matrix.table_text --write docs/matrix.md
+	$(VENV)/bin/python -m compat_clone_matrix.table_text --write docs/matrix.md
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
@@ -83,7 +83,7 @@ packaging: $(VENV)/.stamp dist
 
 # `make test`: builds the wheel (make dist), checks it (make packaging), then
 # runs our suite (pytest -n auto) in every environment of the version matrix
-# (src/compat_clone/tools/matrix/matrix.toml) with THAT WHEEL installed, not
+# (src/compat_clone_matrix/matrix.toml) with THAT WHEEL installed, not
 # the checkout (src/ layout: the tree is not importable from the project root).
 # Environments are built with uv under .matrix/<env>/ and run
 # min(cores, memory GB // 4) at a time; then COMPATIBILITY.md and the README

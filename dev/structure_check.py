@@ -17,12 +17,14 @@ and imports nothing of it. The rules:
    write ``from a.b.sibling import name`` instead); the parent packages
    Python imports on the way (``a`` for ``import a.b``) do not. ``importlib.import_module`` calls are not
    import statements and are not seen;
-4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``:
-   the library's face exports library names only;
-5. no library module imports from ``compat_clone.tools``, by the same import
-   statements as rule 3. The library is every module outside ``tools/``,
-   less ``__main__.py`` (``python -m compat_clone``, the door to the tools'
-   command line, counts as a tool); the package ``__init__`` is rule 4's;
+4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``
+   or ``compat_clone_matrix``: the library's face exports library names only;
+5. no library module imports from ``compat_clone.tools`` or from the matrix
+   (``compat_clone_matrix``, a product of its own beside the library), by the
+   same import statements as rule 3. The library is every module of
+   ``compat_clone`` outside ``tools/``, less ``__main__.py`` (``python -m
+   compat_clone``, the door to the tools' command line, counts as a tool); the
+   package ``__init__`` is rule 4's;
 6. no module imports another module's private name: a ``from X import _name``
    anywhere in the module, where ``_name`` has one leading underscore (not a
    dunder) and names no module (``from compat_clone.families import _driver``
@@ -75,9 +77,10 @@ _DEV = str(Path(__file__).resolve().parent)
 if _DEV not in sys.path:
     sys.path.insert(0, _DEV)
 
-from structure_seams import family_compares, library_imports_tools, private_imports  # noqa: E402
+from structure_seams import family_compares, in_tools, library_imports_tools, private_imports, tools_product  # noqa: E402
 from structure_tests import load_test_side, seam_reaches  # noqa: E402
 from structure_source import (  # noqa: E402
+    MATRIX,
     PACKAGE,
     Import,
     Module,
@@ -98,83 +101,10 @@ DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 # lint stays green while a fix lands elsewhere. An entry whose violation is
 # gone fails the check, so the list cannot outlive its reason: each step of
 # issue 35 deletes its entries. Keys are the `key` of each Violation.
-_STEP = "issue 35: goes with step {} of DESIGN-35 §5"
-_STEP6 = _STEP.format("6 (the matrix's private names made public in their modules' __all__)")
-_STEP7 = _STEP.format("7 (the caller passes an InstallSource; _self_source leaves the matrix)")
-_STEP8 = _STEP.format("8 (convert asks the matrix's public API whether an environment is built)")
-_LATER = "issue 35 leaves it: DESIGN-35 §4d splits only test_placement.py; this module's split is a follow-up"
+_LATER = "split by concern in a follow-up: the rule came with issue 35, which split the larger test modules"
 KNOWN: Dict[str, str] = {
     **dict.fromkeys([
-        'private-name compat_clone/tools/matrix/build.py:_editable_metadata',
-        'private-name compat_clone/tools/matrix/build.py:_expand_requirements',
-        'private-name compat_clone/tools/matrix/build.py:_post_install',
-        'private-name compat_clone/tools/matrix/build.py:_source_identity',
-        'private-name compat_clone/tools/matrix/build.py:_wheel_requirements',
-        'private-name compat_clone/tools/matrix/build.py:_Procs',
-        'private-name compat_clone/tools/matrix/build.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/build.py:_Outcome',
-        'private-name compat_clone/tools/matrix/ci_install.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/cli.py:_LOG_FILE',
-        'private-name compat_clone/tools/matrix/cli.py:_STAMP_FILE',
-        'private-name compat_clone/tools/matrix/cli.py:_find_uv',
-        'private-name compat_clone/tools/matrix/cli.py:_prepare_one',
-        'private-name compat_clone/tools/matrix/cli.py:_Procs',
-        'private-name compat_clone/tools/matrix/cli.py:_RESULTS_DIR',
-        'private-name compat_clone/tools/matrix/cli.py:_run_one',
-        'private-name compat_clone/tools/matrix/cli.py:_Outcome',
-        'private-name compat_clone/tools/matrix/cli.py:_tail',
-        'private-name compat_clone/tools/matrix/cli.py:_names_compat_clone',
-        'private-name compat_clone/tools/matrix/install.py:_Procs',
-        'private-name compat_clone/tools/matrix/install.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/overlay.py:_toml_loads',
-        'private-name compat_clone/tools/matrix/progress.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/report.py:_load_outcomes',
-        'private-name compat_clone/tools/matrix/report.py:_load_run',
-        'private-name compat_clone/tools/matrix/report.py:_Run',
-        'private-name compat_clone/tools/matrix/results.py:_Outcome',
-        'private-name compat_clone/tools/matrix/runner.py:_STAMP_FILE',
-        'private-name compat_clone/tools/matrix/runner.py:_ensure_built',
-        'private-name compat_clone/tools/matrix/runner.py:_env_lock',
-        'private-name compat_clone/tools/matrix/runner.py:_Procs',
-        'private-name compat_clone/tools/matrix/runner.py:_publish_results',
-        'private-name compat_clone/tools/matrix/runner.py:_write_outcome',
-        'private-name compat_clone/tools/matrix/runner.py:_counts_text',
-        'private-name compat_clone/tools/matrix/runner.py:_fmt_s',
-        'private-name compat_clone/tools/matrix/runner.py:_Outcome',
-        'private-name compat_clone/tools/matrix/sessions.py:_expand_requirements',
-    ], _STEP6),
-    **dict.fromkeys([
-        'private-name compat_clone/tools/matrix/build.py:_self_source',
-        'private-name compat_clone/tools/matrix/ci_install.py:_self_source',
-        'private-name compat_clone/tools/matrix/cli.py:_self_source',
-        'private-name compat_clone/tools/matrix/sessions.py:_self_source',
-    ], _STEP7),
-    **dict.fromkeys([
-        'private-name compat_clone/tools/convert/_envs.py:_STAMP_FILE',
-    ], _STEP8),
-    # Rule 9 (the test seam): the reaches that the matrix's public names
-    # (steps 6-8) remove; every other one goes through tests/support/internals.py already.
-    **dict.fromkeys([
-        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._copy_package',
-        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._wheel_requirements',
-        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.build._ticking',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.runner._run_one',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.summary._Outcome',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.table._FIELDS',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.install._expand_requirements',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.procs._Procs',
-    ], _STEP6),
-    **dict.fromkeys([
-        'test-seam tests/test_install_sources.py: private-read compat_clone.tools.matrix.install._self_source',
-        'test-seam tests/test_matrix.py: private-read compat_clone.tools.matrix.install._self_source',
-        'test-seam tests/test_matrix_ci.py: private-read compat_clone.tools.matrix.install._self_source',
-    ], _STEP7),
-    **dict.fromkeys([
-        'test-seam tests/test_install_sources.py: private-module compat_clone.tools.convert._envs',
-    ], _STEP8),
-    **dict.fromkeys([
         'module tests/test_matrix.py',
-        'module tests/test_matrix_ci.py',
         'module tests/test_soft_update.py',
     ], _LATER),
 }
@@ -280,19 +210,20 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
     init = modules.get(package)
     if init is None:
         return []
-    tools = f"{package}.tools"
     return [Violation(f"init-imports-tools {init.relpath}", f"{init.relpath}:{edge.line}",
-                      f"the package's __init__ imports {edge.target} (it may import nothing from {tools})")
-            for edge in imports_of(init, set(modules)) if edge.target == tools or edge.target.startswith(tools + ".")]
+                      f"the package's __init__ imports {edge.target} "
+                      f"(it may import nothing from {tools_product(edge.target, package)})")
+            for edge in imports_of(init, set(modules)) if in_tools(edge.target, package)]
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the nine rules in ``src/<package>``, ``tests/`` and ``bench/``, known ones included."""
-    modules = load_modules(src, package)
+    """Every violation of the nine rules in ``src/<package>``, ``src/compat_clone_matrix``, ``tests/`` and ``bench/``,
+    known ones included."""
+    modules = {**load_modules(src, package), **load_modules(src, MATRIX)}
     return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
             + init_imports_tools(modules, package) + library_imports_tools(modules, package)
             + private_imports(modules) + family_compares(modules, package) + module_sizes(load_tests(src))
-            + seam_reaches(load_test_side(src.parent), modules, package))
+            + seam_reaches(load_test_side(src.parent), modules, (package, MATRIX)))
 
 
 def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List[str], List[str], List[str]]:

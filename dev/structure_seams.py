@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from structure_source import PACKAGE, Module, Violation, imports_of, resolve
+from structure_source import MATRIX, PACKAGE, Module, Violation, imports_of, resolve
 
 FAMILY_NAMES = ("keras3", "tf_keras", "keras2")
 FAMILY_CONSTANTS = ("KERAS3", "TF_KERAS", "KERAS2")
@@ -23,28 +23,36 @@ FAMILY_CONSTANTS = ("KERAS3", "TF_KERAS", "KERAS2")
 PACKAGE_OPERANDS = ("package", "root")
 
 
-def _in_tools(name: str, package: str) -> bool:
-    tools = f"{package}.tools"
-    return name == tools or name.startswith(tools + ".")
+def tools_product(name: str, package: str) -> Optional[str]:
+    """The tools product module `name` belongs to (``<package>.tools`` or the matrix), or None for the library."""
+    for tools in (f"{package}.tools", MATRIX):
+        if name == tools or name.startswith(tools + "."):
+            return tools
+    return None
+
+
+def in_tools(name: str, package: str) -> bool:
+    """Whether module `name` is a tool: under ``<package>.tools`` or in the matrix (``compat_clone_matrix``)."""
+    return tools_product(name, package) is not None
 
 
 def library_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> List[Violation]:
-    """Rule 5: a library module importing from ``<package>.tools``.
+    """Rule 5: a library module importing from ``<package>.tools`` or from the matrix.
 
-    The library is every module outside ``tools/``, less ``__main__`` (the
+    The library is every module of `package` outside ``tools/``, less ``__main__`` (the
     ``python -m`` door to the tools' command line, counted as a tool) and
     the package ``__init__`` (rule 4 reports that one).
     """
     found = []
     known = set(modules)
     for m in modules.values():
-        if _in_tools(m.name, package) or m.name in (package, f"{package}.__main__"):
+        if in_tools(m.name, package) or m.name in (package, f"{package}.__main__"):
             continue
         for edge in imports_of(m, known):
-            if _in_tools(edge.target, package):
+            if in_tools(edge.target, package):
                 found.append(Violation(f"library-imports-tools {m.relpath}:{edge.target}", f"{m.relpath}:{edge.line}",
                                        f"a library module imports {edge.target} (the library imports nothing from "
-                                       f"{package}.tools)"))
+                                       f"{tools_product(edge.target, package)})"))
     return found
 
 

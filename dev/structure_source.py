@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Set
 
 PACKAGE = "compat_clone"
+# The version matrix: a product of its own beside the library, in the same distribution.
+MATRIX = "compat_clone_matrix"
 
 
 class Violation(NamedTuple):
@@ -33,9 +35,9 @@ class Import(NamedTuple):
 
 
 class Module(NamedTuple):
-    name: str  # dotted: compat_clone.tools.matrix.cli
+    name: str  # dotted: compat_clone_matrix.cli
     path: Path
-    relpath: str  # compat_clone/tools/matrix/cli.py
+    relpath: str  # compat_clone_matrix/cli.py
     tree: ast.Module
     lines: int
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from structure_source import PACKAGE, Module, Violation, parse
 
@@ -47,8 +47,9 @@ def _is_private(part: str) -> bool:
     return part.startswith("_") and not part.startswith("__")
 
 
-def _ours(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
+def _ours(name: str, package: Union[str, Tuple[str, ...]]) -> bool:
+    packages = (package,) if isinstance(package, str) else package
+    return any(name == p or name.startswith(p + ".") for p in packages)
 
 
 def _private_path(name: str) -> bool:
@@ -69,7 +70,7 @@ def _dotted(node: ast.expr) -> Optional[str]:
 class _Reaches:
     """One file's reaches into the package's privates, each kept once (the first)."""
 
-    def __init__(self, m: Module, modules: Set[str], package: str) -> None:
+    def __init__(self, m: Module, modules: Set[str], package: Union[str, Tuple[str, ...]]) -> None:
         self.m, self.modules, self.package = m, modules, package
         self.aliases: Dict[str, str] = {}  # local name -> package module it is bound to
         self.found: Dict[str, Violation] = {}
@@ -150,8 +151,9 @@ def _walk_files(files: Dict[str, Module]) -> Iterator[Module]:
             yield m
 
 
-def seam_reaches(files: Dict[str, Module], modules: Dict[str, Module], package: str = PACKAGE) -> List[Violation]:
-    """Rule 9: a file under tests/ or bench/, other than the seam, reaching a private name of the package."""
+def seam_reaches(files: Dict[str, Module], modules: Dict[str, Module],
+                 package: Union[str, Tuple[str, ...]] = PACKAGE) -> List[Violation]:
+    """Rule 9: a file under tests/ or bench/, other than the seam, reaching a private name of the package(s)."""
     found: List[Violation] = []
     for m in _walk_files(files):
         reaches = _Reaches(m, set(modules), package)

@@ -175,7 +175,7 @@ def _run_host(here: str | None, same: Callable[[Any], object], *, newest: bool,
     if here is None or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
         return here
     try:
-        from compat_clone.tools.matrix.table import load_table
+        from compat_clone_matrix.table import load_table
 
         table = load_table(None)
     except Exception:

@@ -94,8 +94,8 @@ def sibling(name: str) -> Path:
 
 def _sibling_environ(env: str, env_dir: Path) -> Dict[str, str]:
     """The variables a script runs with in sibling `env`: the matrix runner's, and this run's ``PYTHONPATH``."""
-    from compat_clone.tools.matrix.runner import env_environ
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.runner import env_environ
+    from compat_clone_matrix.table import load_table
 
     (table_env,) = [e for e in load_table() if e.name == env]
     environ = env_environ(table_env, env_dir)
@@ -119,7 +119,7 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
     the test that asked for it; the whole keras-2.3.1 zoo took 632 s there for
     145 CPU seconds, which a quiet core does in about 150 s.)
     """
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     env_dir = sibling(env)
     (table_env,) = [e for e in load_table() if e.name == env]
@@ -147,7 +147,7 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
     if memo in _FAILED:  # every test that reads this entry fails with the writer's error, not a rewrite each
         raise AssertionError(f"{script.name} {' '.join(args)} in {env} failed earlier in this process:\n{_FAILED[memo]}")
     if memo not in _WRITTEN:
-        from compat_clone.tools.matrix.table import load_table
+        from compat_clone_matrix.table import load_table
 
         from tests import source_cache
 

@@ -2,7 +2,7 @@
 
 Written to ``$COMPAT_CLONE_RESULTS/<env>.jsonl`` when the matrix runner sets
 the variable (nothing is written outside a matrix run);
-``compat_clone/tools/matrix/results.py`` reads them back for COMPATIBILITY.md.
+``compat_clone_matrix/results.py`` reads them back for COMPATIBILITY.md.
 Used by tests/test_features.py and tests/test_zoo.py.
 """
 

@@ -3,7 +3,7 @@
 Runs in the matrix environments with standalone Keras 2.0.8 / 2.1.6 / 2.2.4 /
 2.3.1 on TensorFlow 1.15 / Python 3.7, where their users run them, and 2.2.4 /
 2.2.5 / 2.3.1 installed beside TensorFlow 2.15.1 with the `keras2_on_tf2`
-fix-up (see `compat_clone/tools/envfix`); skipped elsewhere. Every model is built with the
+fix-up (see `compat_clone_matrix/envfix`); skipped elsewhere. Every model is built with the
 real `keras` package; nothing is mocked.
 Helpers and builders: tests/keras2_support.py. This module: the environment,
 keras-team/keras #12202, masks and structure (nesting, sharing,
@@ -94,7 +94,7 @@ def test_envfix_hook_is_lazy() -> None:
 
 
 def test_envfix_install_into(tmp_path: Any) -> None:
-    from compat_clone.tools import envfix as _envfix
+    from compat_clone_matrix import envfix as _envfix
 
     path = _envfix.install_into(tmp_path, "keras2_on_tf2")
     assert os.path.basename(path) == "compat_clone_envfix_keras2_on_tf2.pth"

@@ -23,7 +23,7 @@ import pytest
 from packaging.version import Version
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import install, procs, runner, summary
+from compat_clone_matrix import install, procs, runner, summary
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -173,10 +173,10 @@ def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message:
 
 
 def test_schema_is_one_table_of_keys() -> None:
-    from compat_clone.tools.matrix import table
+    from tests.support.internals import table_fields
 
     # every Env attribute is a key of the schema, and nothing else is
-    assert set(table._FIELDS) == {f.name for f in dataclasses.fields(_matrix.Env)}
+    assert set(table_fields) == {f.name for f in dataclasses.fields(_matrix.Env)}
     with pytest.raises(_matrix.TableError, match=r"Unknown key\(s\) 'no_deps' in \[defaults\] of my.toml"):
         _matrix.parse_table({"defaults": {"no_deps": []}, "env": [{"name": "a", "packages": []}]}, "my.toml")
     with pytest.raises(_matrix.TableError, match="Expected `packages` in \\[defaults\\] of t.toml to be a list"):
@@ -253,7 +253,8 @@ def test_select_by_name_glob_and_disabled() -> None:
 
 def test_stamp_follows_pins_not_runtime_settings() -> None:
     (env,) = _matrix.parse_table(_table())
-    source = ("editable", REPO)
+    source = _matrix.running_compat_clone()
+    source = dataclasses.replace(source, kind="editable", path=REPO)
     stamp = _matrix.env_stamp(env, source)
     assert stamp == _matrix.env_stamp(env, source)
     (moved,) = _matrix.parse_table(_table(packages=["keras==3.15.0"]))
@@ -263,12 +264,12 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
     # variables and notes apply at run time: no rebuild
     (runtime,) = _matrix.parse_table(_table(env={"KERAS_BACKEND": "jax"}, note="n"))
     assert _matrix.env_stamp(runtime, source) == stamp
-    assert _matrix.env_stamp(env, ("copy", REPO / "src" / "compat_clone")) != stamp
+    assert _matrix.env_stamp(env, dataclasses.replace(source, kind="copy", path=REPO / "src" / "compat_clone")) != stamp
 
 
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
-    assert install._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib", "-r requirements-test.txt"]) == [
+    assert install.expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib", "-r requirements-test.txt"]) == [
         "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"), "-r", str(tmp_path / "requirements-test.txt"),
     ]
 
@@ -283,9 +284,9 @@ def _standin_env(root: Path, env: Any) -> Path:
 
 
 def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
-    return runner._run_one(
+    return runner.run_one(
         env, root=root, results=root / "_results", command=command, uv=uv,
-        source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
+        source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
         say=lambda name, text: None, **kwargs,
     )
 
@@ -349,9 +350,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
         "print('grandchild', p.pid, flush=True); time.sleep(60)"
     )
-    out = runner._run_one(
+    out = runner.run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=3, rebuild=False,
+        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=3, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -386,10 +387,10 @@ def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
     for name, text in _SLOW_PROJECT.items():
         (project / name).write_text(text)
     said: List[str] = []
-    out = runner._run_one(
-        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=install._self_source(),
+    out = runner.run_one(
+        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=_matrix.running_compat_clone(),
         command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
-        procs=procs._Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
+        procs=procs.Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
     )
     log = (env_dir / "last.log").read_text()
     assert out.status == "TIMEOUT", log
@@ -404,9 +405,9 @@ def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
     (env,) = _matrix.parse_table(_table(install_compat_clone=False))
     env_dir = _standin_env(tmp_path, env)
     (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
-    out = runner._run_one(
+    out = runner.run_one(
         env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=2, rebuild=False,
+        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=2, rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -447,9 +448,9 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
     said: List[Any] = []
 
     def second_run() -> None:
-        said.append(runner._run_one(
+        said.append(runner.run_one(
             env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
+            uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
             say=lambda name, text: said.append(text),
         ))
 
@@ -489,9 +490,9 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
+    ok = summary.Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
                           loaded="keras 3.15.1 on jax via keras")
-    bad = summary._Outcome("b", build="FAILED", status="BUILD FAILED")
+    bad = summary.Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
     # the proof of what each environment's tests ran on closes its row
     assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-\s+keras 3.15.1 on jax via keras$", text, re.M), text
@@ -499,7 +500,7 @@ def test_summary_table_names_failing_envs() -> None:
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
     # The tests that failed are named under the table, before the verdict (the line .ci/run repeats last).
     log = "..F.\nFAILED tests/t.py::test_x - AssertionError: assert 1 == 2\nERROR tests/t.py::test_y\n1 failed, 1 error in 2s"
-    broke = summary._Outcome("d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log),
+    broke = summary.Outcome("d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log),
                              failures=summary.failed_tests(log))
     text = _matrix.format_summary([ok, broke], 5.0).splitlines()
     assert text[-3:] == ["d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2", "d: ERROR tests/t.py::test_y",
@@ -507,7 +508,7 @@ def test_summary_table_names_failing_envs() -> None:
     many = dataclasses.replace(broke, failures=[f"FAILED t.py::test_{i}" for i in range(7)], log=Path("x/last.log"))
     text = _matrix.format_summary([many], 5.0).splitlines()
     assert text[-3:-1] == ["d: FAILED t.py::test_4", "d: ... and 2 more in x/last.log"], text
-    liar = summary._Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
+    liar = summary.Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
     text = _matrix.format_summary([ok, liar], 5.0)
     assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)
     assert text.splitlines()[-1] == ("matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; "
@@ -517,7 +518,7 @@ def test_summary_table_names_failing_envs() -> None:
 def test_progress_redraws_one_live_line_on_a_terminal() -> None:
     import io
 
-    from compat_clone.tools.matrix.progress import Progress
+    from compat_clone_matrix.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(stream, live=True, interval=60)

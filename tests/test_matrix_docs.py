@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compat_clone.tools.matrix.report import readme_note
-from compat_clone.tools.matrix.table import load_table
-from compat_clone.tools.matrix.table_text import render_blocks, update_blocks
+from compat_clone_matrix.report import readme_note
+from compat_clone_matrix.table import load_table
+from compat_clone_matrix.table_text import render_blocks, update_blocks
 
 pytestmark = pytest.mark.tooling
 

@@ -9,8 +9,8 @@ from typing import Any, List
 import pytest
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import report as _report
-from compat_clone.tools.matrix import results as _results
+from compat_clone_matrix import report as _report
+from compat_clone_matrix import results as _results
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling

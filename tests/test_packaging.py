@@ -64,14 +64,15 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, Path]:
 
 
 def _source_files() -> List[str]:
-    """Every file of the package in the tree (tracked by git where it can tell), as package paths."""
+    """Every file of the two packages (the library and tools, the matrix) in the tree (tracked by git where it
+    can tell), as package paths."""
     try:
-        listed = subprocess.run(["git", "ls-files", "src/compat_clone"], cwd=REPO, check=True,
-                                capture_output=True, text=True).stdout.split()
+        listed = subprocess.run(["git", "ls-files", "src/compat_clone", "src/compat_clone_matrix"], cwd=REPO,
+                                check=True, capture_output=True, text=True).stdout.split()
         paths = [Path(p).relative_to("src").as_posix() for p in listed]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout (an unpacked sdist)
-        paths = [p.relative_to(SRC).as_posix() for p in (SRC / "compat_clone").rglob("*")
-                 if p.is_file() and "__pycache__" not in p.parts]
+        paths = [p.relative_to(SRC).as_posix() for package in ("compat_clone", "compat_clone_matrix")
+                 for p in (SRC / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert len(paths) > 50, paths
     return sorted(paths)
 
@@ -79,7 +80,8 @@ def _source_files() -> List[str]:
 def test_every_module_and_data_file_is_in_both_artifacts(artifacts: Tuple[Path, Path]) -> None:
     sdist, wheel = artifacts
     source = _source_files()
-    assert "compat_clone/py.typed" in source and "compat_clone/tools/matrix/matrix.toml" in source
+    assert "compat_clone/py.typed" in source and "compat_clone_matrix/matrix.toml" in source
+    assert "compat_clone_matrix/py.typed" in source
     with zipfile.ZipFile(wheel) as w:
         in_wheel = set(w.namelist())
     with tarfile.open(sdist) as s:
@@ -89,8 +91,8 @@ def test_every_module_and_data_file_is_in_both_artifacts(artifacts: Tuple[Path, 
     missing_sdist = [p for p in source if f"src/{p}" not in in_sdist]
     assert not missing_wheel, f"{wheel.name} lacks {missing_wheel}"
     assert not missing_sdist, f"{sdist.name} lacks {missing_sdist}"
-    # Nothing else ships in the wheel: the package and its metadata (license included).
-    stray = sorted(n for n in in_wheel if not n.startswith(("compat_clone/", "compat_clone-")))
+    # Nothing else ships in the wheel: the two packages and their metadata (license included).
+    stray = sorted(n for n in in_wheel if not n.startswith(("compat_clone/", "compat_clone_matrix/", "compat_clone-")))
     assert not stray, stray
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in in_wheel)
     for needed in ("pyproject.toml", "README.md", "LICENSE"):
@@ -122,7 +124,7 @@ def _minor(version: str) -> Tuple[int, int]:
 
 def test_requires_python_tells_the_truth() -> None:
     """Every Python from the declared floor up is a matrix environment's interpreter, and a classifier."""
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     project = _pyproject()["project"]
     assert isinstance(project, dict)
@@ -219,7 +221,7 @@ def test_clean_venv_loads_the_pytest_plugin(clean_venv: Path, tmp_path: Path) ->
     assert helped.returncode == 0 and "--compat-results" in helped.stdout, helped.stderr
     ran = _run([str(clean_venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", "--trace-config"], tmp_path, env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "compat_clone.tools.matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
+    assert "compat_clone_matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
 
 
 def _has_tf_keras_and_keras3() -> bool:

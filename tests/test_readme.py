@@ -16,7 +16,7 @@ must apply to at least one environment of `make test` (the enabled
 environments of the built-in table), so that every block runs somewhere.
 
 Also checked here: the README's length, its generated compatibility table
-(the markers ``compat_clone/tools/matrix/report.py`` rewrites), relative links
+(the markers ``compat_clone_matrix/report.py`` rewrites), relative links
 in README.md and docs/, that docs/architecture.md's file map names every
 file of the package, no more and no less, and that each command's manual in
 docs/ mentions every option of that command.
@@ -36,7 +36,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-TABLE = ROOT / "src" / "compat_clone" / "tools" / "matrix" / "matrix.toml"
+TABLE = ROOT / "src" / "compat_clone_matrix" / "matrix.toml"
 MAX_LINES = 250
 
 FAMILIES = ("keras2", "tf_keras", "keras3")
@@ -153,7 +153,7 @@ def _served_here() -> List[Served]:
 
 def _make_test_envs() -> List[Tuple[str, Served]]:
     """Every environment `make test` runs (the enabled ones), with its claim."""
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     envs = []
     for env in load_table(TABLE):
@@ -247,7 +247,7 @@ def test_the_readme_is_short() -> None:
 
 
 def test_the_compatibility_table_is_generated(tmp_path: Path) -> None:
-    from compat_clone.tools.matrix import report
+    from compat_clone_matrix import report
 
     text = README.read_text(encoding="utf-8")
     assert text.count(report.START_MARKER) == 1 and text.count(report.END_MARKER) == 1, (
@@ -311,14 +311,15 @@ def _file_map() -> List[str]:
                 stack.append((indent, token))
             else:
                 paths.append(prefix + token)
-    return [p for p in paths if p.startswith("compat_clone/")]
+    return [p for p in paths if p.startswith(("compat_clone/", "compat_clone_matrix/"))]
 
 
 def test_the_file_map_names_every_module() -> None:
     named = set(_file_map())
-    package = ROOT / "src" / "compat_clone"  # the src/ layout
+    packages = [ROOT / "src" / "compat_clone", ROOT / "src" / "compat_clone_matrix"]  # the src/ layout
     actual = {
         p.relative_to(ROOT / "src").as_posix()
+        for package in packages
         for p in package.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
@@ -328,7 +329,7 @@ def test_the_file_map_names_every_module() -> None:
 
 
 _MANUALS = [
-    ("compat_clone.tools.matrix.cli", "matrix.md"),
+    ("compat_clone_matrix.cli", "matrix.md"),
     ("compat_clone.tools.convert.cli", "convert.md"),
     ("compat_clone.tools.migrate.cli", "migrate.md"),
 ]

@@ -58,7 +58,7 @@ def saved_once(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _claim(env_name: str) -> Dict[str, str]:
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     (env,) = [e for e in load_table() if e.name == env_name]
     return dict(env.expect)
@@ -166,7 +166,7 @@ def test_env_for_picks_the_nearest_environment(family: str, version: Any, env: s
 
 
 def test_env_for_refuses_a_family_without_environment() -> None:
-    from compat_clone.tools.matrix.table import parse_table
+    from compat_clone_matrix.table import parse_table
 
     table = parse_table({"env": [{"name": "only3", "packages": ["keras==3.15.1"],
                                   "expect": {"family": "keras3", "version": "3.15", "backend": "tensorflow"}}]})

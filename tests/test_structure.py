@@ -116,6 +116,30 @@ def test_the_package_init_imports_nothing_from_tools(tmp_path: Path) -> None:
         "(it may import nothing from compat_clone.tools)"]
 
 
+def test_the_library_imports_nothing_from_the_matrix(tmp_path: Path) -> None:
+    # The matrix is a product of its own beside the library: the tools (and
+    # __main__) may use it, the library may not; its modules are checked too.
+    src = _package(tmp_path, {
+        "__init__.py": "",
+        "api.py": "def f():\n    from compat_clone_matrix import table\n    return table\n",
+        "tools/__init__.py": "",
+        "tools/matrix.py": "from compat_clone_matrix.table import load_table\n",
+    })
+    matrix = src / "compat_clone_matrix"
+    matrix.mkdir()
+    (matrix / "__init__.py").write_text("")
+    (matrix / "table.py").write_text("from compat_clone_matrix.procs import _Procs\nload_table = 1\n")
+    (matrix / "procs.py").write_text("class _Procs:\n    pass\n")
+    violations = check.check(src)
+    assert [str(v) for v in violations] == [
+        "compat_clone/api.py:2: a library module imports compat_clone_matrix (the library imports nothing from "
+        "compat_clone_matrix)",
+        "compat_clone/api.py:2: a library module imports compat_clone_matrix.table (the library imports nothing from "
+        "compat_clone_matrix)",
+        "compat_clone_matrix/table.py:1: imports _Procs, private to compat_clone_matrix.procs (import names from a "
+        "module's __all__)"]
+
+
 def test_known_entries_and_stale_ones(tmp_path: Path) -> None:
     src = _package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451})
     violations = check.check(src)

@@ -1,4 +1,4 @@
-"""The test seam: the one test file that may name a private compat_clone name.
+"""The test seam: the one test file that may name a private compat_clone (or compat_clone_matrix) name.
 
 A test that checks something only an internal can show (a cache that must
 not grow, the walk the clone itself uses, a private rule on plain arrays)
@@ -59,6 +59,14 @@ REACHES: Dict[str, Tuple[str, str, str]] = {
                 "test_soft_update: one TF blend, made to meet an XLA refusal"),
     "jax_jitted": ("compat_clone.placement.jax", "_JITTED",
                    "test_soft_update: the one jitted JAX blend must not retrace per call"),
+    "default_matrix_dir": ("compat_clone.tools.convert._envs", "default_matrix_dir",
+                           "test_install_sources: where convert keeps its environments, per the user's settings"),
+    "copy_package": ("compat_clone_matrix.install", "_copy_package",
+                     "test_install_sources: a copy install rewrites only what changed"),
+    "ticking": ("compat_clone_matrix.build", "_ticking",
+                "test_install_sources: a long build says it is alive on a clock of its own"),
+    "table_fields": ("compat_clone_matrix.table", "_FIELDS",
+                     "test_matrix: the table's schema is exactly the Env dataclass's fields"),
 }
 
 __all__ = sorted(REACHES)

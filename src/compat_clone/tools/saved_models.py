@@ -7,7 +7,7 @@ read with h5py (``keras_version``, ``backend``, ``model_config``), a ``.keras``
 zip's ``metadata.json`` with `zipfile`, a SavedModel's TensorFlow version
 from ``saved_model.pb`` with a few lines of protobuf wire-format reading.
 `env_for(family, version)` maps that to the environment of the version
-matrix that reads it (`compat_clone/tools/matrix/matrix.toml`).
+matrix that reads it (`compat_clone_matrix/matrix.toml`).
 
 The format is read from the file's first bytes, not its name: tf.keras 2.12
 writes HDF5 to ``model.keras`` unless told ``save_format="keras_v3"``.
@@ -317,7 +317,7 @@ def _is_target(family: Optional[str]) -> bool:
 def _env_or_reason(family: str, version: Optional[str],
                    table: Optional[Sequence[Any]]) -> Tuple[Optional[str], Optional[str]]:
     if table is None:
-        from compat_clone.tools.matrix.table import load_table
+        from compat_clone_matrix import load_table
 
         table = load_table()
     candidates = []

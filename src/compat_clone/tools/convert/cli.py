@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     """Validates the arguments and resolves both environments (building them if needed)."""
-    from compat_clone.tools.matrix.table import TableError, load_table
+    from compat_clone_matrix import TableError, load_table
     from compat_clone.tools.saved_models import detect
 
     output = _checked_output(args)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import IO, Dict, Optional, Tuple
 
-from compat_clone.tools.matrix.summary import _fmt_s
+from compat_clone_matrix.summary import format_seconds
 
 __all__ = ["Progress"]
 
@@ -63,7 +63,7 @@ class Progress:
         """One event line: ``[  1m02s] keras-3.15-jax: running``."""
         with self._lock:
             self._clear()
-            print(f"[{_fmt_s(time.monotonic() - self._t0):>6}] {name}: {text}", file=self.stream, flush=True)
+            print(f"[{format_seconds(time.monotonic() - self._t0):>6}] {name}: {text}", file=self.stream, flush=True)
             self._draw()
 
     def begin(self, name: str, log: Optional[Path] = None) -> None:
@@ -89,10 +89,10 @@ class Progress:
     def line(self) -> str:
         """``running 2: keras-3.15-jax 1m02s 45%, tf_keras-2.21 40s`` (empty when nothing runs)."""
         now = time.monotonic()
-        parts = [f"{name} {_fmt_s(now - start)}{_last_percent(log)}" for name, (start, log) in self._running.items()]
+        parts = [f"{name} {format_seconds(now - start)}{_last_percent(log)}" for name, (start, log) in self._running.items()]
         if not parts:
             return ""
-        return f"[{_fmt_s(now - self._t0):>6}] running {len(parts)}: {', '.join(parts)}"
+        return f"[{format_seconds(now - self._t0):>6}] running {len(parts)}: {', '.join(parts)}"
 
     # -- drawing (lock held)
 

@@ -16,7 +16,7 @@ family imports Keras through (`_FAMILY_MODULES`), each of which must agree.
 
 Importing this module imports no framework; `check_claim` imports the checked
 modules. The pytest plugin runs it in a separate interpreter (``python -m
-compat_clone.tools.matrix.claim``), so the test session's own process and graph
+compat_clone_matrix.claim``), so the test session's own process and graph
 stay untouched; that prints one JSON object.
 """
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from compat_clone.tools.matrix.claim import version_matches
+from compat_clone_matrix.claim import version_matches
 
 __all__ = ["observe", "merge", "judge", "brief", "NO_KERAS"]
 

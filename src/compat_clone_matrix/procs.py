@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import IO, List, Mapping, Optional, Sequence, Set
 
-__all__ = ["default_jobs"]
+__all__ = ["default_jobs", "Procs"]
 
 
 _GB = 1024**3
@@ -40,7 +40,7 @@ def default_jobs() -> int:
 # --------------------------------------------------------------------------- running
 
 
-class _Procs:
+class Procs:
     """Process groups of running children, so Ctrl-C or a timeout ends them all."""
 
     def __init__(self) -> None:

@@ -2,10 +2,10 @@
 
 An environment's stamp (`env_stamp`) hashes everything that decides its
 contents; a folder whose stamp file holds the current value is reused as it
-is. One build (or run) at a time holds an environment's folder (`_env_lock`).
+is. One build (or run) at a time holds an environment's folder (`env_lock`).
 `build_env` is the entry for a caller that only needs the environment built
 (`compat-clone convert`); `compat-clone matrix` prepares every selected
-environment (`_prepare_one`) before it runs a command in any (`runner`).
+environment (`prepare_env`) before it runs a command in any (`runner`).
 """
 
 from __future__ import annotations
@@ -22,51 +22,60 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Dict, Iterator, List, Optional
 
-from compat_clone.tools.matrix.install import (
-    _editable_metadata,
-    _expand_requirements,
-    _post_install,
-    _self_source,
-    _source_identity,
-    _wheel_requirements,
+from compat_clone_matrix.install import (
+    InstallSource,
+    editable_metadata,
+    expand_requirements,
+    post_install,
+    source_identity,
+    wheel_requirements,
     machine_pip_args,
 )
-from compat_clone.tools.matrix.procs import _Procs
-from compat_clone.tools.matrix.summary import _fmt_s, _Outcome
-from compat_clone.tools.matrix.table import Env
+from compat_clone_matrix.procs import Procs
+from compat_clone_matrix.summary import format_seconds, Outcome
+from compat_clone_matrix.table import Env
 
-__all__ = ["env_stamp", "build_env", "interpreter_for"]
+__all__ = [
+    "env_stamp", "build_env", "is_built", "interpreter_for", "STAMP_FILE", "LOG_FILE", "find_uv", "prepare_env",
+    "ensure_built", "env_lock",
+]
 
 # Bump when the way an environment is built changes: every stamp goes stale.
 _BUILD_SCHEMA = 1
-_STAMP_FILE = ".compat-clone-stamp"
-_LOG_FILE = "last.log"
+STAMP_FILE = ".compat-clone-stamp"
+LOG_FILE = "last.log"
 # How often `build_env` (a conversion waiting on an environment) says how long the build has run.
 _BUILD_TICK_S = 15.0
 
 
-def env_stamp(env: Env, self_source: Optional[Tuple[str, Path]] = None) -> str:
+def env_stamp(env: Env, install: InstallSource) -> str:
     """Hash of everything that decides an environment's contents.
 
     An environment whose stamp file holds this value is reused as is.
+
+    Args:
+        env: the table's environment.
+        install: the package the environment gets (when its entry installs one).
+
+    Returns:
+        20 hex digits.
     """
-    src = self_source if self_source is not None else _self_source()
     payload = {
         "schema": _BUILD_SCHEMA,
         "python": env.python,
-        "packages": _expand_requirements(env.packages),
-        "no_deps": _expand_requirements(env.no_deps),
+        "packages": expand_requirements(env.packages),
+        "no_deps": expand_requirements(env.no_deps),
         "pip_args": list(env.pip_args) + machine_pip_args(),
-        "self": _source_identity(src) if env.install_compat_clone else None,
-        "self_metadata": _editable_metadata(src) if env.install_compat_clone else None,
+        "self": source_identity(install) if env.install_compat_clone else None,
+        "self_metadata": editable_metadata(install) if env.install_compat_clone else None,
     }
     blob = json.dumps(payload, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:20]
 
 
-def _find_uv(project: Path, log: Optional[IO[str]] = None, tool: str = "compat-clone matrix") -> List[str]:
+def find_uv(project: Path, log: Optional[IO[str]] = None, tool: str = "compat-clone matrix") -> List[str]:
     """The command that runs uv: $COMPAT_CLONE_UV, `uv` on PATH, .tools/bin/uv,
     `python -m uv`, else bootstrapped into .tools with pip (`tool`, the command
     that runs, names itself in the message)."""
@@ -106,6 +115,24 @@ def _runs_as(exe: str, version: str) -> Optional[str]:
     return lines[1].strip() or exe if out.returncode == 0 and lines[0].strip() == version else None
 
 
+def is_built(env_dir: Path) -> bool:
+    """Whether `env_dir` holds a built environment: its interpreter and the stamp a finished build leaves.
+
+    Args:
+        env_dir: an environment's folder (``.matrix/<name>/``).
+
+    Returns:
+        True when ``bin/python`` exists and the build stamp was written; a
+        build that stopped half-way leaves no stamp.
+
+    Example:
+
+        if not is_built(Path(".matrix") / env.name):
+            build_env(env, Path(".matrix") / env.name)
+    """
+    return (env_dir / "bin" / "python").exists() and (env_dir / STAMP_FILE).is_file()
+
+
 def interpreter_for(python: str) -> str:
     """What uv is given for a table's ``python``.
 
@@ -138,7 +165,7 @@ def interpreter_for(python: str) -> str:
     return found
 
 
-def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], procs: _Procs,
+def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs: Procs,
            log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
     python = env_dir / "bin" / "python"
@@ -149,24 +176,24 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: Tuple[str, Path], pro
             raise RuntimeError(f"`{' '.join(cmd[:4])} ...` exited with {rc}")
 
     step(uv + ["venv", "--allow-existing", "-p", interpreter_for(env.python), str(env_dir)])
-    packages = _expand_requirements(env.packages)
+    packages = expand_requirements(env.packages)
     pip_args = list(env.pip_args) + machine_pip_args()
     if env.install_compat_clone:
-        if source[0] == "editable":
-            packages += ["-e", str(source[1])]
-        elif source[0] == "wheel":
-            packages += _wheel_requirements(source[1])  # the wheel itself: `_post_install`
+        if source.kind == "editable":
+            packages += ["-e", str(source.path)]
+        elif source.kind == "wheel":
+            packages += wheel_requirements(source.path)  # the wheel itself: `post_install`
         else:
             packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
     step(uv + ["pip", "install", "--python", str(python)] + pip_args + packages)
     if env.no_deps:
         step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + pip_args
-             + _expand_requirements(env.no_deps))
-    (env_dir / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
+             + expand_requirements(env.no_deps))
+    (env_dir / STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
 
 
 @contextlib.contextmanager
-def _env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
+def env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
     """Holds `env`'s lock: one matrix run (or build) at a time per environment folder."""
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{env.name}.lock", "a+") as lock_file:
@@ -183,23 +210,23 @@ def _env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
         yield
 
 
-def _prepare_one(env: Env, *, root: Path, uv: List[str], source: Tuple[str, Path], procs: _Procs,
-                 rebuild: bool, say: Any) -> _Outcome:
+def prepare_env(env: Env, *, root: Path, uv: List[str], source: InstallSource, procs: Procs,
+                 rebuild: bool, say: Any) -> Outcome:
     """Builds (or reuses) one environment and runs nothing: the first phase of a matrix run.
 
     `compat-clone matrix` prepares every selected environment before it runs
     the command in any, so a command may use a sibling environment (the
     cross-environment conversion tests do). The outcome carries the build
-    status into `_run_one(..., prepared=...)`.
+    status into `run_one(..., prepared=...)`.
     """
-    with _env_lock(root, env, say):
-        out = _Outcome(env=env.name)
+    with env_lock(root, env, say):
+        out = Outcome(env=env.name)
         env_dir = root / env.name
-        _ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs, rebuild=rebuild, say=say)
+        ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs, rebuild=rebuild, say=say)
         return out
 
 
-def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None) -> _Outcome:
+def build_env(env: Env, env_dir: Path, *, install: InstallSource, rebuild: bool = False, say: Any = None) -> Outcome:
     """Builds `env` at `env_dir` as `compat-clone matrix` does, or reuses it when its stamp is fresh.
 
     Waits for a matrix run that holds the environment. Used by
@@ -208,6 +235,7 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
     Args:
         env: the table's environment.
         env_dir: its folder (``.matrix/<name>``).
+        install: the package the environment gets (when its entry installs one).
         rebuild: rebuild even if the stamp is fresh.
         say: ``say(env_name, text)`` for progress; None prints to stderr.
 
@@ -219,12 +247,12 @@ def build_env(env: Env, env_dir: Path, *, rebuild: bool = False, say: Any = None
         print(f"{name}: {text}", file=sys.stderr, flush=True)
 
     tell = say if say is not None else _stderr
-    with _env_lock(env_dir.parent, env, tell):
-        out = _Outcome(env=env.name)
+    with env_lock(env_dir.parent, env, tell):
+        out = Outcome(env=env.name)
         # uv, when it must be bootstrapped, goes next to the environments' folder
         # (the per-user cache for `compat-clone convert`), never into the caller's folder.
-        uv = _find_uv(env_dir.parent.parent, tool="compat-clone convert")
-        _ensure_built(env, env_dir, out, uv=uv, source=_self_source(), procs=_Procs(), rebuild=rebuild, say=tell,
+        uv = find_uv(env_dir.parent.parent, tool="compat-clone convert")
+        ensure_built(env, env_dir, out, uv=uv, source=install, procs=Procs(), rebuild=rebuild, say=tell,
                       tick_s=_BUILD_TICK_S)
         return out
 
@@ -240,7 +268,7 @@ def _ticking(say: Any, name: str, log: Path, every: Optional[float]) -> Iterator
 
     def tick() -> None:
         while not done.wait(every):
-            say(name, f"still building ({_fmt_s(time.monotonic() - start)} so far; log: {log})")
+            say(name, f"still building ({format_seconds(time.monotonic() - start)} so far; log: {log})")
 
     ticker = threading.Thread(target=tick, name=f"compat-clone-build-{name}", daemon=True)
     ticker.start()
@@ -251,22 +279,22 @@ def _ticking(say: Any, name: str, log: Path, every: Optional[float]) -> Iterator
         ticker.join()
 
 
-def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], source: Tuple[str, Path],
-                  procs: _Procs, rebuild: bool, say: Any, tick_s: Optional[float] = None) -> bool:
+def ensure_built(env: Env, env_dir: Path, out: Outcome, *, uv: List[str], source: InstallSource,
+                  procs: Procs, rebuild: bool, say: Any, tick_s: Optional[float] = None) -> bool:
     """Builds or reuses `env` (lock held), writing the log header; False on a build failure.
 
     With `tick_s`, a build says every `tick_s` seconds how long it has run, and
     ``built in N s`` when done (`compat-clone convert`, whose user waits on it).
     """
     stamp = env_stamp(env, source)
-    stamp_path = env_dir / _STAMP_FILE
+    stamp_path = env_dir / STAMP_FILE
     python = env_dir / "bin" / "python"
     fresh = (not rebuild and python.exists() and stamp_path.is_file()
              and stamp_path.read_text(encoding="utf-8").strip() == stamp)
     if not fresh and env_dir.exists():
         shutil.rmtree(env_dir)
     env_dir.mkdir(parents=True, exist_ok=True)
-    out.log = env_dir / _LOG_FILE
+    out.log = env_dir / LOG_FILE
     with open(out.log, "w", encoding="utf-8", errors="replace") as log:
         log.write(f"# compat-clone matrix: environment {env.name} (stamp {stamp})\n")
         start = time.monotonic()
@@ -280,7 +308,7 @@ def _ensure_built(env: Env, env_dir: Path, out: _Outcome, *, uv: List[str], sour
                 out.build = "built"
                 if tick_s is not None:
                     say(env.name, f"built in {time.monotonic() - start:.0f} s")
-            _post_install(env, python, source, uv, procs, log)
+            post_install(env, python, source, uv, procs, log)
         except (RuntimeError, OSError, subprocess.CalledProcessError, ValueError) as e:
             out.build, out.status = "FAILED", "BUILD FAILED"
             out.build_s = time.monotonic() - start

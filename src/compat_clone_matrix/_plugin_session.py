@@ -1,41 +1,10 @@
-"""The pytest plugin shipped with compat_clone (entry point ``pytest11``: ``compat_clone``).
+"""The pytest plugin's work in one session, once it is on (`compat_clone_matrix.pytest_plugin`).
 
-It is off, and does nothing, unless pytest runs in a matrix environment
-(``COMPAT_CLONE_ENV`` is set, as `compat-clone matrix` does) or with
-``--compat-results``. When on, it
-
-1. checks at session start, in a separate interpreter (`claim`), that the
-   Keras the project imports is the family / version / backend the
-   environment claims (``COMPAT_CLONE_EXPECT_*``, ``_MODULE`` naming the
-   module the project imports it from), and stops the session with exit
-   status 4 and the reason when it is not: a mislabeled environment fails
-   instead of passing on the wrong Keras. The check's result also goes to
-   ``$COMPAT_CLONE_CLAIM_FILE`` when set (the matrix runner reads it: its
-   status ``MISLABELED``, the "loaded" column of its summary);
-2. names the environment, its claim and the Keras it loaded in the report
-   header and, whatever the options (``-q`` hides the header), in a line
-   of the closing summary: the proof of what the tests ran on;
-3. records what the tests really used (`observed`: the families of the
-   models compat_clone was handed, the Keras modules imported, in every
-   process that ran tests, xdist workers included) and judges it against the
-   claim at session end: tests that used another family than the claimed
-   one make the environment MISLABELED (exit status 4, the claim file says
-   why: the module imported, the family it gave, what to change); tests that
-   used no Keras at all are reported as such (``used: "no Keras"``), not
-   certified;
-4. with ``--compat-results``, writes one JSON line per test to
-   ``$COMPAT_CLONE_RESULTS/<env>.tests.jsonl`` (default folder
-   ``.matrix/_results``; created at the first test, so a session stopped
-   before any test leaves the last results in place), which ``compat-clone
-   matrix --report`` / ``--merge`` turn into a test x environment table;
-4. keeps ``$COMPAT_CLONE_RUNNING_FILE`` (when set) up to date with the
-   tests running now and when each started (xdist workers' included), and
-   how many finished: when the matrix runner kills a session that ran out of
-   time, it reports from there which tests were running and for how long.
-
-Importing this module imports no framework: pytest loads it in every
-environment where compat_clone is installed. ``-p no:compat_clone`` turns it
-off entirely.
+The claim check at session start, the header and closing lines, what the
+tests used judged against the claim, the per-test results and the running
+tests' record: everything the plugin's docstring lists. Imported by
+``pytest_configure`` only when ``COMPAT_CLONE_ENV`` is set or
+``--compat-results`` is given.
 """
 
 from __future__ import annotations
@@ -50,35 +19,20 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from compat_clone.tools.matrix.claim import claim_from_environ
-from compat_clone.tools.matrix.observed import NO_KERAS, judge, merge, observe
+from compat_clone_matrix.claim import claim_from_environ
+from compat_clone_matrix.observed import NO_KERAS, judge, merge, observe
 
-__all__ = ["pytest_addoption", "pytest_configure"]
+__all__ = ["MatrixEnvironment"]
 
 _CHECK_TIMEOUT_S = 600
 _USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR: the environment is not what it says
 _WORKER_KEY = "compat_clone_observed"  # an xdist worker's record, in its workeroutput
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("compat_clone", "compat-clone matrix environments")
-    group.addoption(
-        "--compat-results", action="store_true", default=False,
-        help="write one JSON line per test to $COMPAT_CLONE_RESULTS/<env>.tests.jsonl "
-             "(default folder .matrix/_results) for `compat-clone matrix --report`",
-    )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    asked = bool(config.getoption("compat_results", False))
-    if os.environ.get("COMPAT_CLONE_ENV") or asked:
-        config.pluginmanager.register(_MatrixEnvironment(config, write_results=asked), "compat_clone_matrix_env")
-
-
 def _run_check() -> Dict[str, Any]:
     """`claim.main` in a fresh interpreter of this environment: its last stdout line."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "compat_clone.tools.matrix.claim"], capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "compat_clone_matrix.claim"], capture_output=True,
                               text=True, timeout=_CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"ok": False, "loaded": "nothing", "problems": [f"the check did not finish in {_CHECK_TIMEOUT_S}s"]}
@@ -122,7 +76,7 @@ def _detail(report: pytest.TestReport) -> str:
     return " ".join(text.split())[:300]
 
 
-class _MatrixEnvironment:
+class MatrixEnvironment:
     """The plugin's state in one pytest session (in the controller, not in xdist workers)."""
 
     def __init__(self, config: pytest.Config, *, write_results: bool) -> None:

@@ -1,7 +1,7 @@
 """The matrix table: environments as data, validated against one declarative schema.
 
 A TOML document with ``[defaults]`` and one ``[[env]]`` per environment (the
-built-in one is ``compat_clone/tools/matrix/matrix.toml``). `load_table`
+built-in one is ``compat_clone_matrix/matrix.toml``). `load_table`
 reads it, `parse_table` validates it into `Env` records, `select_envs` picks
 environments by name, glob or tag.
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs", "table_id", "BUILTIN_TABLE"]
+__all__ = ["Env", "TableError", "load_table", "parse_table", "select_envs", "table_id", "BUILTIN_TABLE", "toml_loads"]
 
 BUILTIN_TABLE = "built-in"
 
@@ -45,7 +45,7 @@ class Env:
         no_deps: requirements installed afterwards with ``--no-deps``.
         pip_args: extra arguments for every ``uv pip install``.
         env: environment variables set when the command runs.
-        fixup: name of a `compat_clone.tools.envfix` fix-up, or None.
+        fixup: name of a `compat_clone_matrix.envfix` fix-up, or None.
         expect: the claim (``family``, ``version``, ``backend``, and ``module``:
             the module the project imports Keras from).
         enabled: False leaves it out of a run that names no environment.
@@ -161,7 +161,7 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
     second copy: ``keras2`` claims need a 2.0-2.3 version, ``keras3`` a 3.x.
     """
     from compat_clone.families.registry import FAMILIES, family_for
-    from compat_clone.tools.matrix.claim import MODULE_FAMILIES
+    from compat_clone_matrix.claim import MODULE_FAMILIES
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
     if expect.get("uses", "keras") not in ("keras", "none"):
@@ -220,7 +220,7 @@ def _parse_env(raw: Any, defaults: Mapping[str, Any], index: int, source: str) -
     where = f"environment {name!r} of {source}"
     for key, field in _FIELDS.items():
         if field.required and key not in raw:
-            raise TableError(f"Missing `{key}` in {where}: add it (see the schema in compat_clone/tools/matrix/matrix.toml).")
+            raise TableError(f"Missing `{key}` in {where}: add it (see the schema in compat_clone_matrix/matrix.toml).")
     values = {key: _merge(key, defaults[key], _validate_value(key, raw[key], where)) if key in raw else defaults[key]
               for key in _FIELDS}
     _validate_claim(values["expect"], where)
@@ -272,7 +272,7 @@ def parse_table(data: Mapping[str, Any], source: str = "<table>") -> List[Env]:
     return envs
 
 
-def _toml_loads(text: str) -> Dict[str, Any]:
+def toml_loads(text: str) -> Dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python < 3.11
@@ -284,7 +284,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     """Loads a matrix table: the built-in one, or a TOML file.
 
     Args:
-        path: a TOML file with the schema of ``compat_clone/tools/matrix/matrix.toml``;
+        path: a TOML file with the schema of ``compat_clone_matrix/matrix.toml``;
             None for the built-in table.
 
     Returns:
@@ -299,7 +299,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     ['keras-2.3.1', 'keras-2.1.6-tf1']
     """
     if path is None:
-        source = "compat_clone/tools/matrix/matrix.toml"
+        source = "compat_clone_matrix/matrix.toml"
         # The package's own data file, next to this module (`importlib.resources.files` is Python 3.9+).
         text = (Path(__file__).resolve().parent / "matrix.toml").read_text(encoding="utf-8")
     else:
@@ -311,7 +311,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
                 f"Cannot read the matrix table {source!r}: {e.strerror}. Pass an existing TOML file to --table."
             ) from None
     try:
-        data = _toml_loads(text)
+        data = toml_loads(text)
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise TableError(f"The matrix table {source!r} is not valid TOML: {e}.") from None
     return parse_table(data, source)

@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
-from compat_clone.tools.matrix.table import Env, TableError, _toml_loads
+from compat_clone_matrix.table import Env, TableError, toml_loads
 
 __all__ = ["apply_overlay"]
 
@@ -80,7 +80,7 @@ def apply_overlay(envs: Sequence[Env], path: "os.PathLike[str] | str") -> List[E
             environment the table does not have.
     """
     try:
-        data = _toml_loads(Path(path).read_text(encoding="utf-8"))
+        data = toml_loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TableError(f"Cannot read the overlay {str(path)!r}: {e}. Expected a TOML file (docs/matrix.md).") from None
     unknown = sorted(set(data) - {"defaults", "env"})

@@ -45,7 +45,7 @@ once what moved is put back, *before* `keras` is imported:
    same value in every thread.
 
 `apply()` is idempotent. It is run by the lazy import hook that
-`compat_clone.tools.envfix.install_into(site_packages, "keras2_on_tf2")` installs.
+`compat_clone_matrix.envfix.install_into(site_packages, "keras2_on_tf2")` installs.
 """
 
 from __future__ import annotations

@@ -15,16 +15,17 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
-from compat_clone.tools.matrix.build import _STAMP_FILE, _ensure_built, _env_lock, env_stamp
-from compat_clone.tools.matrix.observed import NO_KERAS, brief
-from compat_clone.tools.matrix.procs import _Procs
-from compat_clone.tools.matrix.results import _publish_results, _write_outcome
-from compat_clone.tools.matrix.summary import _counts_text, _fmt_s, _Outcome, failed_tests, parse_pytest_summary
-from compat_clone.tools.matrix.table import Env
+from compat_clone_matrix.build import STAMP_FILE, ensure_built, env_lock, env_stamp
+from compat_clone_matrix.observed import NO_KERAS, brief
+from compat_clone_matrix.install import InstallSource
+from compat_clone_matrix.procs import Procs
+from compat_clone_matrix.results import publish_results, write_outcome
+from compat_clone_matrix.summary import counts_text, format_seconds, Outcome, failed_tests, parse_pytest_summary
+from compat_clone_matrix.table import Env
 
-__all__ = ["env_environ"]
+__all__ = ["env_environ", "run_one"]
 
 _CLAIM_FILE = "last-claim.json"  # the pytest plugin's claim check of the last run
 _RUNNING_FILE = "running.json"  # the pytest plugin's record of the tests running now
@@ -71,30 +72,30 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
     return environ
 
 
-def _run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-             source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-             say: Any, prepared: Optional[_Outcome] = None, siblings: Sequence[str] = (),
-             table: str = "", progress: Any = None) -> _Outcome:
+def run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
+             source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
+             say: Any, prepared: Optional[Outcome] = None, siblings: Sequence[str] = (),
+             table: str = "", progress: Any = None) -> Outcome:
     """Builds (or reuses) one environment and runs the command in it.
 
     Another `compat-clone matrix` run using the same environment folder (a
     second terminal, a benchmark) is waited for: one run at a time per
     environment, so a rebuild never pulls the floor from under a running one.
-    With `prepared` (the outcome of `_prepare_one`), the environment built in
+    With `prepared` (the outcome of `prepare_env`), the environment built in
     the first phase is used as it is; a failed build is reported, not retried.
     `siblings` names the environments of the run, exported to the command as
     ``COMPAT_CLONE_MATRIX_ENVS``. `table` (`table_id`) tags the results and
     the outcome the run writes. `progress`, when given, is told when the
     command starts and ends (``progress.begin(name, log)`` / ``end(name)``).
     """
-    with _env_lock(root, env, say):
+    with env_lock(root, env, say):
         if prepared is not None and prepared.build == "FAILED":
             out = prepared
         else:
             out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
                                   procs=procs, timeout=timeout, rebuild=rebuild, say=say, prepared=prepared,
                                   siblings=siblings, table=table, progress=progress)
-        _write_outcome(results, out, table)
+        write_outcome(results, out, table)
         return out
 
 
@@ -108,18 +109,18 @@ def _read_claim(path: Path) -> Optional[Dict[str, Any]]:
 
 
 def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-                    source: Tuple[str, Path], procs: _Procs, timeout: Optional[float], rebuild: bool,
-                    say: Any, prepared: Optional[_Outcome], siblings: Sequence[str], table: str = "",
-                    progress: Any = None) -> _Outcome:
+                    source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
+                    say: Any, prepared: Optional[Outcome], siblings: Sequence[str], table: str = "",
+                    progress: Any = None) -> Outcome:
     env_dir = root / env.name
-    stamp_path = env_dir / _STAMP_FILE
+    stamp_path = env_dir / STAMP_FILE
     still_fresh = (prepared is not None and (env_dir / "bin" / "python").exists() and stamp_path.is_file()
                    and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, source))
     if prepared is not None and still_fresh:
         out = prepared  # built (or reused) in the first phase; its log goes on
     else:  # no first phase, or another run changed the environment since
-        out = _Outcome(env=env.name)
-        if not _ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs,
+        out = Outcome(env=env.name)
+        if not ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs,
                              rebuild=rebuild and prepared is None, say=say):
             return out
     assert out.log is not None
@@ -141,7 +142,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
             say(env.name, f"FAILED: {command[0]!r} not found in the environment or on PATH")
             return out
         staging.mkdir(parents=True)
-        say(env.name, f"running ({out.build} in {_fmt_s(out.build_s)})")
+        say(env.name, f"running ({out.build} in {format_seconds(out.build_s)})")
         log.write(f"# environment: {json.dumps({**dict(env.env), **env.expect_vars()}, sort_keys=True)}\n")
         start = time.monotonic()
         cpu: List[float] = []
@@ -159,7 +160,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         no_keras = claim is not None and claim.get("verdict") == NO_KERAS
         if claim is not None:
             _log_claim(log, env.name, claim, out, mislabeled)
-        _publish_results(staging, results, table, keep=not (mislabeled or no_keras))
+        publish_results(staging, results, table, keep=not (mislabeled or no_keras))
     out.returncode = rc
     text = out.log.read_text(encoding="utf-8", errors="replace")
     out.counts = parse_pytest_summary(text)
@@ -170,7 +171,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
     if no_keras and out.status == "ok":
         out.status = NO_KERAS  # passed, but on no Keras: nothing to certify
     loaded = f"; loaded {out.loaded}" if out.loaded else ""
-    say(env.name, f"{out.status} in {_fmt_s(out.run_s)}{_counts_text(out.counts)}{loaded}")
+    say(env.name, f"{out.status} in {format_seconds(out.run_s)}{counts_text(out.counts)}{loaded}")
     if out.status == "TIMEOUT":
         note = _running_at_timeout(env_dir / _RUNNING_FILE, time.time())
         with open(out.log, "a", encoding="utf-8") as log:
@@ -179,7 +180,7 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
     return out
 
 
-def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: _Outcome, mislabeled: bool) -> None:
+def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: Outcome, mislabeled: bool) -> None:
     """The proof in the log, whatever the command's own output options (pytest -q hides its header)."""
     out.loaded = str(claim.get("loaded") or "nothing")
     log.write(f"\ncompat-clone matrix: {name} loaded {out.loaded}\n")
@@ -207,7 +208,7 @@ def _running_at_timeout(path: Path, now: float) -> str:
         return "no record of the tests running (not pytest, or it had not started a test)"
     if not running:
         return f"{finished} tests had finished; none was running (collection, a session fixture or teardown)"
-    listed = "; ".join(f"{nodeid} (running for {_fmt_s(now - started)})" for nodeid, started in running)
+    listed = "; ".join(f"{nodeid} (running for {format_seconds(now - started)})" for nodeid, started in running)
     return f"{finished} tests had finished; still running: {listed}"
 
 

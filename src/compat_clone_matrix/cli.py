@@ -8,22 +8,22 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from compat_clone.tools.matrix.build import _LOG_FILE, _STAMP_FILE, _find_uv, _prepare_one, env_stamp
-from compat_clone.tools.matrix.install import _self_source
-from compat_clone.tools.matrix.procs import _Procs, default_jobs
-from compat_clone.tools.matrix.results import _RESULTS_DIR
-from compat_clone.tools.matrix.runner import _run_one
-from compat_clone.tools.matrix.summary import (
+from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, find_uv, prepare_env, env_stamp
+from compat_clone_matrix.install import InstallSource
+from compat_clone_matrix.procs import Procs, default_jobs
+from compat_clone_matrix.results import RESULTS_DIR
+from compat_clone_matrix.runner import run_one
+from compat_clone_matrix.summary import (
     EXIT_FAILED,
     EXIT_MISLABELED,
     EXIT_USAGE,
-    _Outcome,
-    _tail,
+    Outcome,
+    log_tail,
     format_summary,
 )
-from compat_clone.tools.matrix.table import Env, TableError, load_table, select_envs, table_id
+from compat_clone_matrix.table import Env, TableError, load_table, select_envs, table_id
 
 __all__ = ["add_arguments", "run", "main"]
 
@@ -86,13 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(jobs=None)
 
 
-def _list(envs: Sequence[Env], root: Path, source: Tuple[str, Path]) -> None:
-    from compat_clone.tools.matrix.table_text import LIST_LEGEND, list_footer
+def _list(envs: Sequence[Env], root: Path, source: InstallSource) -> None:
+    from compat_clone_matrix.table_text import LIST_LEGEND, list_footer
 
     print(LIST_LEGEND)
     width = max(len(e.name) for e in envs)
     for e in envs:
-        stamp_path = root / e.name / _STAMP_FILE
+        stamp_path = root / e.name / STAMP_FILE
         state = "built" if stamp_path.is_file() and stamp_path.read_text().strip() == env_stamp(e, source) else "-"
         claim = " ".join(f"{k}={v}" for k, v in e.expect) or "(no claim)"
         flag = ("" if e.enabled else "  [disabled]") + (f"  tags: {','.join(e.tags)}" if e.tags else "")
@@ -111,11 +111,14 @@ def _fail(message: str, status: int = EXIT_USAGE) -> int:
     return status
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, install: Callable[[], InstallSource]) -> int:
     """Runs `compat-clone matrix` with parsed arguments.
 
     Args:
         args: from a parser that `add_arguments` set up.
+        install: says which package the environments get (`InstallSource`);
+            called only when an environment is listed or built, so that a
+            run that builds nothing never asks.
 
     Returns:
         The exit status: 0 when every environment passed (or nothing ran),
@@ -125,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
     Example:
 
-    >>> main(["--list", "--env", "keras-3.15-jax"])  # doctest: +SKIP
+    >>> run(args, install=lambda: source)  # doctest: +SKIP
     0
     """
     command = list(args.command or [])
@@ -134,22 +137,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         table = load_table(args.table)
         if args.overlay:
-            from compat_clone.tools.matrix.overlay import apply_overlay
+            from compat_clone_matrix.overlay import apply_overlay
 
             table = apply_overlay(table, args.overlay)
         selected = select_envs(table, args.env, args.tag)
     except TableError as e:
         return _fail(str(e))
     root = Path(args.root).resolve()
-    results = root / _RESULTS_DIR
+    results = root / RESULTS_DIR
     if args.emit:
-        return _emit(args, selected, command)
+        return _emit(args, selected, command, install)
     if args.merge:
         if not args.report:
             return _fail("--merge needs --report FILE.md: the report to build from the merged results.")
         return _write_report(args, table, [Path(d) for d in args.merge], {}, selected)
     if args.list:
-        _list(selected if args.env or args.tag else table, root, _self_source())
+        _list(selected if args.env or args.tag else table, root, install())
         return 0
     if not command:
         if args.report:
@@ -161,16 +164,16 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"expected --jobs >= 1. Received: {jobs}.")
     if args.report and not _own_checkout():
         # A project's suite writes no feature records: one result line per test is what the report shows.
-        from compat_clone.tools.matrix.ci import with_results_option
+        from compat_clone_matrix.ci import with_results_option
 
         command = with_results_option(command)
-    ordered, wall = _run_all(args, selected, command, root, jobs)
+    ordered, wall = _run_all(args, selected, command, root, jobs, install())
     if ordered is None:
         return 130
     for o in ordered:
         if not o.ok and args.tail > 0:
             print(f"\n----- {o.env}: {o.status}; last {args.tail} lines of {o.log} -----")
-            print(_tail(o.log, args.tail))
+            print(log_tail(o.log, args.tail))
     print()
     print(format_summary(ordered, wall), flush=True)
     rc = 0 if all(o.ok for o in ordered) else EXIT_FAILED
@@ -182,24 +185,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], root: Path,
-             jobs: int) -> Tuple[Optional[List[_Outcome]], float]:
+             jobs: int, source: InstallSource) -> Tuple[Optional[List[Outcome]], float]:
     """Runs the environments, `jobs` at a time; (outcomes in table order or None if interrupted, seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".gitignore").exists():
         (root / ".gitignore").write_text("*\n", encoding="utf-8")
-    uv = _find_uv(Path.cwd())
-    source = _self_source()
-    from compat_clone.tools.matrix.progress import Progress
+    uv = find_uv(Path.cwd())
+    from compat_clone_matrix.progress import Progress
 
     print(f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; "
-          f"logs: {root}/<env>/{_LOG_FILE}", flush=True)
+          f"logs: {root}/<env>/{LOG_FILE}", flush=True)
     t0 = time.monotonic()
     interval = 60.0 if args.progress is None else max(0.0, args.progress)
     live = sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb" and not os.environ.get("CI")
     progress = Progress(sys.stdout, live=live, interval=interval)
     say = progress.say
     table = table_id(args.table)
-    procs = _Procs()
+    procs = Procs()
     pool = ThreadPoolExecutor(max_workers=jobs)
     names = [e.name for e in selected]
     try:
@@ -207,13 +209,13 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
         # in any, so a command may use a sibling's interpreter (the conversion
         # tests read Keras 2 files in keras-2.2.4 from keras-3.15-jax).
         built = {
-            e.name: pool.submit(_prepare_one, e, root=root, uv=uv, source=source, procs=procs,
+            e.name: pool.submit(prepare_env, e, root=root, uv=uv, source=source, procs=procs,
                                 rebuild=args.rebuild, say=say)
             for e in selected
         }
         prepared = {name: fut.result() for name, fut in built.items()}
         futures = {
-            e.name: pool.submit(_run_one, e, root=root, results=root / _RESULTS_DIR, command=command, uv=uv,
+            e.name: pool.submit(run_one, e, root=root, results=root / RESULTS_DIR, command=command, uv=uv,
                                 source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say,
                                 prepared=prepared[e.name], siblings=names, table=table, progress=progress)
             for e in selected
@@ -240,15 +242,15 @@ def _common_options(args: argparse.Namespace) -> List[str]:
 def _own_checkout() -> bool:
     """The matrix runs in compat_clone's own checkout (whose suite writes feature records itself):
     the project's ``pyproject.toml`` names compat-clone, however the running compat_clone is installed."""
-    from compat_clone.tools.matrix.ci_install import _names_compat_clone
+    from compat_clone_matrix.ci_install import names_compat_clone
 
-    return _names_compat_clone(Path.cwd())
+    return names_compat_clone(Path.cwd())
 
 
-def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str]) -> int:
-    from compat_clone import __version__
-    from compat_clone.tools.matrix.ci import DEFAULT_COMMAND, emit, validate_table_path, with_results_option
-    from compat_clone.tools.matrix.ci_install import default_install_source, install_requirement
+def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str],
+          install: Callable[[], InstallSource]) -> int:
+    from compat_clone_matrix.ci import DEFAULT_COMMAND, emit, validate_table_path, with_results_option
+    from compat_clone_matrix.ci_install import default_install_source, install_requirement
 
     project = Path.cwd()
     selection = [f"--env={e}" for e in args.env or ()] + [f"--tag={t}" for t in args.tag or ()]
@@ -259,13 +261,13 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
         if args.table:
             args.table = validate_table_path(args.table, project)
         if args.install_from:
-            install, why = install_requirement(args.install_from, project), f"--install-from {args.install_from}"
+            requirement, why = install_requirement(args.install_from, project), f"--install-from {args.install_from}"
         elif args.emit == "workflow":
-            install, why = default_install_source(project, __version__)
+            requirement, why = default_install_source(project, install)
         else:  # the strategy matrix alone installs nothing
-            install, why = "", ""
+            requirement, why = "", ""
         text = emit(args.emit, selected, command, selection, _common_options(args),
-                    table=args.table, install=install, install_why=why)
+                    table=args.table, install=requirement, install_why=why)
     except ValueError as e:
         return _fail(str(e))
     print(text, end="" if text.endswith("\n") else "\n")
@@ -274,8 +276,8 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
 
 def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Sequence[Path],
                   statuses: Dict[str, str], selected: Sequence[Env]) -> int:
-    from compat_clone.tools.matrix.report import write
-    from compat_clone.tools.matrix.results import ReportError
+    from compat_clone_matrix.report import write
+    from compat_clone_matrix.results import ReportError
 
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
@@ -295,15 +297,16 @@ def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Seque
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m compat_clone.tools.matrix ...``: the subcommand on its own.
+def main(argv: Optional[Sequence[str]] = None, *, install: Callable[[], InstallSource]) -> int:
+    """The subcommand on its own (``python -m compat_clone.tools.matrix ...`` calls it).
 
     Args:
         argv: the arguments after ``compat-clone matrix``; None for ``sys.argv[1:]``.
+        install: as `run`'s.
 
     Returns:
         The exit status (see `run`).
     """
     parser = argparse.ArgumentParser(prog="compat-clone matrix")
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run(parser.parse_args(argv), install=install)

@@ -2,7 +2,7 @@
 
 docs/matrix.md holds blocks between ``<!-- matrix-table:NAME:start -->`` and
 ``<!-- matrix-table:NAME:end -->`` that `render_blocks` writes from the
-built-in table (``python -m compat_clone.tools.matrix.table_text --write
+built-in table (``python -m compat_clone_matrix.table_text --write
 docs/matrix.md``; tests/test_matrix_docs.py fails when they drift from it), so
 the counts and the environment lists are the table's, never typed.
 """
@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from compat_clone.tools.matrix.table import Env, load_table
+from compat_clone_matrix.table import Env, load_table
 
 __all__ = ["LIST_LEGEND", "list_footer", "render_blocks", "update_blocks"]
 
 LIST_LEGEND = """\
 NAME  STATE  CLAIM  [FLAGS]
       PACKAGES (installed together; --no-deps P: installed afterwards without its dependencies)
-      VARIABLES set when COMMAND runs; fixup=NAME: the compat_clone.tools.envfix fix-up installed as a .pth
+      VARIABLES set when COMMAND runs; fixup=NAME: the compat_clone_matrix.envfix fix-up installed as a .pth
       # the table's note
 STATE: built (in --root, pins unchanged) or - (built by the next run that selects it).
 CLAIM: what the environment says it is (expect: family, version, backend, module the project imports);
@@ -103,10 +103,10 @@ def update_blocks(text: str, blocks: Dict[str, str]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m compat_clone.tools.matrix.table_text --write docs/matrix.md``: rewrites the blocks."""
+    """``python -m compat_clone_matrix.table_text --write docs/matrix.md``: rewrites the blocks."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "--write":
-        print("usage: python -m compat_clone.tools.matrix.table_text --write FILE.md", file=sys.stderr)
+        print("usage: python -m compat_clone_matrix.table_text --write FILE.md", file=sys.stderr)
         return 2
     path = Path(args[1])
     text = path.read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from compat_clone.tools.matrix.table import Env
+from compat_clone_matrix.table import Env
 
 __all__ = ["env_command", "github_matrix", "workflow", "with_results_option", "validate_table_path", "ACTIONS"]
 
@@ -129,7 +129,7 @@ def github_matrix(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND,
 
     Example:
 
-    >>> from compat_clone.tools.matrix import load_table, select_envs
+    >>> from compat_clone_matrix import load_table, select_envs
     >>> github_matrix(select_envs(load_table(), ["keras-3.15-jax"]))["include"][0]["command"]
     'compat-clone matrix --env keras-3.15-jax -- python -m pytest -q'
     """
@@ -260,7 +260,7 @@ def workflow(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND, sele
 
     Example:
 
-    >>> from compat_clone.tools.matrix import load_table
+    >>> from compat_clone_matrix import load_table
     >>> text = workflow(load_table()[:1])
     >>> "compat-clone matrix --emit github" in text
     True

@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from compat_clone.tools.matrix.results import ReportError, Results, _load_outcomes, _load_run, _Run
-from compat_clone.tools.matrix.table import BUILTIN_TABLE
+from compat_clone_matrix.results import ReportError, Results, load_outcomes, load_run, Run
+from compat_clone_matrix.table import BUILTIN_TABLE
 
 __all__ = ["render_table", "render_report", "parse_report", "update_readme", "readme_note", "write"]
 
@@ -113,7 +113,7 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
 
 def _table_text(table: str, link: Optional[str]) -> str:
     if table == BUILTIN_TABLE:
-        path = "compat_clone/tools/matrix/matrix.toml"
+        path = "compat_clone_matrix/matrix.toml"
         return (f"compat_clone's built-in matrix table ([`{path}`]({link}))" if link
                 else f"compat_clone's built-in matrix table (`{path}`)")
     return f"the matrix table [`{table}`]({link})" if link else f"the matrix table `{table}`"
@@ -320,7 +320,7 @@ def update_readme(readme: Path, table: str) -> bool:
     return True
 
 
-def _keep_previous(report: Path, table: str, names: Sequence[str], run: _Run) -> List[str]:
+def _keep_previous(report: Path, table: str, names: Sequence[str], run: Run) -> List[str]:
     """Adds to `run` the columns of the existing `report` of the same table that this run has no newer
     results for (environments still in the table); returns their names."""
     if not report.is_file():
@@ -392,9 +392,9 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
         ReportError: a malformed result line, or a duplicate environment.
     """
     folders = [results_dir] if isinstance(results_dir, Path) else list(results_dir)
-    run = _load_run(folders, table)
+    run = load_run(folders, table)
     names = [e.name for e in envs]
-    outcomes = _load_outcomes(folders, table)
+    outcomes = load_outcomes(folders, table)
     for env, rec in outcomes.items():
         if env in run.results and not run.versions.get(env) and rec.get("loaded"):
             run.versions[env] = str(rec["loaded"])
@@ -402,8 +402,8 @@ def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Pat
     all_statuses = {**{env: str(rec.get("status", "?")) for env, rec in outcomes.items()}, **(statuses or {})}
     link = None
     if table == BUILTIN_TABLE:
-        own = report.resolve().parent / "compat_clone" / "tools" / "matrix" / "matrix.toml"
-        link = "compat_clone/tools/matrix/matrix.toml" if own.is_file() else None
+        own = report.resolve().parent / "compat_clone_matrix" / "matrix.toml"
+        link = "compat_clone_matrix/matrix.toml" if own.is_file() else None
     elif not Path(table).is_absolute():
         link = os.path.relpath(Path(table).resolve(), report.resolve().parent).replace(os.sep, "/")
     text = render_report(run.results, envs, run.descriptions, run.versions, all_statuses, expected, table=table,

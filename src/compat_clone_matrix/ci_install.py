@@ -13,12 +13,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
-from compat_clone.tools.matrix.install import _self_source
-from compat_clone.tools.matrix.table import _toml_loads
+from compat_clone_matrix.install import InstallSource
+from compat_clone_matrix.table import toml_loads
 
-__all__ = ["InstallSourceError", "install_requirement", "default_install_source"]
+__all__ = ["InstallSourceError", "install_requirement", "default_install_source", "names_compat_clone"]
 
 _DIST_RE = re.compile(r"^\s*compat[-_.]clone(?![A-Za-z0-9_.-])", re.I)
 _VERSION_RE = re.compile(r"^v?\d+(\.\d+)*([-_.]?(a|b|rc|post|dev)\.?\d*)*$", re.I)
@@ -37,13 +37,13 @@ def _relative_inside(path: Path, project: Path) -> Optional[str]:
     return "." if rel == "." else f"./{rel}"
 
 
-def _names_compat_clone(folder: Path) -> bool:
+def names_compat_clone(folder: Path) -> bool:
     """A folder pip can install as compat-clone (its pyproject.toml names it)."""
     pyproject = folder / "pyproject.toml"
     if not pyproject.is_file():
         return False
     try:
-        name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name", "")
+        name = toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name", "")
     except ValueError:
         return False
     return bool(_DIST_RE.match(str(name)))
@@ -88,7 +88,7 @@ def install_requirement(source: str, project: Path) -> str:
     rel = _relative_inside(path, project)
     if rel is None:
         raise InstallSourceError(f"Expected --install-from to lie inside the project {project}. Received: {source!r}.")
-    if path.is_dir() and (_names_compat_clone(path) or (path / "setup.py").is_file()):
+    if path.is_dir() and (names_compat_clone(path) or (path / "setup.py").is_file()):
         return rel
     if path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip")):
         return rel
@@ -116,14 +116,14 @@ def _project_pin(project: Path) -> Optional[Tuple[str, str]]:
             if _DIST_RE.match(item) or re.search(r"#egg=compat[-_]clone\b", item, re.I):
                 return item, path.name
             candidate = (path.parent / item) if not os.path.isabs(item) else Path(item)
-            if not item.startswith("-") and candidate.is_dir() and _names_compat_clone(candidate):
+            if not item.startswith("-") and candidate.is_dir() and names_compat_clone(candidate):
                 rel = _relative_inside(candidate, project)
                 if rel is not None:
                     return rel, path.name
     pyproject = project / "pyproject.toml"
     if pyproject.is_file():
         try:
-            data = _toml_loads(pyproject.read_text(encoding="utf-8"))
+            data = toml_loads(pyproject.read_text(encoding="utf-8"))
         except ValueError:
             return None
         project_table = data.get("project", {})
@@ -136,20 +136,19 @@ def _project_pin(project: Path) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _running_install(project: Path) -> Optional[Tuple[str, str]]:
+def _running_install(project: Path, source: InstallSource) -> Optional[Tuple[str, str]]:
     """How the running compat_clone was installed, when CI can do the same: its checkout inside
     the project, or the VCS URL / project file it came from (PEP 610 ``direct_url.json``)."""
-    kind, where = _self_source()
-    if kind == "editable":
-        rel = _relative_inside(where, project)
+    if source.kind == "editable":
+        rel = _relative_inside(source.path, project)
         if rel is not None:
             return rel, "the compat_clone checkout in the project"
     try:
-        from compat_clone._compat import metadata
+        from compat_clone_matrix._compat import metadata
     except ImportError:  # pragma: no cover - Python 3.7 without the backport
         return None
     try:
-        raw = metadata.distribution("compat-clone").read_text("direct_url.json")
+        raw = metadata.distribution(source.dist).read_text("direct_url.json")
     except metadata.PackageNotFoundError:
         return None
     try:
@@ -168,7 +167,7 @@ def _running_install(project: Path) -> Optional[Tuple[str, str]]:
     return None
 
 
-def default_install_source(project: Path, version: str) -> Tuple[str, str]:
+def default_install_source(project: Path, install: Callable[[], InstallSource]) -> Tuple[str, str]:
     """Where CI installs compat_clone from when ``--install-from`` is not given: (requirement, why).
 
     In order: compat_clone's own checkout (``.``); the project's own pin
@@ -178,15 +177,25 @@ def default_install_source(project: Path, version: str) -> Tuple[str, str]:
     compat_clone wheel kept in the project (``vendor/compat_clone-*.whl``).
     Never a bare ``compat-clone==VERSION``: no package index serves it yet.
 
+    Args:
+        project: the project's root.
+        install: says how the running compat_clone is installed; called only
+            when neither the checkout nor a pin answers.
+
+    Returns:
+        (the requirement for ``pip install``, why it was chosen).
+
     Raises:
         InstallSourceError: none of these: the message says how to give one.
     """
-    if _names_compat_clone(project):
+    if names_compat_clone(project):
         return ".", "compat_clone's own checkout"
     pin = _project_pin(project)
     if pin is not None:
         return pin[0], f"the project's pin in {pin[1]}"
-    running = _running_install(project)
+    source = install()
+    version = source.version
+    running = _running_install(project, source)
     if running is not None:
         return running
     wheels = _vendored_wheels(project)

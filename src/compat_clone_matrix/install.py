@@ -1,9 +1,9 @@
 """What goes into an environment: the running compat_clone and the table's requirements.
 
 The running compat_clone is installed as a wheel (``$COMPAT_CLONE_WHEEL``), an
-editable checkout, or a copy of its package folder (`_self_source`); what of
+editable checkout, or a copy of its package folder (an `InstallSource` its caller gives); what of
 that source decides an environment's contents is part of its stamp
-(`_source_identity`, `_editable_metadata`). `_post_install` re-applies, on
+(`source_identity`, `editable_metadata`). `post_install` re-applies, on
 every run, the steps that a build does not cover: the copy, a changed wheel,
 the environment's fix-up.
 """
@@ -17,48 +17,51 @@ import shlex
 import shutil
 import subprocess
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, List, Sequence, Tuple
+from typing import IO, Any, List, Sequence
 
-from compat_clone.tools.matrix.procs import _Procs
-from compat_clone.tools.matrix.table import Env, _toml_loads
+from compat_clone_matrix.procs import Procs
+from compat_clone_matrix.table import Env, toml_loads
 
-__all__ = ["machine_pip_args"]
+__all__ = [
+    "InstallSource", "machine_pip_args", "editable_metadata", "expand_requirements", "post_install", "source_identity",
+    "wheel_requirements",
+]
 
 # In an environment folder: the sha256 of the compat_clone wheel installed there.
 _WHEEL_MARKER = ".compat-clone-wheel"
+# This package, copied into an environment with a copied install source.
+_OWN_PACKAGE = Path(__file__).resolve().parent
 
 
-def _self_source() -> Tuple[str, Path]:
-    """How to install the running compat_clone into an environment.
+@dataclass(frozen=True)
+class InstallSource:
+    """Which distribution an environment gets as "the package under test", and how.
 
-    ``("wheel", file)`` when ``$COMPAT_CLONE_WHEEL`` names a built wheel (``make
-    test`` builds one and tests what users install); ``("editable", repo)`` when
-    it runs from a source checkout; else ``("copy", package dir)`` (a pip install:
-    the package is copied in, with its metadata).
+    The matrix installs it into every environment whose table entry says
+    ``install_compat_clone = true``; the caller decides what it is (for
+    `compat-clone matrix`, the running compat_clone: `compat_clone.tools.matrix`).
+
+    Args:
+        kind: ``"wheel"`` (a built wheel file), ``"editable"`` (a source
+            checkout, installed with ``-e``) or ``"copy"`` (an installed
+            package folder, copied into the environment with its metadata).
+        path: the wheel file, the checkout's root, or the package folder.
+        dist: the distribution's name (``"compat-clone"``).
+        package: its import package (``"compat_clone"``).
+        version: its version.
+
+    Example:
+
+        InstallSource("editable", Path("/src/compat-clone"), "compat-clone", "compat_clone", "0.1.0")
     """
-    wheel = os.environ.get("COMPAT_CLONE_WHEEL")
-    if wheel:
-        path = Path(wheel).expanduser().resolve()
-        if not path.is_file() or path.suffix != ".whl":
-            raise ValueError(
-                f"COMPAT_CLONE_WHEEL={wheel!r} is not a wheel file. Expected the path of a built "
-                "compat_clone wheel (`uv build` writes one into dist/), or unset the variable."
-            )
-        return "wheel", path
-    pkg = Path(__file__).resolve().parents[2]  # compat_clone/tools/matrix -> compat_clone
-    # src/ layout (a checkout: <repo>/src/compat_clone); a flat tree as a fallback.
-    for repo in (pkg.parent.parent, pkg.parent) if pkg.parent.name == "src" else (pkg.parent,):
-        pyproject = repo / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
-        try:
-            name = _toml_loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
-        except ValueError:
-            name = None
-        if name == "compat-clone":
-            return "editable", repo
-    return "copy", pkg
+
+    kind: str
+    path: Path
+    dist: str
+    package: str
+    version: str
 
 
 def machine_pip_args() -> List[str]:
@@ -72,7 +75,7 @@ def machine_pip_args() -> List[str]:
     return shlex.split(os.environ.get("COMPAT_CLONE_PIP_ARGS", ""))
 
 
-def _wheel_requirements(wheel: Path) -> List[str]:
+def wheel_requirements(wheel: Path) -> List[str]:
     """The ``Requires-Dist`` lines of a wheel's METADATA: what installing it pulls in."""
     with zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
@@ -84,35 +87,33 @@ def _wheel_requirements(wheel: Path) -> List[str]:
     return sorted(r for r in requires if not re.search(r"""\bextra\s*==""", r))
 
 
-def _editable_metadata(src: Tuple[str, Path]) -> Any:
+def editable_metadata(src: InstallSource) -> Any:
     """What an editable install writes besides the link to the code (dependencies, scripts,
     entry points such as the pytest plugin): a change there needs a reinstall."""
-    if src[0] != "editable":
+    if src.kind != "editable":
         return None
     try:
-        project = _toml_loads((src[1] / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+        project = toml_loads((src.path / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
     except (OSError, ValueError):
         return None
     return {key: project.get(key) for key in ("dependencies", "scripts", "entry-points")}
 
 
-def _source_identity(src: Tuple[str, Path]) -> Any:
+def source_identity(src: InstallSource) -> Any:
     """What of the install source decides an environment's contents (its stamp).
 
     A wheel: its declared requirements (the wheel itself is reinstalled when its
-    bytes change, see `_post_install`). A copy: the version, not the path, so that
+    bytes change, see `post_install`). A copy: the version, not the path, so that
     every project on a machine shares one cached environment.
     """
-    if src[0] == "wheel":
-        return ["wheel", _wheel_requirements(src[1])]
-    if src[0] == "copy":
-        from compat_clone import __version__
-
-        return ["copy", __version__]
-    return [src[0], str(src[1])]
+    if src.kind == "wheel":
+        return ["wheel", wheel_requirements(src.path)]
+    if src.kind == "copy":
+        return ["copy", src.version]
+    return [src.kind, str(src.path)]
 
 
-def _expand_requirements(items: Sequence[str]) -> List[str]:
+def expand_requirements(items: Sequence[str]) -> List[str]:
     """``"-e ."`` and ``"-r requirements-test.txt"`` (one table string each) become ``-e <absolute path>`` /
     ``-r <absolute path>`` for uv; paths are relative to the folder the matrix runs in (the project root)."""
     out: List[str] = []
@@ -135,7 +136,7 @@ def _site_packages(python: Path) -> str:
     return out.stdout.strip()
 
 
-def _post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str], procs: _Procs,
+def post_install(env: Env, python: Path, source: InstallSource, uv: List[str], procs: Procs,
                   log: IO[str]) -> None:
     """Steps re-applied on every run (cheap, idempotent): the copied compat_clone
     (when not editable), the wheel when its bytes changed, and the environment's fix-up `.pth`.
@@ -143,28 +144,28 @@ def _post_install(env: Env, python: Path, source: Tuple[str, Path], uv: List[str
     Nothing is rewritten when it is already there: another process may be
     running in the environment (a conversion worker, a sibling's test)."""
     site = None
-    if env.install_compat_clone and source[0] == "copy":
+    if env.install_compat_clone and source.kind == "copy":
         site = _site_packages(python)
-        _copy_package(source[1], Path(site), log)
-    if env.install_compat_clone and source[0] == "wheel":
+        _copy_package(source, Path(site), log)
+    if env.install_compat_clone and source.kind == "wheel":
         marker = python.parent.parent / _WHEEL_MARKER
-        digest = _file_digest(source[1])
+        digest = _file_digest(source.path)
         if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != digest:
-            cmd = uv + ["pip", "install", "--python", str(python), "--no-deps", "--reinstall-package", "compat-clone",
-                        str(source[1])]
+            cmd = uv + ["pip", "install", "--python", str(python), "--no-deps", "--reinstall-package", source.dist,
+                        str(source.path)]
             if procs.call(cmd, log=log) != 0:
-                raise RuntimeError(f"installing {source[1].name} into {env.name!r} failed")
+                raise RuntimeError(f"installing {source.path.name} into {env.name!r} failed")
             marker.write_text(digest + "\n", encoding="utf-8")
-            log.write(f"compat-clone matrix: installed {source[1]} (sha256 {digest[:12]})\n")
+            log.write(f"compat-clone matrix: installed {source.path} (sha256 {digest[:12]})\n")
     if env.fixup:
         if not env.install_compat_clone:
             raise RuntimeError(
                 f"environment {env.name!r} needs fix-up {env.fixup!r}, which runs from "
                 "compat_clone inside the environment: set install_compat_clone = true."
             )
-        from compat_clone.tools import envfix
+        from compat_clone_matrix.envfix import install_into
 
-        path = envfix.install_into(site or _site_packages(python), env.fixup)
+        path = install_into(site or _site_packages(python), env.fixup)
         log.write(f"compat-clone matrix: fix-up {env.fixup!r} installed: {path}\n")
 
 
@@ -184,33 +185,40 @@ def _tree_digest(pkg: Path) -> str:
     return h.hexdigest()
 
 
-def _copy_package(pkg: Path, site: Path, log: IO[str]) -> None:
-    """Copies the running compat_clone into `site`, unless the same files are there already."""
-    target = site / "compat_clone"
-    marker = site / "compat_clone.source-digest"
-    digest = _tree_digest(pkg)
-    if target.is_dir() and marker.is_file() and marker.read_text(encoding="utf-8").strip() == digest:
+def _copy_package(source: InstallSource, site: Path, log: IO[str]) -> None:
+    """Copies the installed package into `site`, unless the same files are there already.
+
+    The matrix's own package goes with it: its pytest plugin (the entry point
+    the copied metadata declares) and its fix-ups run inside the environment.
+    """
+    folders = [(source.path, site / source.package), (_OWN_PACKAGE, site / _OWN_PACKAGE.name)]
+    marker = site / f"{source.package}.source-digest"
+    digest = ":".join(_tree_digest(folder) for folder, _ in folders)
+    if all(target.is_dir() for _, target in folders) and marker.is_file() \
+            and marker.read_text(encoding="utf-8").strip() == digest:
         return
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(pkg, target, ignore=shutil.ignore_patterns("__pycache__"))
-    _write_dist_info(site)
+    for folder, target in folders:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(folder, target, ignore=shutil.ignore_patterns("__pycache__"))
+    _write_dist_info(site, source)
     marker.write_text(digest + "\n", encoding="utf-8")
-    log.write(f"compat-clone matrix: copied {pkg} -> {target}\n")
+    log.write(f"compat-clone matrix: copied {source.path} -> {site / source.package}\n")
 
 
-def _write_dist_info(site: Path) -> None:
-    """The copied compat_clone's metadata: its version and entry points (the pytest plugin)."""
-    from compat_clone._compat import metadata
+def _write_dist_info(site: Path, source: InstallSource) -> None:
+    """The copied package's metadata: its version and entry points (the pytest plugin)."""
+    from compat_clone_matrix._compat import metadata
 
-    for old in site.glob("compat_clone-*.dist-info"):
+    stem = source.dist.replace("-", "_")
+    for old in site.glob(f"{stem}-*.dist-info"):
         shutil.rmtree(old, ignore_errors=True)
     try:
-        dist = metadata.distribution("compat-clone")
+        dist = metadata.distribution(source.dist)
     except metadata.PackageNotFoundError:  # a vendored copy: nothing to declare
         return
-    info = site / f"compat_clone-{dist.version}.dist-info"
+    info = site / f"{stem}-{dist.version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: compat-clone\nVersion: {dist.version}\n",
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {source.dist}\nVersion: {dist.version}\n",
                                    encoding="utf-8")
     (info / "entry_points.txt").write_text(dist.read_text("entry_points.txt") or "", encoding="utf-8")
     (info / "INSTALLER").write_text("compat-clone matrix\n", encoding="utf-8")

@@ -1,8 +1,8 @@
 """The result folder of a run (``.matrix/_results``): written by the runner, read by the report.
 
 A command writes its result files into a staging folder of its own;
-`_publish_results` moves them into the result folder, each record tagged
-with the table and the time it was produced, and `_write_outcome` leaves
+`publish_results` moves them into the result folder, each record tagged
+with the table and the time it was produced, and `write_outcome` leaves
 how the environment's run ended (``<env>.outcome.json``). `load_results` and
 `load_statuses` read one or several such folders back (one per machine or
 CI job) for `report`.
@@ -28,11 +28,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from compat_clone.tools.matrix.summary import _Outcome
+from compat_clone_matrix.summary import Outcome
 
-__all__ = ["ReportError", "Results", "load_results", "load_statuses"]
+__all__ = [
+    "ReportError", "Results", "load_results", "load_statuses", "RESULTS_DIR", "Run", "load_outcomes",
+    "load_run", "publish_results", "write_outcome",
+]
 
-_RESULTS_DIR = "_results"
+RESULTS_DIR = "_results"
 _SIDES = {"native": "native", "compat": "compat_clone", "compat_clone": "compat_clone", "test": "test"}
 _OUTCOMES = ("pass", "fail", "missing", "n/a")
 # When several records meet in one cell (a default env testing two families,
@@ -54,7 +57,7 @@ def _merge(cell: Dict[str, Tuple[str, str]], side: str, outcome: str, detail: st
 
 
 @dataclasses.dataclass
-class _Run:
+class Run:
     """What result folders hold for one table: results, descriptions, and per environment the
     Keras it loaded and when its results were produced; environments of other tables skipped."""
 
@@ -69,7 +72,7 @@ def _file_time(path: Path) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
 
 
-def _load_file(path: Path, run: _Run, table: Optional[str]) -> Set[str]:
+def _load_file(path: Path, run: Run, table: Optional[str]) -> Set[str]:
     """Adds one ``.jsonl`` file's records of `table` (None: any); returns the environments it holds."""
     envs: Set[str] = set()
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -118,8 +121,8 @@ def _result_files(folder: Path) -> List[Path]:
                   if not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
-def _load_run(folders: Sequence[Path], table: Optional[str]) -> _Run:
-    run = _Run()
+def load_run(folders: Sequence[Path], table: Optional[str]) -> Run:
+    run = Run()
     origin: Dict[str, Path] = {}
     for folder in folders:
         for path in _result_files(folder):
@@ -152,17 +155,17 @@ def load_results(*folders: Path, table: Optional[str] = None) -> Tuple[Results, 
         ReportError: a line that is not JSON, or lacks the fields above; or
             one environment's results in two folders (two runs of it).
     """
-    run = _load_run(folders, table)
+    run = load_run(folders, table)
     return run.results, run.descriptions, run.versions
 
 
 def load_statuses(*folders: Path, table: Optional[str] = None) -> Dict[str, str]:
     """env -> the status of its last run (``<env>.outcome.json``, written by the runner), of `table` only
     when given (outcomes that name no table are read too)."""
-    return {env: str(rec.get("status", "?")) for env, rec in _load_outcomes(folders, table).items()}
+    return {env: str(rec.get("status", "?")) for env, rec in load_outcomes(folders, table).items()}
 
 
-def _load_outcomes(folders: Sequence[Path], table: Optional[str]) -> Dict[str, Dict[str, Any]]:
+def load_outcomes(folders: Sequence[Path], table: Optional[str]) -> Dict[str, Dict[str, Any]]:
     outcomes: Dict[str, Dict[str, Any]] = {}
     for folder in folders:
         for path in sorted(folder.rglob("*.outcome.json")) if folder.is_dir() else []:
@@ -196,7 +199,7 @@ def _tag_records(path: Path, tags: Mapping[str, str]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
-def _publish_results(staging: Path, results: Path, table: str = "", keep: bool = True) -> None:
+def publish_results(staging: Path, results: Path, table: str = "", keep: bool = True) -> None:
     """Moves the run's result files into `results`, replacing older ones.
 
     Every record is tagged with the table and the time it was produced, so a
@@ -217,7 +220,7 @@ def _publish_results(staging: Path, results: Path, table: str = "", keep: bool =
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_outcome(results: Path, out: _Outcome, table: str = "") -> None:
+def write_outcome(results: Path, out: Outcome, table: str = "") -> None:
     """``<results>/<env>.outcome.json``: how the environment's last run ended, for reports merged elsewhere.
 
     It names the table that defined the environment (`table_id`) and the time

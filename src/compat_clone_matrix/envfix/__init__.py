@@ -27,7 +27,7 @@ __all__ = ["FIXUPS", "install_into", "activate", "apply_now", "pth_filename"]
 
 # fix-up name -> (module with `apply()`, top-level imports that trigger it)
 FIXUPS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "keras2_on_tf2": ("compat_clone.tools.envfix.keras2_on_tf2", ("keras",)),
+    "keras2_on_tf2": ("compat_clone_matrix.envfix.keras2_on_tf2", ("keras",)),
 }
 
 
@@ -76,7 +76,7 @@ class _LazyFixupFinder:
         return None
 
     def __repr__(self) -> str:
-        return f"<compat_clone.tools.envfix lazy fix-up {self.fixup_name!r}>"
+        return f"<compat_clone_matrix.envfix lazy fix-up {self.fixup_name!r}>"
 
 
 def activate(fixup_name: str) -> None:
@@ -103,7 +103,7 @@ def install_into(site_packages_dir: "os.PathLike[str] | str", fixup_name: str) -
 
     Called by the matrix runner for every environment whose table entry has
     ``fixup = "<name>"``, after `compat_clone` itself is installed in that
-    environment (the `.pth` line imports `compat_clone.tools.envfix`). Idempotent:
+    environment (the `.pth` line imports `compat_clone_matrix.envfix`). Idempotent:
     the file is rewritten with the same content. Remove the file to uninstall.
 
     Args:
@@ -122,7 +122,7 @@ def install_into(site_packages_dir: "os.PathLike[str] | str", fixup_name: str) -
 
     Example:
 
-    >>> from compat_clone.tools import envfix as _envfix
+    >>> from compat_clone_matrix import envfix as _envfix
     >>> _envfix.install_into(".matrix/k224/lib/python3.11/site-packages",
     ...                      "keras2_on_tf2")  # doctest: +SKIP
     '.matrix/k224/lib/python3.11/site-packages/compat_clone_envfix_keras2_on_tf2.pth'
@@ -138,7 +138,7 @@ def install_into(site_packages_dir: "os.PathLike[str] | str", fixup_name: str) -
     # (after the editable-install `.pth` files, which sort before it). A
     # broken line must not break the interpreter: guard it.
     line = (
-        "import sys; exec(\"try:\\n import compat_clone.tools.envfix as _m; "
+        "import sys; exec(\"try:\\n import compat_clone_matrix.envfix as _m; "
         f"_m.activate({fixup_name!r})\\nexcept Exception as _e:\\n "
         "sys.stderr.write('compat_clone env fix-up not installed: %r\\\\n' % (_e,))\")\n"
     )

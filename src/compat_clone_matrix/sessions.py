@@ -1,6 +1,7 @@
 """The matrix as nox sessions: one session per environment, same pins, uv as backend.
 
-In a ``noxfile.py``::
+In a ``noxfile.py`` (through `compat_clone.tools.matrix`, which passes the
+running compat_clone as the sessions' `InstallSource`)::
 
     from compat_clone.tools.matrix import nox_sessions
 
@@ -27,8 +28,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from compat_clone.tools.matrix.install import _expand_requirements, _self_source, machine_pip_args
-from compat_clone.tools.matrix.table import Env, load_table, select_envs
+from compat_clone_matrix.install import InstallSource, expand_requirements, machine_pip_args
+from compat_clone_matrix.table import Env, load_table, select_envs
 
 __all__ = ["nox_sessions"]
 
@@ -36,27 +37,25 @@ __all__ = ["nox_sessions"]
 _SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS")
 
 
-def _self_requirement() -> List[str]:
-    kind, where = _self_source()
-    if kind == "editable":
-        return ["-e", str(where)]
-    if kind == "wheel":
-        return [str(where)]
-    from compat_clone import __version__
-
-    return [f"compat-clone=={__version__}"]
+def _self_requirement(source: InstallSource) -> List[str]:
+    if source.kind == "editable":
+        return ["-e", str(source.path)]
+    if source.kind == "wheel":
+        return [str(source.path)]
+    return [f"{source.dist}=={source.version}"]
 
 
-def _session_for(env: Env, command: Sequence[str], results: Path) -> Callable[[Any], None]:
+def _session_for(env: Env, command: Sequence[str], results: Path,
+                 install: Callable[[], InstallSource]) -> Callable[[Any], None]:
     def run_environment(session: Any) -> None:
         pip_args = [*env.pip_args, *machine_pip_args()]
-        session.install(*pip_args, *_expand_requirements(env.packages))
+        session.install(*pip_args, *expand_requirements(env.packages))
         if env.no_deps:
-            session.install("--no-deps", *pip_args, *_expand_requirements(env.no_deps))
+            session.install("--no-deps", *pip_args, *expand_requirements(env.no_deps))
         if env.install_compat_clone:
-            session.install(*pip_args, *_self_requirement())
+            session.install(*pip_args, *_self_requirement(install()))
         if env.fixup:
-            session.run("python", "-c", "import sysconfig; from compat_clone.tools import envfix; "
+            session.run("python", "-c", "import sysconfig; from compat_clone_matrix import envfix; "
                         f"envfix.install_into(sysconfig.get_paths()['purelib'], {env.fixup!r})", silent=True)
         environ = {**dict(env.env), "COMPAT_CLONE_ENV": env.name, **env.expect_vars(),
                    "COMPAT_CLONE_RESULTS": str(results)}
@@ -70,13 +69,16 @@ def _session_for(env: Env, command: Sequence[str], results: Path) -> Callable[[A
     return run_environment
 
 
-def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, envs: Optional[Sequence[str]] = None,
+def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, install: Callable[[], InstallSource],
+                 envs: Optional[Sequence[str]] = None,
                  tags: Optional[Sequence[str]] = None, command: Sequence[str] = ("python", "-m", "pytest", "-q"),
                  results: "os.PathLike[str] | str" = Path(".nox") / "_results") -> List[str]:
     """Registers one nox session per matrix environment; call it in a ``noxfile.py``.
 
     Args:
         table: a matrix table (TOML); None for the built-in one.
+        install: says which package each session installs (`InstallSource`),
+            when a session runs.
         envs: names or globs, as ``--env`` (default: the enabled environments).
         tags: tags, as ``--tag`` (``["wide"]``).
         command: what each session runs; arguments after ``nox ... --`` are
@@ -92,7 +94,7 @@ def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, envs: Opti
 
     Example:
 
-    >>> nox_sessions(envs=["keras-3.15-*"])  # doctest: +SKIP
+    >>> nox_sessions(envs=["keras-3.15-*"], install=lambda: source)  # doctest: +SKIP
     ['keras-3.15-tf', 'keras-3.15-jax', 'keras-3.15-torch']
     """
     try:
@@ -105,6 +107,6 @@ def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, envs: Opti
     names = []
     for env in select_envs(load_table(table), envs, tags):
         nox.session(name=env.name, python=env.python, venv_backend="uv", reuse_venv=True)(
-            _session_for(env, command, results_dir))
+            _session_for(env, command, results_dir, install))
         names.append(env.name)
     return names

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["parse_pytest_summary", "failed_tests", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED"]
+__all__ = [
+    "parse_pytest_summary", "failed_tests", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED",
+    "Outcome", "format_seconds", "log_tail", "counts_text",
+]
 
 # `compat-clone matrix` exit statuses (0: every environment passed)
 EXIT_FAILED = 1      # an environment failed to build, failed its command, ran no test or passed none
@@ -73,7 +76,7 @@ def failed_tests(text: str) -> List[str]:
 
 
 @dataclasses.dataclass
-class _Outcome:
+class Outcome:
     env: str
     build: str = ""           # "reused" | "built" | "FAILED"
     status: str = "not run"   # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT" | "MISLABELED"
@@ -94,18 +97,18 @@ class _Outcome:
 
 
 
-def _fmt_s(seconds: float) -> str:
+def format_seconds(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-def _counts_text(counts: Optional[Dict[str, int]]) -> str:
+def counts_text(counts: Optional[Dict[str, int]]) -> str:
     if counts is None:
         return ""
     return f": {counts['passed']} passed, {counts['failed'] + counts['errors']} failed, {counts['skipped']} skipped"
 
 
-def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
+def format_summary(outcomes: Sequence[Outcome], wall_s: float) -> str:
     """The closing table: env, build, passed / failed / skipped, status, time."""
     headers = ["env", "build", "passed", "failed", "skipped", "status", "time", "cpu", "loaded"]
     rows = []
@@ -118,8 +121,8 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
             str(c["failed"] + c["errors"]) if c else "-",
             str(c["skipped"] + c["xfailed"]) if c else "-",
             o.status,
-            _fmt_s(o.build_s + o.run_s),
-            _fmt_s(o.cpu_s) if o.cpu_s is not None else "-",
+            format_seconds(o.build_s + o.run_s),
+            format_seconds(o.cpu_s) if o.cpu_s is not None else "-",
             o.loaded or "-",
         ])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
@@ -135,7 +138,7 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     verdict = f"{len(bad)} of {len(outcomes)} environments FAILED: {', '.join(bad)}" if bad else f"all {len(outcomes)} environments passed"
     lines.append(
         f"matrix: {verdict} ({totals[0]} passed, {totals[1] + totals[2]} failed, "
-        f"{totals[3]} skipped in {_fmt_s(wall_s)})"
+        f"{totals[3]} skipped in {format_seconds(wall_s)})"
     )
     if mislabeled:
         lines.append(f"matrix: {len(mislabeled)} environment(s) MISLABELED, not what the table claims: "
@@ -144,7 +147,7 @@ def format_summary(outcomes: Sequence[_Outcome], wall_s: float) -> str:
     return "\n".join(lines)
 
 
-def _failure_lines(outcomes: Sequence[_Outcome]) -> List[str]:
+def _failure_lines(outcomes: Sequence[Outcome]) -> List[str]:
     """What failed, under the table (CI shows the end of the output): the first few tests of each environment."""
     lines = []
     for o in outcomes:
@@ -155,7 +158,7 @@ def _failure_lines(outcomes: Sequence[_Outcome]) -> List[str]:
     return lines
 
 
-def _tail(path: Optional[Path], n: int) -> str:
+def log_tail(path: Optional[Path], n: int) -> str:
     if path is None or not path.exists():
         return ""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
