@@ -14,6 +14,8 @@ from typing import Dict, List, NamedTuple, Optional, Set
 PACKAGE = "compat_clone"
 # The version matrix: a product of its own beside the library, in the same distribution.
 MATRIX = "compat_clone_matrix"
+# Under tests/, trees that the tests read as data (projects of their own), not test code.
+TEST_DATA = ("tests/migrate_fixtures/", "tests/sample_project/", "tests/sample_tf_project/")
 
 
 class Violation(NamedTuple):
@@ -59,8 +61,10 @@ def load_modules(src: Path, package: str = PACKAGE) -> Dict[str, Module]:
 
 
 def load_tests(src: Path) -> Dict[str, Module]:
-    """The test modules beside ``src``: ``tests/*.py`` (not its subfolders), parsed; none when there is no tests/."""
-    modules = (parse(path, src.parent) for path in sorted((src.parent / "tests").glob("*.py")))
+    """The test files beside ``src``: ``tests/**/*.py`` less the data trees in TEST_DATA, parsed; none without tests/."""
+    root = src.parent
+    paths = sorted((root / "tests").rglob("*.py"))
+    modules = (parse(path, root) for path in paths if not path.relative_to(root).as_posix().startswith(TEST_DATA))
     return {m.name: m for m in modules}
 
 

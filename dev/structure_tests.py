@@ -23,11 +23,10 @@ import ast
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
-from structure_source import PACKAGE, Module, Violation, parse
+from structure_source import PACKAGE, TEST_DATA, Module, Violation, parse
 
 SEAM = "tests/support/internals.py"
-# Not test code of this project: files the tests read as data (their own trees).
-SKIPPED = ("tests/migrate_fixtures/", "tests/sample_project/", "tests/sample_tf_project/")
+SKIPPED = TEST_DATA  # not test code of this project: files the tests read as data (their own trees)
 
 __all__ = ["SEAM", "load_test_side", "seam_reaches"]
 

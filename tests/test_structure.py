@@ -5,7 +5,8 @@ over 450 lines, no function over 80 (docstring excluded), no import cycle in
 a static graph that counts `TYPE_CHECKING` and function-level imports, a
 package `__init__` that imports nothing from `compat_clone.tools` and no other
 library module that does, no private name imported across modules, no
-family-name compare outside `families/`, no test module over 450 lines, and no
+family-name compare outside `families/`, no test file (`tests/**/*.py`, the
+data trees aside) over 450 lines or with a function over 80, and no
 private name reached from tests or bench except through `tests/support/internals.py`.
 Here the package passes it (its KNOWN list current), and each rule is shown
 to catch a package built to break it, and a KNOWN entry of each new rule to
@@ -247,12 +248,37 @@ def test_family_compares_outside_families(tmp_path: Path) -> None:
 def test_test_module_sizes(tmp_path: Path) -> None:
     src = _package(tmp_path, {"__init__.py": ""})
     tests = tmp_path / "tests"
-    (tests / "deeper").mkdir(parents=True)
+    for data in ("migrate_fixtures", "sample_project", "sample_tf_project"):
+        (tests / data / "pkg").mkdir(parents=True)
+        (tests / data / "pkg" / "big.py").write_text("x = 1\n" * 500, encoding="utf-8")  # data, not test code
+    (tests / "support").mkdir()
     (tests / "test_big.py").write_text("x = 1\n" * 451, encoding="utf-8")
     (tests / "helpers.py").write_text("x = 1\n" * 450, encoding="utf-8")
-    (tests / "deeper" / "test_fixture.py").write_text("x = 1\n" * 500, encoding="utf-8")
-    assert [str(v) for v in check.check(src)] == ["tests/test_big.py:1: module has 451 lines (at most 450)"]
-    assert _keys(src) == ["module tests/test_big.py"]
+    (tests / "support" / "builders.py").write_text("x = 1\n" * 452, encoding="utf-8")
+    assert [str(v) for v in check.check(src)] == ["tests/support/builders.py:1: module has 452 lines (at most 450)",
+                                                  "tests/test_big.py:1: module has 451 lines (at most 450)"]
+    assert _keys(src) == ["module tests/support/builders.py", "module tests/test_big.py"]
+
+
+def test_test_function_sizes(tmp_path: Path) -> None:
+    src = _package(tmp_path, {"__init__.py": ""})
+    tests = tmp_path / "tests"
+    docstring = '    """' + "\n".join(["A long docstring."] * 10) + '\n    """\n'
+    body = "".join(f"    x{i} = {i}\n" for i in range(79))  # def line + 79 = 80 lines
+    (tests / "support").mkdir(parents=True)
+    (tests / "sample_project").mkdir()
+    (tests / "test_ok.py").write_text("def test_fits():\n" + docstring + body, encoding="utf-8")
+    (tests / "test_long.py").write_text("def test_long():\n" + body + "    y = 1\n", encoding="utf-8")
+    (tests / "support" / "draw.py").write_text(
+        "class Draft:\n    def choices(self):\n" + "".join(f"        y{i} = {i}\n" for i in range(80)),
+        encoding="utf-8")
+    (tests / "sample_project" / "app.py").write_text("def data():\n" + body * 2, encoding="utf-8")
+    found = {v.key: str(v) for v in check.check(src)}
+    assert sorted(found) == ["function tests/support/draw.py:Draft.choices", "function tests/test_long.py:test_long"]
+    assert found["function tests/test_long.py:test_long"] == (
+        "tests/test_long.py:1: function test_long has 81 lines without its docstring (at most 80)")
+    assert found["function tests/support/draw.py:Draft.choices"].startswith("tests/support/draw.py:2: function "
+                                                                            "Draft.choices has 81 lines")
 
 
 def test_known_entries_of_the_seam_rules_go_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
