@@ -99,16 +99,11 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Violations tolerated for a while, each with the step that removes it, so
-# lint stays green while a fix lands elsewhere. An entry whose violation is
-# gone fails the check, so the list cannot outlive its reason: each step of
-# issue 35 deletes its entries. Keys are the `key` of each Violation.
-_LATER = "split by concern in a follow-up: the rule came with issue 35, which split the larger test modules"
-KNOWN: Dict[str, str] = {
-    **dict.fromkeys([
-        'module tests/test_matrix.py',
-    ], _LATER),
-}
+# Violations tolerated for a while, each with the reason it is tolerated, so
+# lint stays green while a fix lands elsewhere. It is empty: keep it that way.
+# An entry whose violation is gone fails the check, so the list cannot outlive
+# its reason. Keys are the `key` of each Violation.
+KNOWN: Dict[str, str] = {}
 
 
 def module_sizes(modules: Dict[str, Module], limit: int = MAX_MODULE_LINES) -> List[Violation]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Dict
+from typing import Any, Dict
 
-__all__ = ["clean_environ"]
+__all__ = ["clean_environ", "one_env_table"]
 
 
 def clean_environ(**extra: str) -> Dict[str, str]:
@@ -19,3 +19,9 @@ def clean_environ(**extra: str) -> Dict[str, str]:
     environ["COMPAT_CLONE_UV"] = shutil.which("false") or "false"
     environ.update(extra)
     return environ
+
+
+def one_env_table(**env: Any) -> Dict[str, Any]:
+    entry = {"name": "a", "packages": ["keras==3.15.1"]}
+    entry.update(env)
+    return {"defaults": {"packages": ["pytest"], "env": {"X": "1"}}, "env": [entry]}
