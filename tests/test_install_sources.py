@@ -119,7 +119,7 @@ def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Pat
 
 
 def test_interpreter_for_a_version_is_one_that_runs() -> None:
-    here = "%d.%d" % sys.version_info[:2]
+    here = "{}.{}".format(*sys.version_info[:2])
     found = build.interpreter_for(here)
     out = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                          capture_output=True, text=True, check=True)

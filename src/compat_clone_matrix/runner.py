@@ -9,6 +9,7 @@ from its exit code, pytest's counts and the pytest plugin's claim check.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -131,10 +132,8 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         environ = _child_environ(env, env_dir, staging, uv, siblings, table)
         claim_file = env_dir / _CLAIM_FILE
         for stale in (claim_file, env_dir / _RUNNING_FILE):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 stale.unlink()  # a check or record of an earlier run must not look like this one's
-            except FileNotFoundError:
-                pass
         exe = shutil.which(command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"
