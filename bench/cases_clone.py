@@ -15,9 +15,10 @@ import os
 import pstats
 from typing import Any, Callable, Dict, List, Tuple
 
-import compat_clone
-from common import Ctx, interleave, relu_chain, dense_chain, shared_dag
+from common import Ctx, dense_chain, interleave, relu_chain, shared_dag
 from verdicts import GROWTH_MAX
+
+import compat_clone
 
 MODELS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("resnet50", "ResNet50 (weights=None)", lambda K: K.applications.ResNet50(weights=None)),

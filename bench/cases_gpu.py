@@ -31,9 +31,10 @@ import inspect
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-import compat_clone
 from cases_weights import _built, _nbytes, _probe, _same
 from common import Ctx, dense_chain, interleave, peak_rss, rss
+
+import compat_clone
 
 GPU_TAU = 0.005  # the soft update's tau on the GPU (a DQN / DDPG target network's)
 

@@ -28,8 +28,9 @@ import subprocess
 import sys
 from typing import Any, Callable, Dict, List, Sequence
 
-import compat_clone
 from common import QUICK, Ctx, dense_chain, interleave, peak_rss, rss
+
+import compat_clone
 
 TAU = 0.01
 COPY_WIDTH = 2048  # a Dense(2048) on 2048 inputs holds 16.8 MB of float32

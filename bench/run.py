@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 import report
+
 from compat_clone_matrix import TableError, load_table, select_envs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,9 +31,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import cases_clone  # noqa: E402
 import cases_gpu  # noqa: E402
 import cases_weights  # noqa: E402
-from common import QUICK, RECURSION_LIMIT, STACK_BYTES, Ctx, Plan, dense_chain, families_here  # noqa: E402
 from backends import ops_for  # noqa: E402
-from common import keras_module, versions  # noqa: E402
+from common import QUICK, RECURSION_LIMIT, STACK_BYTES, Ctx, Plan, dense_chain, families_here, keras_module, versions  # noqa: E402  # noqa: E402
 
 CASES: Dict[str, Callable[[Ctx], List[Dict[str, Any]]]] = {
     "clone": cases_clone.clone_ratios,

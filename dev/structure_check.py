@@ -80,7 +80,6 @@ if _DEV not in sys.path:
     sys.path.insert(0, _DEV)
 
 from structure_seams import family_compares, in_tools, library_imports_tools, private_imports, tools_product  # noqa: E402
-from structure_tests import load_test_side, seam_reaches  # noqa: E402
 from structure_source import (  # noqa: E402
     MATRIX,
     PACKAGE,
@@ -92,6 +91,7 @@ from structure_source import (  # noqa: E402
     load_modules,
     load_tests,
 )
+from structure_tests import load_test_side, seam_reaches  # noqa: E402
 
 __all__ = ["KNOWN", "PACKAGE", "Violation", "check", "main", "report"]
 

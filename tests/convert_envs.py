@@ -148,7 +148,6 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
         raise AssertionError(f"{script.name} {' '.join(args)} in {env} failed earlier in this process:\n{_FAILED[memo]}")
     if memo not in _WRITTEN:
         from compat_clone_matrix.table import load_table
-
         from tests import source_cache
 
         env_dir = sibling(env)

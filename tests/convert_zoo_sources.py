@@ -28,9 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from compat_clone.convert import describe, save  # noqa: E402
-from tests.support.internals import keras_for, output_list, read_model  # noqa: E402
 from tests import convert_zoo  # noqa: E402
-
+from tests.support.internals import keras_for, output_list, read_model  # noqa: E402
 
 # FORMAT -> the file's suffix. `h5+optimizer`: the model compiled (Adam) and trained one step
 # before it is saved, so the file holds a training config and the optimizer's state, as the

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List
 
 import numpy as np
-
 from features import (
     DESCRIPTIONS,
     FEATURES,

@@ -33,11 +33,10 @@ from __future__ import annotations
 import os
 from typing import Any, Dict
 
-import numpy as np
-
 import holdings_subclassed  # noqa: F401 -- registers the subclassed kinds in KINDS first, in order
+import numpy as np
 from features import NotApplicable, family_name
-from holdings_registry import DESCRIPTIONS, KINDS, Built, kind, sample_input, is_keras3, public, outputs, call_model
+from holdings_registry import DESCRIPTIONS, KINDS, Built, call_model, is_keras3, kind, outputs, public, sample_input
 
 __all__ = ["KINDS", "DESCRIPTIONS", "outputs"]
 

@@ -11,7 +11,6 @@ import sys
 from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
-
 from features import NotApplicable, family_name, skip_without_subclassed_models
 
 __all__ = ["Built", "KINDS", "DESCRIPTIONS", "kind", "sample_input", "require_subclassing", "is_keras3", "public", "no_keras2_arithmetic", "outputs", "call_model"]

@@ -8,19 +8,17 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import numpy as np
-
 from features import NotApplicable, family_name
 from holdings_registry import (
     Built,
-    kind,
-    sample_input,
-    require_subclassing,
-    is_keras3,
-    public,
-    no_keras2_arithmetic,
     call_model,
+    is_keras3,
+    kind,
+    no_keras2_arithmetic,
+    public,
+    require_subclassing,
+    sample_input,
 )
-
 
 # -- subclassed models --------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, List
 
 import numpy as np
+
 from tests._py import zip_strict
 
 __all__ = [

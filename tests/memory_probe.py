@@ -29,6 +29,7 @@ import sys
 import time
 from typing import Any
 
+
 def rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as f:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator
 
 import numpy as np
-from tests._py import zip_strict
 
+from tests._py import zip_strict
 
 
 def walk_layers(model: Any) -> Iterator[Any]:

@@ -16,11 +16,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
+from features import NativeLacks, family_name, native_clone
+from features import predict as _features_predict
 from packaging.version import Version
 
 import compat_clone
-from features import NativeLacks, family_name, native_clone
-from features import predict as _features_predict
 
 __all__ = ["keras2_before", "predict", "loss_values", "model_weights", "assert_equivalent",
            "assert_matches_source", "side_by_side"]

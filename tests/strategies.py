@@ -65,7 +65,7 @@ class Tensor:
     steps: int = 0
     masked: bool = False
 
-    def same_shape(self, other: "Tensor") -> bool:
+    def same_shape(self, other: Tensor) -> bool:
         return (self.kind, self.dim, self.steps) == (other.kind, other.dim, other.steps)
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
+from model_state import assert_unchanged, fill_weights, predict, rich_input, rich_model, snapshot, weights_equal
 
 import compat_clone
 from compat_clone import (
@@ -24,7 +25,6 @@ from compat_clone import (
     InputTensorsError,
     WeightsMismatchError,
 )
-from model_state import assert_unchanged, fill_weights, predict, rich_input, rich_model, snapshot, weights_equal
 
 
 def _default(layer: Any) -> Any:
@@ -239,9 +239,9 @@ def _init_flags(model: Any) -> List[Any]:
 
 
 def _uninitialized(K: Any, model: Any) -> List[str]:
-    from tests.support.internals import tf_module
-
     from keras.backend import tensorflow_backend
+
+    from tests.support.internals import tf_module
 
     tf = tf_module()
     # Keras' own session, not through `get_session` (which would initialize them).

@@ -14,10 +14,10 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pytest
+from features import family_name
 
 import compat_clone
 from compat_clone import CompileError, InvalidArgumentError
-from features import family_name
 
 
 def _mean(K: Any) -> Any:

@@ -16,10 +16,10 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import pytest
-
-import compat_clone
 from model_state import fill_weights, predict, rich_input, rich_model
 from threads import per_thread_session, run_in_threads
+
+import compat_clone
 
 THREADS = 8
 ROUNDS = 3

@@ -32,12 +32,12 @@ from compat_clone.errors import (
     UnconvertibleLayerError,
 )
 from tests import convert_zoo
-from tests.convert_zoo import ZOO
 from tests.convert_support import (
     fresh_keras2,
     needs_both,
     needs_keras2,
 )
+from tests.convert_zoo import ZOO
 
 
 @pytest.fixture
@@ -195,8 +195,8 @@ def test_refuses_lambda_calling_tensorflow(K2: Any) -> None:
 
 @needs_both
 def test_lambda_replacement_by_name(K2: Any) -> None:
-    import tensorflow as tf
     import keras
+    import tensorflow as tf
 
     L = K2.layers
     x = L.Input((3,))

@@ -23,8 +23,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from tests.convert_envs import hosted, keras3_target, only_in, run_convert, written
-from tests.convert_envs import sibling
+from tests.convert_envs import hosted, keras3_target, only_in, run_convert, sibling, written
 
 SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
 CUSTOM = Path(__file__).resolve().parent / "convert_custom.py"

@@ -26,18 +26,24 @@ from compat_clone.errors import (
     DescriptionFileError,
     InvalidArgumentError,
 )
-from tests.conftest import WIDE
 from tests import convert_zoo
-from tests.convert_zoo import ZOO
-from tests.test_convert_zoo_envs import HEAVY_SOURCES
+from tests.conftest import WIDE
 from tests.convert_support import (
     IN_PROCESS_HOST as _IN_PROCESS_HOST,
+)
+from tests.convert_support import (
     KERAS2_FAMILY,
     fresh_keras2,
     needs_keras2,
+)
+from tests.convert_support import (
     predict_outputs as _predict,
+)
+from tests.convert_support import (
     weights_snapshot as _snapshot,
 )
+from tests.convert_zoo import ZOO
+from tests.test_convert_zoo_envs import HEAVY_SOURCES
 
 
 @pytest.fixture

@@ -29,15 +29,19 @@ from compat_clone.errors import (
     ConversionMismatchError,
     InvalidArgumentError,
 )
-from tests.conftest import WIDE
 from tests import convert_zoo
-from tests.convert_zoo import ZOO
+from tests.conftest import WIDE
 from tests.convert_support import (
     fresh_keras2,
     needs_both,
+)
+from tests.convert_support import (
     predict_outputs as _predict,
+)
+from tests.convert_support import (
     weights_snapshot as _snapshot,
 )
+from tests.convert_zoo import ZOO
 
 
 @pytest.fixture

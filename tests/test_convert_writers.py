@@ -37,7 +37,7 @@ def _params() -> List[Any]:
     for kind, script, envs, writes in _WRITERS:
         for env in envs:
             for args in writes(env):
-                mark = pytest.mark.skipif(HERE != env, reason=f"written in {env}")
+                mark = pytest.mark.skipif(env != HERE, reason=f"written in {env}")
                 out.append(pytest.param(kind, script, env, args, id=f"{kind}-{env}-{','.join(args)}", marks=mark))
     return out
 

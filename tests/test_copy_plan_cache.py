@@ -18,11 +18,11 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import skip_without_subclassed_models
 
 import compat_clone
 from compat_clone import WeightsMismatchError
-from features import skip_without_subclassed_models
+from tests._py import zip_strict
 
 
 def _functional(K: Any, seed: int, units: int = 3, prefix: str = "") -> Any:

@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 import pytest
-from tests._py import zip_strict
 
 import compat_clone
 from compat_clone.families import registry
+from tests._py import zip_strict
 
 FRAMEWORKS = ("tensorflow", "keras", "tf_keras", "jax", "torch", "numpy")
 

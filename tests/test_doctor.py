@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from compat_clone.tools import doctor as _doctor
 from compat_clone.known_issues import KNOWN_ISSUES, issues_for
+from compat_clone.tools import doctor as _doctor
 
 
 def test_families_from_metadata_only() -> None:

@@ -20,10 +20,10 @@ import os
 from typing import Any
 
 import pytest
+from conftest import families_under_test, keras_module
 
 import compat_clone
 from compat_clone_matrix.claim import version_matches  # the plugin's rule, not a copy
-from conftest import families_under_test, keras_module
 
 FAMILY = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
 VERSION = os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or None
@@ -121,6 +121,7 @@ def test_compat_clone_is_the_installed_wheel_where_make_test_installed_one() -> 
 def test_per_claim_tests_run_once_per_claim_in_make_test(monkeypatch: Any) -> None:
     """`make test` runs the `per_claim` tests in the newest environment serving each family, backend, module, TF major."""
     import conftest
+
     from compat_clone_matrix.table import load_table
 
     monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)

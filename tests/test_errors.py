@@ -9,11 +9,12 @@ Keras.
 from __future__ import annotations
 
 import inspect
-
 from typing import Any
 
 import numpy as np
 import pytest
+from features import NativeLacks, family_name, native_clone, skip_without_subclassed_models
+from model_state import other_family, other_family_input
 
 import compat_clone
 from compat_clone import (
@@ -28,8 +29,6 @@ from compat_clone import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
-from features import NativeLacks, family_name, native_clone, skip_without_subclassed_models
-from model_state import other_family, other_family_input
 
 
 def dense_model(K: Any, units: int = 2, name: str = "d") -> Any:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from feature_checks import DESCRIPTIONS, FEATURES
+from feature_records import write_records
+from features import native_clone, run_check
 
 import compat_clone
-from feature_checks import DESCRIPTIONS, FEATURES
-from features import native_clone, run_check
-from feature_records import write_records
 
 
 def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> None:

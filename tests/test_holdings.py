@@ -23,11 +23,11 @@ from typing import Any, Callable, List, Tuple
 
 import numpy as np
 import pytest
-
-import compat_clone
 from feature_records import write_records
 from features import NotApplicable, family_name
 from holdings import DESCRIPTIONS, KINDS, outputs
+
+import compat_clone
 
 # Kinds no clone can get right, refused with the reason (`tf-keras-revived-layer`): a layer revived
 # from a SavedModel without its class has a config that cannot rebuild its computation.

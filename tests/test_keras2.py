@@ -20,15 +20,8 @@ from typing import Any, Callable, List
 
 import numpy as np
 import pytest
-
 from keras2_support import (
-    keras_module,
-    keras_version,
-    inbound_nodes,
-    evaluate,
-    compat_clone_model,
     assert_same_predictions,
-    randomize,
     build_12202_add,
     build_12202_swap,
     build_masked_lstm,
@@ -36,6 +29,12 @@ from keras2_support import (
     build_nested,
     build_sequential,
     build_shared,
+    compat_clone_model,
+    evaluate,
+    inbound_nodes,
+    keras_module,
+    keras_version,
+    randomize,
 )
 
 pytestmark = pytest.mark.keras2

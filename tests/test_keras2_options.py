@@ -11,23 +11,23 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
-
 from keras2_support import (
-    keras_module,
-    keras_version,
-    inbound_nodes,
-    evaluate,
-    compat_clone_model,
     assert_same_predictions,
     assert_same_weights,
-    randomize,
     build_12202_add,
     build_12202_swap,
     build_nested,
     build_sequential,
     build_shared,
+    compat_clone_model,
+    evaluate,
+    inbound_nodes,
+    keras_module,
+    keras_version,
+    randomize,
 )
+
+from tests._py import zip_strict
 
 pytestmark = pytest.mark.keras2
 

@@ -17,9 +17,9 @@ from typing import Dict
 
 import pytest
 
-from tests._py import metadata
 from compat_clone_matrix import report as _report
 from compat_clone_matrix import results as _results
+from tests._py import metadata
 from tests.matrix_support import clean_environ
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py);

@@ -54,7 +54,7 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _matrix(project: Path, *args: str, timeout: int = 1800) -> "subprocess.CompletedProcess[str]":
+def _matrix(project: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--jobs", "2", *args], cwd=project,
                           env=_environ(), capture_output=True, text=True, timeout=timeout)
 
@@ -171,7 +171,7 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     (project / "tests").mkdir(parents=True)
     test = project / "tests" / "test_clone.py"
 
-    def run(imports: str) -> "subprocess.CompletedProcess[str]":
+    def run(imports: str) -> subprocess.CompletedProcess[str]:
         test.write_text(_USER_TEST.format(imports=imports))
         return _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q",
                        "-p", "no:cacheprovider")

@@ -30,7 +30,6 @@ from typing import Any, List, Tuple
 
 import numpy as np
 import pytest
-
 from conftest import families_under_test
 
 FIXTURE = Path(__file__).parent / "migrate_fixtures" / "rl_agents"

@@ -14,7 +14,6 @@ from typing import Any, Dict
 
 import numpy as np
 import pytest
-
 from conftest import families_under_test
 
 FIXTURES = Path(__file__).parent / "migrate_fixtures"
@@ -111,8 +110,9 @@ def test_migrated_tf_keras_package_runs(monkeypatch: Any) -> None:
 
 @pytest.mark.keras2
 def test_migrated_keras2_script_runs() -> None:
-    import compat_clone
     import keras
+
+    import compat_clone
 
     if not hasattr(keras.utils, "multi_gpu_model"):
         pytest.skip(f"keras {keras.__version__} has no keras.utils.multi_gpu_model (2.0.9 brought it): "

@@ -11,13 +11,12 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pytest
-
-import compat_clone
-from compat_clone.known_issues import affects, issue
 from features import data, family_name, native_clone
 from features import predict as _features_predict
 from native_harness import keras2_before, loss_values, model_weights, predict, side_by_side
 
+import compat_clone
+from compat_clone.known_issues import affects, issue
 
 # -- behaviours ------------------------------------------------------------------
 

@@ -34,10 +34,9 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-
-import compat_clone
 from features import skip_without_subclassed_models
 
+import compat_clone
 
 # -- a drop-in lets the caller's exceptions through (`wrapped-user-exception`) ----------------
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
-
 from features import data, family_name
 from native_harness import side_by_side
-
 
 # -- input_tensors, in every structure the family accepts ---------------------------
 

@@ -152,7 +152,7 @@ def test_iter_layers_depth_does_not_grow_with_nesting(K: Any) -> None:
 def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
-    from tests.support.internals import CloneRequest, Cloner, new_family
+    from tests.support.internals import Cloner, CloneRequest, new_family
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))

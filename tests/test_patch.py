@@ -156,9 +156,8 @@ def test_routed_name_lets_the_users_exception_through(K: Any) -> None:
         with pytest.raises(RuntimeError) as native:
             K.models.clone_model(model, clone_function=refuse)
         assert native.value is error
-    with compat_clone.patched():
-        with pytest.raises(RuntimeError) as routed:
-            K.models.clone_model(model, clone_function=refuse)
+    with compat_clone.patched(), pytest.raises(RuntimeError) as routed:
+        K.models.clone_model(model, clone_function=refuse)
     assert routed.value is error
 
 

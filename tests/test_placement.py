@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
+
 from tests._py import zip_strict
 from tests.support.placement import assert_same_weights, build, check_sync_on_read_sum_refused, weights_np
 from tests.support.placement_marks import needs_tf
-
 
 BAD_DEVICES = ["cuda:7", "/GPU:9", "tpu:3", "no-such-device"]
 

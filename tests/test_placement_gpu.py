@@ -7,6 +7,7 @@ copies and soft updates cross devices exactly.
 from __future__ import annotations
 
 import pytest
+
 from tests._py import zip_strict
 from tests.support.placement import assert_same_weights, build, platform, platforms, weights_np
 from tests.support.placement_marks import BACKEND, needs_gpu
@@ -55,9 +56,8 @@ def test_gpu_device_argument_both_ways(to: str) -> None:
 @needs_gpu
 def test_gpu_copy_weights_across_devices_and_soft_update() -> None:
     """copy_weights from a GPU source into a CPU target and back, and a soft update on the GPU."""
-    import numpy as np
-
     import keras
+    import numpy as np
 
     import compat_clone
 

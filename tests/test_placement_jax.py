@@ -13,6 +13,7 @@ import os
 from typing import Any, Dict
 
 import pytest
+
 from tests.conftest import xla_flags
 from tests.support.fresh_process import expect, records
 from tests.support.placement_marks import needs_jax

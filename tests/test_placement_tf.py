@@ -19,6 +19,7 @@ import tempfile
 from typing import Any, Dict, List
 
 import pytest
+
 from tests._py import zip_strict
 from tests.support.fresh_process import ROOT, WORKER_TIMEOUT, expect, free_ports, once_per_run, records, worker_path
 from tests.support.placement_marks import TF_FAMILIES, needs_tf

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 import pytest
+
 from tests._py import zip_strict
 from tests.support.placement import assert_same_weights, build
 from tests.support.placement_marks import needs_torch

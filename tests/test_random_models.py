@@ -18,15 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import event, example, given, reject
-
-import compat_clone
 from features import family_name
+from hypothesis import event, example, given, reject
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, GraphSpec, Tensor, build_model, describe, graph_specs, run_model, sample_inputs
 from sweeps import Skips
-from tests._py import zip_strict
 
+import compat_clone
+from tests._py import zip_strict
 
 # The source models a release cannot run natively, by kind: a kind and why
 # its examples are skipped (nothing to compare a clone with), not failed.

@@ -14,10 +14,10 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import data, predict
 
 import compat_clone
-from features import data, predict
+from tests._py import zip_strict
 
 
 def _counting_model(K: Any, calls: List[int]) -> Any:

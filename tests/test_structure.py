@@ -240,7 +240,7 @@ def test_family_compares_outside_families(tmp_path: Path) -> None:
         head + "Pick.backend: family != KERAS2",
         head + "Pick.backend: family != KERAS2 #2",
     ]
-    assert [v.where for v in violations] == ["compat_clone/placement.py:" + n for n in "3 6 8 8 12 12".split()]
+    assert [v.where for v in violations] == ["compat_clone/placement.py:" + n for n in ["3", "6", "8", "8", "12", "12"]]
     assert str(violations[1]).endswith(
         "compares a family name: info.family in ('keras2', 'tf_keras') (only compat_clone.families compares family names)")
 
@@ -313,7 +313,7 @@ def test_known_entries_of_the_seam_rules_go_stale(tmp_path: Path, monkeypatch: p
     assert check.main(["--src", str(src)]) == 1
 
 
-def _run(src: Path) -> "subprocess.CompletedProcess[str]":
+def _run(src: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(src), "--strict"],
                           capture_output=True, text=True, timeout=60)
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import pytest
-
 from conftest import families_under_test
 from upstream_expected import EXPECTED_DIFFERENCES, ExpectedDifference
 

@@ -21,10 +21,10 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import backend_name, family_name
 
 import compat_clone
-from features import backend_name, family_name
+from tests._py import zip_strict
 
 
 def _needs(K: Any, backend: str) -> None:

@@ -21,12 +21,12 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
+from feature_records import write_records
+from features import NotApplicable, backend_name, family_name, native_clone
+from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 import compat_clone
-from features import NotApplicable, backend_name, family_name, native_clone
-from feature_records import write_records
 from tests.conftest import WIDE
-from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 _ASPECT_TEXT = {
     "class": "both clones, and every layer inside them, of the source's classes",

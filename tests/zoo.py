@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-
 import zoo_cases  # noqa: F401 -- registers every case in CASES, in order
 from features import predict as _predict
 from model_state import snapshot

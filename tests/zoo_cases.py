@@ -10,9 +10,8 @@ import contextlib
 from typing import Any, Dict, Iterator, Tuple
 
 import numpy as np
-from packaging.version import Version
-
 from features import NotApplicable, backend_name
+from packaging.version import Version
 from zoo_registry import case, every_aspect, keras2, keras3, keras3_before, keras_version, native_bug, tf_keras
 
 # The native clone of Keras 2 (tf.keras, tf_keras, standalone) and of Keras 3.0

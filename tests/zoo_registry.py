@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from packaging.version import Version
-
 from features import family_name
+from packaging.version import Version
 
 __all__ = ["ASPECTS", "Outcome", "Case", "CASES", "case", "keras_version", "keras3", "keras2", "tf_keras",
            "keras2_before", "every_aspect", "keras3_before", "native_bug"]

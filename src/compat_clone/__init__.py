@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone._patch import Patch, patch, patched
-from compat_clone.families.registry import FamilyInfo
+from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -26,6 +25,7 @@ from compat_clone.errors import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
+from compat_clone.families.registry import FamilyInfo
 
 __version__ = "0.1.0"
 

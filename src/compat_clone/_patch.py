@@ -50,7 +50,7 @@ _holders = 0
 _routed: Dict[str, Tuple[types.ModuleType, Callable[..., Any], Callable[..., Any]]] = {}
 # native function -> its router (one router per native function)
 _routers: Dict[int, Callable[..., Any]] = {}
-_finder: Optional["_Finder"] = None
+_finder: Optional[_Finder] = None
 
 
 def _root(name: str) -> str:
@@ -101,9 +101,9 @@ def _router_for(native: Callable[..., Any]) -> Callable[..., Any]:
         return router
 
     def clone_model(*args: Any, **kwargs: Any) -> Any:
-        from compat_clone.families.registry import family_of
         from compat_clone.api import clone_model as compat_clone_model
         from compat_clone.errors import NotAModelError
+        from compat_clone.families.registry import family_of
 
         if len(args) > len(_POSITIONAL) or not set(kwargs) <= _KEYWORDS:
             # An argument of this Keras that compat_clone does not take
@@ -250,7 +250,7 @@ class Patch:
                 _finder = None
             _restore()
 
-    def __enter__(self) -> "Patch":
+    def __enter__(self) -> Patch:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, Optional
 
-from compat_clone.families.registry import family_of
 from compat_clone.errors import InvalidArgumentError, NotAModelError
 from compat_clone.families import _driver
 from compat_clone.families._types import CloneRequest
+from compat_clone.families.registry import family_of
 
 __all__ = ["clone_model", "copy_weights", "family_of"]
 

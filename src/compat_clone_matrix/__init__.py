@@ -58,7 +58,13 @@ if TYPE_CHECKING:
     from compat_clone_matrix.sessions import nox_sessions
     from compat_clone_matrix.summary import format_summary, parse_pytest_summary
     from compat_clone_matrix.table import (
-        BUILTIN_TABLE, Env, TableError, load_table, parse_table, select_envs, toml_loads,
+        BUILTIN_TABLE,
+        Env,
+        TableError,
+        load_table,
+        parse_table,
+        select_envs,
+        toml_loads,
     )
 
 # public name -> the module that defines it

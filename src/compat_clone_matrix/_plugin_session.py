@@ -146,7 +146,7 @@ class MatrixEnvironment:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.worker:
             # a worker: its record goes to the controller (`pytest_testnodedown`)
-            getattr(session.config, "workeroutput")[_WORKER_KEY] = json.dumps(observe())
+            getattr(session.config, "workeroutput")[_WORKER_KEY] = json.dumps(observe())  # noqa: B009 (xdist sets it; Config declares none)
             return
         if self.start is None or not self.start.get("ok"):
             return  # no claim, or the session stopped at the start check

@@ -28,13 +28,13 @@ from compat_clone_matrix.install import (
     InstallSource,
     editable_metadata,
     expand_requirements,
+    machine_pip_args,
     post_install,
     source_identity,
     wheel_requirements,
-    machine_pip_args,
 )
 from compat_clone_matrix.procs import Procs
-from compat_clone_matrix.summary import format_seconds, Outcome
+from compat_clone_matrix.summary import Outcome, format_seconds
 from compat_clone_matrix.table import Env
 
 __all__ = [

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, find_uv, prepare_env, env_stamp
+from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, env_stamp, find_uv, prepare_env
 from compat_clone_matrix.install import InstallSource
 from compat_clone_matrix.procs import Procs, default_jobs
 from compat_clone_matrix.results import RESULTS_DIR
@@ -20,8 +20,8 @@ from compat_clone_matrix.summary import (
     EXIT_MISLABELED,
     EXIT_USAGE,
     Outcome,
-    log_tail,
     format_summary,
+    log_tail,
 )
 from compat_clone_matrix.table import Env, TableError, load_table, select_envs, table_id
 

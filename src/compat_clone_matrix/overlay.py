@@ -64,7 +64,7 @@ def _added(env: Env, add: Mapping[str, Any]) -> Env:
     )
 
 
-def apply_overlay(envs: Sequence[Env], path: "os.PathLike[str] | str") -> List[Env]:
+def apply_overlay(envs: Sequence[Env], path: os.PathLike[str] | str) -> List[Env]:
     """`envs` with the overlay at `path` added.
 
     Args:

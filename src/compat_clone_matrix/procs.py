@@ -45,7 +45,7 @@ class Procs:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: Set["subprocess.Popen[bytes]"] = set()
+        self._procs: Set[subprocess.Popen[bytes]] = set()
 
     def call(self, cmd: Sequence[str], *, log: IO[str], env: Optional[Mapping[str, str]] = None,
              cwd: Optional[Path] = None, timeout: Optional[float] = None,
@@ -74,7 +74,7 @@ class Procs:
                 self._procs.discard(proc)
 
     @staticmethod
-    def _wait(proc: "subprocess.Popen[bytes]", timeout: Optional[float], cpu: Optional[List[float]]) -> int:
+    def _wait(proc: subprocess.Popen[bytes], timeout: Optional[float], cpu: Optional[List[float]]) -> int:
         wait4 = getattr(os, "wait4", None)
         if wait4 is None or cpu is None:  # pragma: no cover - Windows
             return proc.wait(timeout=timeout)
@@ -92,7 +92,7 @@ class Procs:
             delay = min(delay * 2, 0.25)
 
     @staticmethod
-    def _kill(proc: "subprocess.Popen[bytes]") -> None:
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(proc.pid, sig)

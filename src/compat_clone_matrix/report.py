@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from compat_clone_matrix.results import ReportError, Results, load_outcomes, load_run, Run
+from compat_clone_matrix.results import ReportError, Results, Run, load_outcomes, load_run
 from compat_clone_matrix.table import BUILTIN_TABLE
 
 __all__ = ["render_table", "render_report", "parse_report", "update_readme", "readme_note", "write"]
@@ -361,7 +361,7 @@ def readme_note(default: Sequence[str], shown: Sequence[str], with_results: int,
             "per zoo case and aspect.\n")
 
 
-def write(results_dir: "Path | Sequence[Path]", envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
+def write(results_dir: Path | Sequence[Path], envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
           statuses: Optional[Mapping[str, str]] = None, expected: Optional[Sequence[str]] = None, *,
           table: str = BUILTIN_TABLE, notes: Optional[List[str]] = None) -> List[Path]:
     """Writes `report` (and the README table) from one or several result folders.

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from compat_clone_matrix.build import STAMP_FILE, ensure_built, env_lock, env_stamp
-from compat_clone_matrix.observed import NO_KERAS, brief
 from compat_clone_matrix.install import InstallSource
+from compat_clone_matrix.observed import NO_KERAS, brief
 from compat_clone_matrix.procs import Procs
 from compat_clone_matrix.results import publish_results, write_outcome
-from compat_clone_matrix.summary import counts_text, format_seconds, Outcome, failed_tests, parse_pytest_summary
+from compat_clone_matrix.summary import Outcome, counts_text, failed_tests, format_seconds, parse_pytest_summary
 from compat_clone_matrix.table import Env
 
 __all__ = ["env_environ", "run_one"]

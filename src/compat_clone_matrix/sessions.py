@@ -69,10 +69,10 @@ def _session_for(env: Env, command: Sequence[str], results: Path,
     return run_environment
 
 
-def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, install: Callable[[], InstallSource],
+def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, install: Callable[[], InstallSource],
                  envs: Optional[Sequence[str]] = None,
                  tags: Optional[Sequence[str]] = None, command: Sequence[str] = ("python", "-m", "pytest", "-q"),
-                 results: "os.PathLike[str] | str" = Path(".nox") / "_results") -> List[str]:
+                 results: os.PathLike[str] | str = Path(".nox") / "_results") -> List[str]:
     """Registers one nox session per matrix environment; call it in a ``noxfile.py``.
 
     Args:

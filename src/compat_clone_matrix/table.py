@@ -280,7 +280,7 @@ def toml_loads(text: str) -> Dict[str, Any]:
     return tomllib.loads(text)
 
 
-def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
+def load_table(path: Optional[os.PathLike[str] | str] = None) -> List[Env]:
     """Loads a matrix table: the built-in one, or a TOML file.
 
     Args:
@@ -317,7 +317,7 @@ def load_table(path: "Optional[os.PathLike[str] | str]" = None) -> List[Env]:
     return parse_table(data, source)
 
 
-def table_id(path: "Optional[os.PathLike[str] | str]" = None) -> str:
+def table_id(path: Optional[os.PathLike[str] | str] = None) -> str:
     """The name results and reports carry for a table: ``built-in``, or its path (``/``-separated,
     relative to the current folder when inside it).
 

@@ -89,7 +89,7 @@ def update_blocks(text: str, blocks: Dict[str, str]) -> str:
     """`text` with each generated block replaced by its new body; a block named in `blocks` but missing raises."""
     seen = set()
 
-    def body(match: "re.Match[str]") -> str:
+    def body(match: re.Match[str]) -> str:
         name = match.group("name")
         seen.add(name)
         return match.group(1) + blocks.get(name, match.group("body")) + match.group(4)

@@ -34,7 +34,7 @@ def worker_path(env: Dict[str, str]) -> str:
 
 def run_script(
     script: str, args: List[str], env: Dict[str, str], timeout: int = WORKER_TIMEOUT
-) -> "subprocess.CompletedProcess[str]":
+) -> subprocess.CompletedProcess[str]:
     """`script` run with `args` in a fresh interpreter, this process's environment updated with `env`."""
     full_env = dict(os.environ)
     full_env.update(env)

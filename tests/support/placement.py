@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 import pytest
+
 from tests._py import zip_strict
 
 __all__ = ["assert_same_weights", "build", "check_sync_on_read_sum_refused", "keras3_backend", "keras_for", "outputs",
@@ -36,9 +37,7 @@ def tf_families() -> List[str]:
 
     found = []
     for fam in families_under_test():
-        if fam == "keras3" and keras3_backend() == "tensorflow":
-            found.append(fam)
-        elif fam == "tf_keras":
+        if fam == "keras3" and keras3_backend() == "tensorflow" or fam == "tf_keras":
             found.append(fam)
     return found
 
@@ -114,7 +113,8 @@ def check_sync_on_read_sum_refused(devices: List[str]) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from compat_clone import InvalidArgumentError, placement as _placement
+    from compat_clone import InvalidArgumentError
+    from compat_clone import placement as _placement
 
     strategy = tf.distribute.MirroredStrategy(devices)
     a = tf.Variable(np.ones(3, "float32"))

@@ -10,6 +10,7 @@ from typing import List
 
 import pytest
 from conftest import families_under_test
+
 from tests.support.placement import keras3_backend, platform, tf_families
 
 __all__ = ["BACKEND", "KERAS3_UNDER_TEST", "TF_FAMILIES", "needs_gpu", "needs_jax", "needs_tf", "needs_torch"]

@@ -20,11 +20,11 @@ from typing import Any, Callable, Dict, List, Optional
 import jax
 import keras
 import numpy as np
+
+import compat_clone
 from tests._py import zip_strict
 from tests.support.fresh_process import Recorder
 from tests.support.placement import assert_same_weights, build, outputs
-
-import compat_clone
 
 
 def same_sharding(a: Any, b: Any, ndim: int) -> bool:

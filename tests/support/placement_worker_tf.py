@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
+
+import compat_clone
 from tests._py import zip_strict
 from tests.support.fresh_process import Recorder
 from tests.support.placement import (
@@ -26,8 +28,6 @@ from tests.support.placement import (
     outputs,
     tf_families,
 )
-
-import compat_clone
 
 TWO_CPUS = ["/CPU:0", "/CPU:1"]
 

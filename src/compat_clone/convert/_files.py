@@ -41,10 +41,10 @@ def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[st
         InvalidArgumentError: this environment has another Keras family, or
             Keras could not load the file.
     """
-    from compat_clone.families.registry import family_of
     from compat_clone.convert._describe import describe
     from compat_clone.convert._io import save
     from compat_clone.convert._source import keras_for, read_inputs, read_model
+    from compat_clone.families.registry import family_of
 
     keras = keras_for(family)
     model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)

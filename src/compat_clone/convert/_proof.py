@@ -136,7 +136,7 @@ class Proof:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Proof":
+    def from_json(cls, data: Mapping[str, Any]) -> Proof:
         """The `Proof` that `to_json` wrote.
 
         Raises:

@@ -14,9 +14,9 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from compat_clone.convert._format import Description
 from compat_clone.convert._functions import keras2_function
-from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._graph import functional, is_model_entry
 from compat_clone.convert._lambdas import lambda_layer
+from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._names import keras3_names, valid_name
 from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
 from compat_clone.errors import InvalidArgumentError, MissingCustomObjectError, UnconvertibleLayerError
@@ -233,7 +233,7 @@ class _Builder:
             ) from exc
         return built
 
-    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "PendingOp":
+    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> PendingOp:
         """A `TFOpLambda` / `SlicingOpLambda`: built at its call (`op_call`)."""
         function = str(config.get("function"))
         if function not in OPS:
@@ -241,7 +241,7 @@ class _Builder:
         self.tf_ops[function] = self.tf_ops.get(function, 0) + 1
         return PendingOp(function, new_name, path)
 
-    def op_call(self, pending: "PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
+    def op_call(self, pending: PendingOp, args: Any, kwargs: Dict[str, Any]) -> Any:
         """Calls a TensorFlow function's Keras 3 layer; its constants go in its config."""
         kwargs = {k: v for k, v in kwargs.items() if k != "name"}  # a TensorFlow op name only
         check_call(pending.function, pending.path, kwargs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from compat_clone._walk import is_model
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -22,10 +23,9 @@ from compat_clone.errors import (
     layer_rebuild_note,
     revived_text,
 )
-from compat_clone._walk import is_model
 from compat_clone.families._core import Family
-from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._layers import holds_layer_of, restore_trainable
+from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
 from compat_clone.weights import tracked_pairs, untracked_weights
 
@@ -101,7 +101,7 @@ class Cloner(LayerCloner):
             for a, b in zip(old_layers, new_layers):
                 self.layer_map.setdefault(id(a), (a, b))
 
-    def _share(self, parent: "Cloner") -> "Cloner":
+    def _share(self, parent: Cloner) -> Cloner:
         self.layer_map = parent.layer_map
         self.rebuilt = parent.rebuilt
         return self

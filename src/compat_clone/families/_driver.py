@@ -51,12 +51,11 @@ def clone(model: Any, request: CloneRequest) -> Any:
     settings = _compile.read(family, model) if request.compile else None
     cloner = Cloner(family, request)
     prefill = family.prefill(cloner, request) if request.copy_weights else None
-    with _initializers(family, request.copy_weights, prefill):
-        with family.placement(model, request) as where:
-            new = cloner.clone_model(model, request.input_tensors)
-            where.finish(new, cloner.layer_map)
-            if settings is not None:
-                _compile.apply(family, new, settings)
+    with _initializers(family, request.copy_weights, prefill), family.placement(model, request) as where:
+        new = cloner.clone_model(model, request.input_tensors)
+        where.finish(new, cloner.layer_map)
+        if settings is not None:
+            _compile.apply(family, new, settings)
     cloner.check_rebuilt()
     if request.name is not None:
         _rename(new, request.name)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import platform
+import sys
 import time
 import traceback
 from importlib import import_module

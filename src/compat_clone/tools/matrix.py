@@ -146,9 +146,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return compat_clone_matrix.main(argv, install=running_compat_clone)
 
 
-def nox_sessions(table: "Optional[os.PathLike[str] | str]" = None, *, envs: Optional[Sequence[str]] = None,
+def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, envs: Optional[Sequence[str]] = None,
                  tags: Optional[Sequence[str]] = None, command: Sequence[str] = ("python", "-m", "pytest", "-q"),
-                 results: "os.PathLike[str] | str" = Path(".nox") / "_results") -> List[str]:
+                 results: os.PathLike[str] | str = Path(".nox") / "_results") -> List[str]:
     """Registers one nox session per matrix environment, each installing the running compat_clone.
 
     Args:

@@ -95,7 +95,7 @@ class SavedModelInfo:
 # --------------------------------------------------------------------------- detection
 
 
-def detect(path: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None) -> SavedModelInfo:
+def detect(path: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) -> SavedModelInfo:
     """Reads a saved model's format, Keras family and version; imports no framework.
 
     Args:
@@ -346,7 +346,7 @@ def _env_or_reason(family: str, version: Optional[str],
 # --------------------------------------------------------------------------- walking
 
 
-def find_models(root: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None) -> Iterator[SavedModelInfo]:
+def find_models(root: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) -> Iterator[SavedModelInfo]:
     """Every saved model under `root`: ``.h5`` / ``.hdf5`` / ``.keras`` files and SavedModel folders.
 
     Folders are walked in sorted order, skipping hidden ones and virtual

@@ -17,11 +17,11 @@ runs it, and to the top-level module names whose first import triggers it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 from typing import Any, Dict, Sequence, Tuple
-import contextlib
 
 __all__ = ["FIXUPS", "install_into", "activate", "apply_now", "pth_filename"]
 
@@ -98,7 +98,7 @@ def activate(fixup_name: str) -> None:
     sys.meta_path.insert(0, _LazyFixupFinder(fixup_name, triggers))
 
 
-def install_into(site_packages_dir: "os.PathLike[str] | str", fixup_name: str) -> str:
+def install_into(site_packages_dir: os.PathLike[str] | str, fixup_name: str) -> str:
     """Installs a fix-up into an environment: writes one `.pth` file.
 
     Called by the matrix runner for every environment whose table entry has

@@ -52,13 +52,13 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
 import threading
 from typing import Any, Dict
-import contextlib
 
 __all__ = ["apply"]
 

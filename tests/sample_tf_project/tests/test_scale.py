@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from tensorflow import keras
-
 from scaled import Scale, copies, scaled_model
+from tensorflow import keras
 
 
 def test_scale_multiplies_by_gain_and_factor() -> None:

@@ -188,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     """Validates the arguments and resolves both environments (building them if needed)."""
-    from compat_clone_matrix import TableError, load_table
     from compat_clone.tools.saved_models import detect
+    from compat_clone_matrix import TableError, load_table
 
     output = _checked_output(args)
     co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]

@@ -131,9 +131,7 @@ def _source_model(args: Sequence[cst.Arg]) -> Optional[cst.BaseExpression]:
     for arg in args:
         if arg.star:
             return None
-        if arg.keyword is None and source is None:
-            source = arg.value
-        elif arg.keyword is not None and arg.keyword.value == "model":
+        if (arg.keyword is None and source is None) or (arg.keyword is not None and arg.keyword.value == "model"):
             source = arg.value
         elif arg.keyword is not None and arg.keyword.value == "copy_weights":
             return None

@@ -38,7 +38,6 @@ from compat_clone.tools.migrate.rules import (
     keras_root,
 )
 from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
-
 from compat_clone.tools.migrate.walk import Analysis, Walk
 
 
