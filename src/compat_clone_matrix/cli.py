@@ -8,7 +8,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, env_stamp, find_uv, prepare_env
 from compat_clone_matrix.install import InstallSource
@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where environments, their logs and the results live, one per project (default: .matrix)")
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
+    _add_output_options(add)
+    parser.set_defaults(jobs=None)
+
+
+def _add_output_options(add: Callable[..., Any]) -> None:
+    """What a run prints and writes besides its environments' output (report, README, CI files, progress), and
+    the command itself (last: it takes the rest of the line)."""
     add("--report", metavar="FILE.md",
         help="afterwards write the results table (COMPATIBILITY.md) from the environments' results, keeping the "
              "existing file's columns (of the same table) that have no newer results; with no COMMAND, only write "
@@ -83,7 +90,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "(refuses one environment's results twice; lists selected environments without results)")
     add("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
         help="the command to run in each environment, after `--`")
-    parser.set_defaults(jobs=None)
 
 
 def _list(envs: Sequence[Env], root: Path, source: InstallSource) -> None:

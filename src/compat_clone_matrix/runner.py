@@ -160,6 +160,14 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
         if claim is not None:
             _log_claim(log, env.name, claim, out, mislabeled)
         publish_results(staging, results, table, keep=not (mislabeled or no_keras))
+    _judge(out, rc, env_dir / _RUNNING_FILE, timeout=timeout, mislabeled=mislabeled, no_keras=no_keras, say=say)
+    return out
+
+
+def _judge(out: Outcome, rc: int, running_file: Path, *, timeout: Optional[float], mislabeled: bool, no_keras: bool,
+           say: Any) -> None:
+    """The outcome of a command that ran, from its exit code, its log and its claim; said, and logged on a timeout."""
+    assert out.log is not None
     out.returncode = rc
     text = out.log.read_text(encoding="utf-8", errors="replace")
     out.counts = parse_pytest_summary(text)
@@ -170,13 +178,12 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
     if no_keras and out.status == "ok":
         out.status = NO_KERAS  # passed, but on no Keras: nothing to certify
     loaded = f"; loaded {out.loaded}" if out.loaded else ""
-    say(env.name, f"{out.status} in {format_seconds(out.run_s)}{counts_text(out.counts)}{loaded}")
+    say(out.env, f"{out.status} in {format_seconds(out.run_s)}{counts_text(out.counts)}{loaded}")
     if out.status == "TIMEOUT":
-        note = _running_at_timeout(env_dir / _RUNNING_FILE, time.time())
+        note = _running_at_timeout(running_file, time.time())
         with open(out.log, "a", encoding="utf-8") as log:
-            log.write(f"compat-clone matrix: {env.name}: {note}\n")
-        say(env.name, note)
-    return out
+            log.write(f"compat-clone matrix: {out.env}: {note}\n")
+        say(out.env, note)
 
 
 def _log_claim(log: Any, name: str, claim: Dict[str, Any], out: Outcome, mislabeled: bool) -> None:
