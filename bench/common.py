@@ -26,25 +26,38 @@ Times = Dict[str, Dict[str, List[float]]]  # method -> {"wall": [...], "cpu": [.
 class Plan:
     """How much to measure: the full run, or `QUICK` (a smoke run, not for the record)."""
 
-    pairs: int = 4                  # clone pairs per case (even: each side goes first half the time)
+    pairs: int = 4  # clone pairs per case (even: each side goes first half the time)
     growth: Tuple[int, ...] = (500, 1000, 2000, 4000)
-    copy_mb: float = 134.0          # weight copy: Dense(2048) layers holding this many MB
+    copy_mb: float = 134.0  # weight copy: Dense(2048) layers holding this many MB
     copy_reps: int = 15
-    heavy_layers: int = 8           # the weight-heavy model: heavy_layers x Dense(heavy_width)
-    heavy_width: int = 4096         # 8 x 4096 x 4096 float32: 537 MB
+    heavy_layers: int = 8  # the weight-heavy model: heavy_layers x Dense(heavy_width)
+    heavy_width: int = 4096  # 8 x 4096 x 4096 float32: 537 MB
     heavy_reps: int = 3
-    soft_reps: int = 11             # soft update on the heavy model: ~0.1-1 s a call, and noisy
-    gpu_chain: int = 300            # GPU clone overhead: a chain of Dense(64)
-    gpu_heavy_layers: int = 4       # GPU weights: gpu_heavy_layers x Dense(gpu_heavy_width) ...
-    gpu_heavy_width: int = 16384    # ... 4 x 16384 x 16384 float32: 4.3 GB
-    gpu_reps: int = 11              # GPU copies, blends and clones of that model, interleaved
+    soft_reps: int = 11  # soft update on the heavy model: ~0.1-1 s a call, and noisy
+    gpu_chain: int = 300  # GPU clone overhead: a chain of Dense(64)
+    gpu_heavy_layers: int = 4  # GPU weights: gpu_heavy_layers x Dense(gpu_heavy_width) ...
+    gpu_heavy_width: int = 16384  # ... 4 x 16384 x 16384 float32: 4.3 GB
+    gpu_reps: int = 11  # GPU copies, blends and clones of that model, interleaved
     import_runs: int = 15
-    count_calls: bool = True        # cProfile'd clones: calls ratio and compat_clone's own share
+    count_calls: bool = True  # cProfile'd clones: calls ratio and compat_clone's own share
 
 
-QUICK = Plan(pairs=2, growth=(100, 200, 400, 800), copy_mb=17.0, copy_reps=3, heavy_layers=2,
-             heavy_width=1024, heavy_reps=2, soft_reps=3, gpu_chain=30, gpu_heavy_layers=2, gpu_heavy_width=1024,
-             gpu_reps=3, import_runs=3, count_calls=False)
+QUICK = Plan(
+    pairs=2,
+    growth=(100, 200, 400, 800),
+    copy_mb=17.0,
+    copy_reps=3,
+    heavy_layers=2,
+    heavy_width=1024,
+    heavy_reps=2,
+    soft_reps=3,
+    gpu_chain=30,
+    gpu_heavy_layers=2,
+    gpu_heavy_width=1024,
+    gpu_reps=3,
+    import_runs=3,
+    count_calls=False,
+)
 
 
 # --------------------------------------------------------------------------- models
@@ -108,8 +121,18 @@ def keras_module(family: str) -> Any:
 
 def versions() -> Dict[str, str]:
     out = {}
-    for dist in ("compat-clone", "keras", "tf_keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib",
-                 "torch", "numpy", "keras_applications"):
+    for dist in (
+        "compat-clone",
+        "keras",
+        "tf_keras",
+        "tensorflow",
+        "tensorflow-cpu",
+        "jax",
+        "jaxlib",
+        "torch",
+        "numpy",
+        "keras_applications",
+    ):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
     return out
@@ -118,9 +141,14 @@ def versions() -> Dict[str, str]:
 # --------------------------------------------------------------------------- timing
 
 
-def interleave(methods: Mapping[str, Callable[[], Any]], reps: int, *,
-               before_rep: Optional[Callable[[int], None]] = None,
-               before_each: Optional[Callable[[], None]] = None, warmup: bool = True) -> Times:
+def interleave(
+    methods: Mapping[str, Callable[[], Any]],
+    reps: int,
+    *,
+    before_rep: Optional[Callable[[int], None]] = None,
+    before_each: Optional[Callable[[], None]] = None,
+    warmup: bool = True,
+) -> Times:
     """Times each method `reps` times, interleaved: rep i starts at method i (A B, B A, ...).
 
     `gc.collect()` and `before_each` run untimed before every call; what a

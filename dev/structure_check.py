@@ -107,8 +107,11 @@ KNOWN: Dict[str, str] = {}
 
 
 def module_sizes(modules: Dict[str, Module], limit: int = MAX_MODULE_LINES) -> List[Violation]:
-    return [Violation(f"module {m.relpath}", f"{m.relpath}:1", f"module has {m.lines} lines (at most {limit})")
-            for m in modules.values() if m.lines > limit]
+    return [
+        Violation(f"module {m.relpath}", f"{m.relpath}:1", f"module has {m.lines} lines (at most {limit})")
+        for m in modules.values()
+        if m.lines > limit
+    ]
 
 
 def _functions(node: ast.AST, prefix: str = "") -> Iterator[Tuple[str, ast.AST]]:
@@ -141,8 +144,13 @@ def function_sizes(modules: Dict[str, Module], limit: int = MAX_FUNCTION_LINES) 
             lines = function_lines(node)
             if lines > limit:
                 line = getattr(node, "lineno")  # noqa: B009 (ast.AST declares no lineno for mypy)
-                found.append(Violation(f"function {m.relpath}:{name}", f"{m.relpath}:{line}",
-                                       f"function {name} has {lines} lines without its docstring (at most {limit})"))
+                found.append(
+                    Violation(
+                        f"function {m.relpath}:{name}",
+                        f"{m.relpath}:{line}",
+                        f"function {name} has {lines} lines without its docstring (at most {limit})",
+                    )
+                )
     return found
 
 
@@ -199,8 +207,12 @@ def import_cycles(modules: Dict[str, Module]) -> List[Violation]:
         if len(members) < 2:
             continue
         inside = set(members)
-        edges = [f"    {modules[a].relpath}:{edge.line}: imports {edge.target}"
-                 for a in members for edge in graph[a] if edge.target in inside]
+        edges = [
+            f"    {modules[a].relpath}:{edge.line}: imports {edge.target}"
+            for a in members
+            for edge in graph[a]
+            if edge.target in inside
+        ]
         first = modules[members[0]]
         message = f"import cycle among {len(members)} modules: {', '.join(members)}\n" + "\n".join(edges)
         found.append(Violation("cycle " + " ".join(members), f"{first.relpath}:1", message))
@@ -211,20 +223,32 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
     init = modules.get(package)
     if init is None:
         return []
-    return [Violation(f"init-imports-tools {init.relpath}", f"{init.relpath}:{edge.line}",
-                      f"the package's __init__ imports {edge.target} "
-                      f"(it may import nothing from {tools_product(edge.target, package)})")
-            for edge in imports_of(init, set(modules)) if in_tools(edge.target, package)]
+    return [
+        Violation(
+            f"init-imports-tools {init.relpath}",
+            f"{init.relpath}:{edge.line}",
+            f"the package's __init__ imports {edge.target} (it may import nothing from {tools_product(edge.target, package)})",
+        )
+        for edge in imports_of(init, set(modules))
+        if in_tools(edge.target, package)
+    ]
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
     """Every violation of the nine rules in ``src/<package>``, ``src/compat_clone_matrix``, ``tests/`` and ``bench/``,
     known ones included."""
     modules = {**load_modules(src, package), **load_modules(src, MATRIX)}
-    return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
-            + init_imports_tools(modules, package) + library_imports_tools(modules, package)
-            + private_imports(modules) + family_compares(modules, package) + sizes_of_tests(load_tests(src))
-            + seam_reaches(load_test_side(src.parent), modules, (package, MATRIX)))
+    return (
+        module_sizes(modules)
+        + function_sizes(modules)
+        + import_cycles(modules)
+        + init_imports_tools(modules, package)
+        + library_imports_tools(modules, package)
+        + private_imports(modules)
+        + family_compares(modules, package)
+        + sizes_of_tests(load_tests(src))
+        + seam_reaches(load_test_side(src.parent), modules, (package, MATRIX))
+    )
 
 
 def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List[str], List[str], List[str]]:
@@ -232,25 +256,34 @@ def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List
     keys = {v.key for v in violations}
     new = [str(v) for v in violations if v.key not in known]
     still = [v.tagged(f"known, {known[v.key]}") for v in violations if v.key in known]
-    gone = [f"KNOWN lists {key!r} ({owner}), which is fixed: remove it from dev/structure_check.py"
-            for key, owner in known.items() if key not in keys]
+    gone = [
+        f"KNOWN lists {key!r} ({owner}), which is fixed: remove it from dev/structure_check.py"
+        for key, owner in known.items()
+        if key not in keys
+    ]
     return new, still, gone
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="structure_check", description=__doc__.split("\n\n")[0],
+        prog="structure_check",
+        description=__doc__.split("\n\n")[0],
         epilog=f"Modules at most {MAX_MODULE_LINES} lines; functions at most {MAX_FUNCTION_LINES} lines from `def` "
-               "to their last line, the docstring excluded; no import cycle among the package's modules (a static graph of "
-               "its import statements, TYPE_CHECKING and function-level ones included; `from a.b import c` imports "
-               "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools, and no "
-               "other library module does (tools/ and __main__.py are the tools); no module imports another module's "
-               "_private name (re-exports followed to the module that binds it); no family-name compare outside "
-               "compat_clone/families/; test files (tests/**/*.py) at most as long as modules, their functions too; tests and bench reach private "
-               "names only through tests/support/internals.py. Exit 1 on a "
-               "violation not listed in KNOWN, or on a KNOWN entry that is fixed.")
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC,
-                        help="the folder holding compat_clone/; tests/ beside it is read too (default: src/)")
+        "to their last line, the docstring excluded; no import cycle among the package's modules (a static graph of "
+        "its import statements, TYPE_CHECKING and function-level ones included; `from a.b import c` imports "
+        "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools, and no "
+        "other library module does (tools/ and __main__.py are the tools); no module imports another module's "
+        "_private name (re-exports followed to the module that binds it); no family-name compare outside "
+        "compat_clone/families/; test files (tests/**/*.py) at most as long as modules, their functions too; tests and bench reach private "
+        "names only through tests/support/internals.py. Exit 1 on a "
+        "violation not listed in KNOWN, or on a KNOWN entry that is fixed.",
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=DEFAULT_SRC,
+        help="the folder holding compat_clone/; tests/ beside it is read too (default: src/)",
+    )
     parser.add_argument("--strict", action="store_true", help="ignore the KNOWN list: report every violation")
     args = parser.parse_args(argv)
     new, still, gone = report(check(args.src), {} if args.strict else KNOWN)

@@ -50,9 +50,14 @@ def library_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) ->
             continue
         for edge in imports_of(m, known):
             if in_tools(edge.target, package):
-                found.append(Violation(f"library-imports-tools {m.relpath}:{edge.target}", f"{m.relpath}:{edge.line}",
-                                       f"a library module imports {edge.target} (the library imports nothing from "
-                                       f"{tools_product(edge.target, package)})"))
+                found.append(
+                    Violation(
+                        f"library-imports-tools {m.relpath}:{edge.target}",
+                        f"{m.relpath}:{edge.line}",
+                        f"a library module imports {edge.target} (the library imports nothing from "
+                        f"{tools_product(edge.target, package)})",
+                    )
+                )
     return found
 
 
@@ -98,8 +103,7 @@ def _owner(name: str, where: str, reexports: Dict[str, Dict[str, Tuple[str, str]
     while where not in seen:
         seen.add(where)
         origin = reexports.get(where, {}).get(name)
-        if (origin is None or origin[0] not in reexports or f"{origin[0]}.{origin[1]}" in reexports
-                or not _is_private(origin[1])):
+        if origin is None or origin[0] not in reexports or f"{origin[0]}.{origin[1]}" in reexports or not _is_private(origin[1]):
             break
         where, name = origin
     return where, name
@@ -131,9 +135,14 @@ def private_imports(modules: Dict[str, Module]) -> List[Violation]:
                 via = "" if owner == base else f", through {base}"
                 named = alias.name if original == alias.name else f"{alias.name} ({original} there)"
                 key = f"private-name {m.relpath}:{alias.name}"
-                found.setdefault(key, Violation(key, f"{m.relpath}:{node.lineno}",
-                                                f"imports {named}, private to {owner}{via} (import names from a "
-                                                f"module's __all__)"))
+                found.setdefault(
+                    key,
+                    Violation(
+                        key,
+                        f"{m.relpath}:{node.lineno}",
+                        f"imports {named}, private to {owner}{via} (import names from a module's __all__)",
+                    ),
+                )
     return list(found.values())
 
 
@@ -170,8 +179,10 @@ def _names_package(node: ast.expr) -> bool:
 def is_family_compare(node: ast.Compare) -> bool:
     """One of the compare's pairs has a family operand and, on its other side, no package name."""
     operands = [node.left, *node.comparators]
-    return any((_family_operand(a) and not _names_package(b)) or (_family_operand(b) and not _names_package(a))
-               for a, b in zip(operands, operands[1:]))
+    return any(
+        (_family_operand(a) and not _names_package(b)) or (_family_operand(b) and not _names_package(a))
+        for a, b in zip(operands, operands[1:])
+    )
 
 
 def family_compares(modules: Dict[str, Module], package: str = PACKAGE) -> List[Violation]:
@@ -195,6 +206,9 @@ def family_compares(modules: Dict[str, Module], package: str = PACKAGE) -> List[
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > 1:
                 key += f" #{seen[key]}"
-            found.append(Violation(key, f"{m.relpath}:{node.lineno}",
-                                   f"compares a family name: {text} (only {families} compares family names)"))
+            found.append(
+                Violation(
+                    key, f"{m.relpath}:{node.lineno}", f"compares a family name: {text} (only {families} compares family names)"
+                )
+            )
     return found

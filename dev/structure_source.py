@@ -76,7 +76,7 @@ def resolve(module: Module, level: int, name: Optional[str]) -> str:
     if module.path.name != "__init__.py":
         base.pop()  # a plain module's package
     if level > 1:
-        base = base[:len(base) - (level - 1)]
+        base = base[: len(base) - (level - 1)]
     return ".".join(base + ([name] if name else []))
 
 

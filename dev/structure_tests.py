@@ -76,8 +76,9 @@ class _Reaches:
 
     def add(self, kind: str, what: str, line: int, message: str) -> None:
         key = f"test-seam {self.m.relpath}: {kind} {what}"
-        self.found.setdefault(key, Violation(key, f"{self.m.relpath}:{line}", f"{message} (tests and bench reach "
-                                                                                f"privates only through {SEAM})"))
+        self.found.setdefault(
+            key, Violation(key, f"{self.m.relpath}:{line}", f"{message} (tests and bench reach privates only through {SEAM})")
+        )
 
     def imports(self) -> None:
         for node in ast.walk(self.m.tree):
@@ -139,8 +140,7 @@ class _Reaches:
             return
         second = node.args[1] if len(node.args) > 1 else None
         owner = self.module_of(first)
-        if owner is not None and isinstance(second, ast.Constant) and isinstance(second.value, str) \
-                and _is_private(second.value):
+        if owner is not None and isinstance(second, ast.Constant) and isinstance(second.value, str) and _is_private(second.value):
             self.add("private-setattr", f"{owner}.{second.value}", node.lineno, f"monkeypatches {second.value} of {owner}")
 
 
@@ -150,8 +150,9 @@ def _walk_files(files: Dict[str, Module]) -> Iterator[Module]:
             yield m
 
 
-def seam_reaches(files: Dict[str, Module], modules: Dict[str, Module],
-                 package: Union[str, Tuple[str, ...]] = PACKAGE) -> List[Violation]:
+def seam_reaches(
+    files: Dict[str, Module], modules: Dict[str, Module], package: Union[str, Tuple[str, ...]] = PACKAGE
+) -> List[Violation]:
     """Rule 9: a file under tests/ or bench/, other than the seam, reaching a private name of the package(s)."""
     found: List[Violation] = []
     for m in _walk_files(files):

@@ -15,8 +15,16 @@ import pytest
 
 from tests.conftest import WIDE, families_under_test, keras_module
 
-__all__ = ["IN_PROCESS", "IN_PROCESS_HOST", "KERAS2_FAMILY", "fresh_keras2", "needs_both", "needs_keras2",
-           "predict_outputs", "weights_snapshot"]
+__all__ = [
+    "IN_PROCESS",
+    "IN_PROCESS_HOST",
+    "KERAS2_FAMILY",
+    "fresh_keras2",
+    "needs_both",
+    "needs_keras2",
+    "predict_outputs",
+    "weights_snapshot",
+]
 
 
 def _keras2_family() -> str | None:
@@ -48,8 +56,10 @@ IN_PROCESS = _keras3_alongside() and (os.environ.get("COMPAT_CLONE_ENV") in (Non
 
 needs_keras2 = pytest.mark.skipif(KERAS2_FAMILY is None, reason="no Keras 2 family tested here")
 needs_both = pytest.mark.skipif(
-    not IN_PROCESS, reason="Keras 3 cannot share this process with the Keras 2 family under test"
-    if not _keras3_alongside() else f"converted in {IN_PROCESS_HOST} in make test (every tf_keras in make test-wide)"
+    not IN_PROCESS,
+    reason="Keras 3 cannot share this process with the Keras 2 family under test"
+    if not _keras3_alongside()
+    else f"converted in {IN_PROCESS_HOST} in make test (every tf_keras in make test-wide)",
 )
 
 

@@ -173,9 +173,7 @@ def app_unregistered_objects(K: Any, clone: Callable[..., Any]) -> None:
     try:
         relu6 = importlib.import_module(K.__name__ + ".applications.mobilenet").relu6
     except (ImportError, AttributeError) as exc:
-        raise NotApplicable(
-            "keras.applications.mobilenet has no relu6 of its own (Keras >= 2.2 has ReLU(6.))"
-        ) from exc
+        raise NotApplicable("keras.applications.mobilenet has no relu6 of its own (Keras >= 2.2 has ReLU(6.))") from exc
     x = K.Input((3,))
     inner = K.models.Model(x, K.layers.Activation(relu6)(K.layers.Dense(4)(x)), name="backbone")
     y = K.Input((3,))

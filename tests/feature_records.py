@@ -22,7 +22,6 @@ def write_records(K: Any, records: Iterable[Mapping[str, str]]) -> None:
     os.makedirs(folder, exist_ok=True)
     env = os.environ.get("COMPAT_CLONE_ENV", "default")
     keras = f"{K.__name__.split('.')[0]} {K.__version__}"
-    lines = [json.dumps({"env": env, **record, "detail": record.get("detail", "")[:300], "keras": keras})
-             for record in records]
+    lines = [json.dumps({"env": env, **record, "detail": record.get("detail", "")[:300], "keras": keras}) for record in records]
     with open(os.path.join(folder, f"{env}.jsonl"), "a", encoding="utf-8") as fh:
         fh.write("".join(line + "\n" for line in lines))

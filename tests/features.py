@@ -23,9 +23,24 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
-__all__ = ["DESCRIPTIONS", "FEATURES", "NativeLacks", "NotApplicable", "assert_same_predictions", "backend_name",
-           "data", "family_name", "family_name_of_model", "feature", "native_clone", "predict", "run_check",
-           "skip_without_subclassed_models", "two_in_two_out_layer", "weights_snapshot"]
+__all__ = [
+    "DESCRIPTIONS",
+    "FEATURES",
+    "NativeLacks",
+    "NotApplicable",
+    "assert_same_predictions",
+    "backend_name",
+    "data",
+    "family_name",
+    "family_name_of_model",
+    "feature",
+    "native_clone",
+    "predict",
+    "run_check",
+    "skip_without_subclassed_models",
+    "two_in_two_out_layer",
+    "weights_snapshot",
+]
 
 
 class NativeLacks(Exception):
@@ -68,8 +83,15 @@ def native_clone(K: Any) -> Callable[..., Any]:
     """The native `clone_model` behind the compat_clone signature."""
     params = inspect.signature(K.models.clone_model).parameters
 
-    def clone(model: Any, input_tensors: Any = None, clone_function: Any = None, *,
-              copy_weights: bool = False, name: Any = None, **kwargs: Any) -> Any:
+    def clone(
+        model: Any,
+        input_tensors: Any = None,
+        clone_function: Any = None,
+        *,
+        copy_weights: bool = False,
+        name: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         if name is not None:
             raise NativeLacks("no `name` argument")
         args: Dict[str, Any] = {}
@@ -140,9 +162,14 @@ def predict(model: Any, x: Any) -> List[np.ndarray]:
         if family == "keras3":
             import keras
 
-            out = keras.ops.convert_to_numpy(out) if not isinstance(out, (list, tuple, dict)) else (
-                {k: keras.ops.convert_to_numpy(v) for k, v in out.items()} if isinstance(out, dict)
-                else [keras.ops.convert_to_numpy(o) for o in out]
+            out = (
+                keras.ops.convert_to_numpy(out)
+                if not isinstance(out, (list, tuple, dict))
+                else (
+                    {k: keras.ops.convert_to_numpy(v) for k, v in out.items()}
+                    if isinstance(out, dict)
+                    else [keras.ops.convert_to_numpy(o) for o in out]
+                )
             )
     if isinstance(out, (list, tuple)):
         return [np.asarray(o) for o in out]

@@ -13,7 +13,19 @@ from typing import Any, Callable, Dict, Tuple
 import numpy as np
 from features import NotApplicable, family_name, skip_without_subclassed_models
 
-__all__ = ["Built", "KINDS", "DESCRIPTIONS", "kind", "sample_input", "require_subclassing", "is_keras3", "public", "no_keras2_arithmetic", "outputs", "call_model"]
+__all__ = [
+    "Built",
+    "KINDS",
+    "DESCRIPTIONS",
+    "kind",
+    "sample_input",
+    "require_subclassing",
+    "is_keras3",
+    "public",
+    "no_keras2_arithmetic",
+    "outputs",
+    "call_model",
+]
 
 Built = Tuple[Any, Any]
 KINDS: Dict[str, Callable[[Any, str], Built]] = {}
@@ -76,4 +88,3 @@ def outputs(model: Any, x: Any) -> Any:
 def call_model(model: Any, x: Any) -> Any:
     outputs(model, x)
     return model
-

@@ -396,4 +396,3 @@ def python_attribute(K: Any, tmp: str) -> Built:
     model = Tempered()
     model.temperature = 4.0  # set by the user after construction, read by call
     return call_model(model, x), x
-

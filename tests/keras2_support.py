@@ -179,4 +179,3 @@ def build_nested() -> Any:
 def randomize(model: Any, seed: int = 0) -> None:
     rng = np.random.RandomState(seed)
     model.set_weights([rng.standard_normal(w.shape).astype(w.dtype) for w in model.get_weights()])
-

@@ -22,8 +22,15 @@ from packaging.version import Version
 
 import compat_clone
 
-__all__ = ["keras2_before", "predict", "loss_values", "model_weights", "assert_equivalent",
-           "assert_matches_source", "side_by_side"]
+__all__ = [
+    "keras2_before",
+    "predict",
+    "loss_values",
+    "model_weights",
+    "assert_equivalent",
+    "assert_matches_source",
+    "side_by_side",
+]
 
 
 def _version(K: Any) -> Version:
@@ -121,8 +128,7 @@ def _trainable(model: Any) -> Dict[str, Any]:
     return {
         "model": model.trainable,
         "layers": [
-            ("<input>" if type(layer).__name__ == "InputLayer" else layer.name, layer.trainable)
-            for layer in model.layers
+            ("<input>" if type(layer).__name__ == "InputLayer" else layer.name, layer.trainable) for layer in model.layers
         ],
         "trainable_weights": [tuple(w.shape) for w in model.trainable_weights],
         "non_trainable_weights": [tuple(w.shape) for w in model.non_trainable_weights],
@@ -197,8 +203,9 @@ def assert_equivalent(K: Any, native: Any, compat: Any, source: Any, x: Any) -> 
         for i, (u, v) in enumerate(zip(expected, got)):
             np.testing.assert_allclose(v, u, rtol=1e-5, atol=1e-5, err_msg=f"{who} clone, output {i}")
     native_losses, compat_losses = loss_values(K, native, x), loss_values(K, compat, x)
-    np.testing.assert_allclose(compat_losses, native_losses, rtol=1e-5, atol=1e-6,
-                               err_msg="loss values differ from the native clone's")
+    np.testing.assert_allclose(
+        compat_losses, native_losses, rtol=1e-5, atol=1e-6, err_msg="loss values differ from the native clone's"
+    )
 
 
 def assert_matches_source(K: Any, compat: Any, source: Any, x: Any) -> None:
@@ -213,10 +220,18 @@ def assert_matches_source(K: Any, compat: Any, source: Any, x: Any) -> None:
     np.testing.assert_allclose(loss_values(K, compat, x), loss_values(K, source, x), rtol=1e-5, atol=1e-6)
 
 
-def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = None,
-                 native_rejects: Optional[str] = None, native_bug: Optional[Tuple[str, str]] = None,
-                 native_defect: Optional[Tuple[str, Callable[[Any], bool]]] = None,
-                 build: Optional[Callable[[Any], None]] = None, **kwargs: Any) -> Tuple[Any, Any]:
+def side_by_side(
+    K: Any,
+    source: Any,
+    x: Any,
+    *,
+    native_fails: Optional[str] = None,
+    native_rejects: Optional[str] = None,
+    native_bug: Optional[Tuple[str, str]] = None,
+    native_defect: Optional[Tuple[str, Callable[[Any], bool]]] = None,
+    build: Optional[Callable[[Any], None]] = None,
+    **kwargs: Any,
+) -> Tuple[Any, Any]:
     """Clones `source` natively, then through compat_clone, and compares them.
 
     Where the native `clone_model` has no such argument (`clone_function`
@@ -274,8 +289,7 @@ def side_by_side(K: Any, source: Any, x: Any, *, native_fails: Optional[str] = N
             assert defective(native), f"the native clone no longer shows its recorded defect ({reason}): stale"
     else:
         assert native_error is not None, (
-            f"the native clone succeeded where it is recorded to fail ({native_fails}): "
-            "the expectation is stale"
+            f"the native clone succeeded where it is recorded to fail ({native_fails}): the expectation is stale"
         )
     compat = compat_clone.clone_model(source, **kwargs)
     _assert_source_unchanged(before, source, "compat_clone")

@@ -113,8 +113,12 @@ class _Draft:
     def cat_pairs(self) -> List[Tuple[int, int]]:
         """Float tensors of one kind and length, to concatenate."""
         tensors, idx = self.tensors, self.float_idx()
-        return [(a, b) for a in idx for b in idx
-                if a < b and tensors[a].kind == tensors[b].kind and tensors[a].steps == tensors[b].steps]
+        return [
+            (a, b)
+            for a in idx
+            for b in idx
+            if a < b and tensors[a].kind == tensors[b].kind and tensors[a].steps == tensors[b].steps
+        ]
 
     def choices(self) -> List[str]:
         """The ops that the tensors so far allow, in the order they are offered."""
@@ -283,9 +287,7 @@ def _split(t: Any) -> Any:
 
 def _nested_model(K: Any, dim: int, hidden: int, out: int, style: str) -> Any:
     if style == "sequential":
-        return K.models.Sequential(
-            [K.layers.Dense(hidden, activation="relu", input_shape=(dim,)), K.layers.Dense(out)]
-        )
+        return K.models.Sequential([K.layers.Dense(hidden, activation="relu", input_shape=(dim,)), K.layers.Dense(out)])
     x = K.Input((dim,))
     h = K.layers.Dense(hidden, activation="relu")(x)
     if style == "functional_lambda":
@@ -398,4 +400,3 @@ def describe(spec: GraphSpec) -> str:
     lines += [f"  {i}: {op}" for i, op in enumerate(spec.ops)]
     lines.append(f"outputs: {spec.outputs} recursive={spec.recursive} seed={spec.seed}")
     return "\n".join(lines)
-

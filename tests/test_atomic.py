@@ -93,18 +93,16 @@ FAILURES: Dict[str, Any] = {
     ),
     "recursive clone fails inside the nested model": (
         rich_model,
-        lambda K, m: compat_clone.clone_model(
-            m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))
-        ),
+        lambda K, m: compat_clone.clone_model(m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))),
         ValueError,
     ),
     "call_function raises on the last layer": (
         rich_model,
         lambda K, m: compat_clone.clone_model(
             m,
-            call_function=lambda layer, *a, **k: (_ for _ in ()).throw(RuntimeError("x"))
-            if layer.name.endswith("_out")
-            else layer(*a, **k),
+            call_function=lambda layer, *a, **k: (
+                (_ for _ in ()).throw(RuntimeError("x")) if layer.name.endswith("_out") else layer(*a, **k)
+            ),
         ),
         RuntimeError,
     ),

@@ -84,8 +84,18 @@ def test_eight_threads_clone_different_models(K: Any) -> None:
 
 # -- no files -----------------------------------------------------------------
 
-_WRITE_EVENTS = ("os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "os.truncate",
-                 "shutil.copyfile", "shutil.move", "os.symlink", "os.link")
+_WRITE_EVENTS = (
+    "os.mkdir",
+    "os.rename",
+    "os.remove",
+    "os.rmdir",
+    "shutil.rmtree",
+    "os.truncate",
+    "shutil.copyfile",
+    "shutil.move",
+    "os.symlink",
+    "os.link",
+)
 _RECORDING = threading.Event()
 _SEEN: List[Tuple[str, Any]] = []
 _HOOKED = []

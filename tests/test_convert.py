@@ -90,8 +90,12 @@ def test_tensorflow_functions_run_as_keras_ops_and_reload_elsewhere(K2: Any, tmp
         "np.savez(sys.argv[3], *out)\n"
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path / "in.npz"),
-                    str(tmp_path / "out.npz")], check=True, env=env, timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", script, str(path), str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
+        check=True,
+        env=env,
+        timeout=300,
+    )
     got = np.load(tmp_path / "out.npz")
     for k, expected in enumerate(inputs.outputs):
         np.testing.assert_allclose(got[f"arr_{k}"], expected, rtol=1e-5, atol=1e-6)
@@ -122,8 +126,7 @@ _SWEEP_SKIPS = {
     "RandomWidth": "no Keras 3 class of that name: a preprocessing layer Keras 3 dropped (refused as unknown)",
 }
 # Arguments a class needs beyond the shared defaults below.
-_SWEEP_ARGUMENTS = {"Bidirectional": lambda K2: {"layer": K2.layers.LSTM(2)},
-                    "CategoryEncoding": lambda K2: {"num_tokens": 3}}
+_SWEEP_ARGUMENTS = {"Bidirectional": lambda K2: {"layer": K2.layers.LSTM(2)}, "CategoryEncoding": lambda K2: {"num_tokens": 3}}
 
 
 @needs_both
@@ -140,14 +143,45 @@ def test_every_keras2_layer_default_config_maps(K2: Any) -> None:
 
     from tests.support.internals import REMOVED_LAYERS, map_config
 
-    needed = {"units": 2, "filters": 2, "kernel_size": 1, "rate": 0.5, "pool_size": 2, "size": 2,
-              "padding": 1, "cropping": 1, "target_shape": (2,), "dims": (1,), "n": 2, "num_heads": 2,
-              "key_dim": 2, "equation": "ab,bc->ac", "output_shape": (2,), "height": 2, "width": 2,
-              "factor": 0.1, "num_tokens": 3, "bin_boundaries": [0.0], "stddev": 0.1, "scale": 1.0,
-              "offset": 0.0, "axis": -1, "height_factor": 0.1, "width_factor": 0.1, "axes": 1,
-              "layer": K2.layers.Dense(2), "cell": K2.layers.LSTMCell(2), "cells": [K2.layers.LSTMCell(2)],
-              "activation": "relu", "mean": 0.0, "variance": 1.0, "input_dim": 3, "output_dim": 2,
-              "num_bins": 2, "function": abs}
+    needed = {
+        "units": 2,
+        "filters": 2,
+        "kernel_size": 1,
+        "rate": 0.5,
+        "pool_size": 2,
+        "size": 2,
+        "padding": 1,
+        "cropping": 1,
+        "target_shape": (2,),
+        "dims": (1,),
+        "n": 2,
+        "num_heads": 2,
+        "key_dim": 2,
+        "equation": "ab,bc->ac",
+        "output_shape": (2,),
+        "height": 2,
+        "width": 2,
+        "factor": 0.1,
+        "num_tokens": 3,
+        "bin_boundaries": [0.0],
+        "stddev": 0.1,
+        "scale": 1.0,
+        "offset": 0.0,
+        "axis": -1,
+        "height_factor": 0.1,
+        "width_factor": 0.1,
+        "axes": 1,
+        "layer": K2.layers.Dense(2),
+        "cell": K2.layers.LSTMCell(2),
+        "cells": [K2.layers.LSTMCell(2)],
+        "activation": "relu",
+        "mean": 0.0,
+        "variance": 1.0,
+        "input_dim": 3,
+        "output_dim": 2,
+        "num_bins": 2,
+        "function": abs,
+    }
     checked, problems, skipped = 0, [], {}
     for name in sorted(dir(K2.layers)):
         cls = getattr(K2.layers, name)
@@ -249,9 +283,12 @@ def test_probes_are_as_long_as_the_source_computes(K2: Any) -> None:
     L = K2.layers
     x = L.Input((None, 4), name="wave")  # no length within the budget (2M values: 524,288 steps of 4) feeds it
     model = K2.models.Model(x, L.Cropping1D((300_000, 300_000))(x))
-    with pytest.raises(ProbeInputError, match=r"input 'wave' \(None, None, 4\): 27 lengths .* 5-16, 32, 64, .*"
-                                              r"262144, 524288 \(up to 2,097,152 values per sample\), all fail "
-                                              r"\(at 5: .*--inputs FILE\.npz"):
+    with pytest.raises(
+        ProbeInputError,
+        match=r"input 'wave' \(None, None, 4\): 27 lengths .* 5-16, 32, 64, .*"
+        r"262144, 524288 \(up to 2,097,152 values per sample\), all fail "
+        r"\(at 5: .*--inputs FILE\.npz",
+    ):
         describe(model)
 
 
@@ -269,8 +306,11 @@ def test_exact_length_found_and_a_keras3_failure_names_its_layer(K2: Any) -> Non
     description = describe(source)
     i = keras.Input((None, 8))
     broken = keras.Model(i, keras.layers.Dense(2)(keras.layers.Flatten()(keras.layers.Reshape((7, 8), name="seven")(i))))
-    with pytest.raises(ConversionMismatchError, match=r"at layer 'seven', on probe inputs of shape \(4, 6, 8\) "
-                                                      "that the source computed"):
+    with pytest.raises(
+        ConversionMismatchError,
+        match=r"at layer 'seven', on probe inputs of shape \(4, 6, 8\) "
+        "that the source computed",
+    ):
         verify(description, broken)
 
 
@@ -286,8 +326,9 @@ def test_layer_outputs_over_the_budget_are_left_out_and_said(K2: Any) -> None:
     # body (1, 3) and scale (1, 3) as float32: 24 bytes; head does not fit in 30.
     description.layer_outputs = record_layer_outputs(case.model, description.probes[0].inputs, False, budget=30)
     assert [r.layer for r in description.layer_outputs.records] == ["body", "scale"]
-    assert description.layer_outputs.note == ("recorded up to layer 'scale': the outputs from layer 'head' on "
-                                               "are over the budget of 30 bytes")
+    assert description.layer_outputs.note == (
+        "recorded up to layer 'scale': the outputs from layer 'head' on are over the budget of 30 bytes"
+    )
     model = rebuild(description, custom_objects={"Scale": convert_zoo.keras3_scale_class(keras)})
     model.get_layer("head").kernel.assign(np.zeros((3, 2), "float32"))  # wrong after the layers recorded
     with pytest.raises(ConversionMismatchError) as caught:
@@ -297,7 +338,8 @@ def test_layer_outputs_over_the_budget_are_left_out_and_said(K2: Any) -> None:
     assert proof.layer_comparison == (
         "No layer is named: the 2 layers compared agree within tolerance on the first probe sample (recorded up "
         "to layer 'scale': the outputs from layer 'head' on are over the budget of 30 bytes); the difference "
-        "shows in a layer after them, or only on other samples."), proof.layer_comparison
+        "shows in a layer after them, or only on other samples."
+    ), proof.layer_comparison
 
 
 @needs_both

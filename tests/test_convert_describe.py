@@ -64,16 +64,17 @@ _HEAVY_DESCRIBED_IN = ("keras-2.3.1", _IN_PROCESS_HOST)
 
 
 def _described_here(name: str) -> bool:
-    return (name not in HEAVY_SOURCES or WIDE
-            or os.environ.get("COMPAT_CLONE_ENV") in (None, *_HEAVY_DESCRIBED_IN))
+    return name not in HEAVY_SOURCES or WIDE or os.environ.get("COMPAT_CLONE_ENV") in (None, *_HEAVY_DESCRIBED_IN)
 
 
 @needs_keras2
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -> None:
     if not _described_here(name):
-        pytest.skip(f"{name} is described in {' and '.join(_HEAVY_DESCRIBED_IN)} and by the zoo writers in make test, "
-                    "in every environment in make test-wide (COMPAT_CLONE_WIDE=1)")
+        pytest.skip(
+            f"{name} is described in {' and '.join(_HEAVY_DESCRIBED_IN)} and by the zoo writers in make test, "
+            "in every environment in make test-wide (COMPAT_CLONE_WIDE=1)"
+        )
     if not convert_zoo.available(name, K2):
         pytest.skip(f"{name} needs layers {K2.__name__} {getattr(K2, '__version__', '')} lacks")
     case = ZOO[name](K2)
@@ -106,8 +107,9 @@ def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -
     assert recorded.note == "" and recorded.records, recorded.note
     assert all(r.value.shape[0] == 1 for r in recorded.records)
     for out in probe.outputs:
-        assert any(r.value.shape == out[:1].shape and np.allclose(r.value, out[:1], rtol=1e-6, atol=1e-7)
-                   for r in recorded.records), "a model output is not among the recorded layer outputs"
+        assert any(
+            r.value.shape == out[:1].shape and np.allclose(r.value, out[:1], rtol=1e-6, atol=1e-7) for r in recorded.records
+        ), "a model output is not among the recorded layer outputs"
     again = loaded.layer_outputs
     assert [(r.layer, r.value.shape) for r in again.records] == [(r.layer, r.value.shape) for r in recorded.records]
     for a, b in zip(again.records, recorded.records):
@@ -189,9 +191,14 @@ def test_a_description_without_layer_outputs_loads(tmp_path: Any) -> None:
     from compat_clone.convert import LayerOutput, LayerOutputs, ProbeSet
 
     value, mask = np.arange(6, dtype="float32").reshape(1, 3, 2), np.array([[True, True, False]])
-    description = Description(source={"family": "tf_keras"}, architecture={"class_name": "Functional", "config": {}},
-                              weights=[], probes=[ProbeSet("random", [np.zeros((2, 3))], [np.zeros((2, 3, 2))])],
-                              notes=[], layer_outputs=LayerOutputs([LayerOutput("rnn", value, mask)], ""))
+    description = Description(
+        source={"family": "tf_keras"},
+        architecture={"class_name": "Functional", "config": {}},
+        weights=[],
+        probes=[ProbeSet("random", [np.zeros((2, 3))], [np.zeros((2, 3, 2))])],
+        notes=[],
+        layer_outputs=LayerOutputs([LayerOutput("rnn", value, mask)], ""),
+    )
     again = load(save(description, tmp_path / "new.npz")).layer_outputs
     (rec,) = again.records
     assert rec.layer == "rnn" and again.note == ""

@@ -58,9 +58,7 @@ def test_convert_zoo_and_train(K2: Any, name: str) -> None:
     case = ZOO[name](K2)
     custom = case.custom_objects(keras) if case.custom_objects else None
     source_weights = _snapshot(case.model)
-    model, proof = convert(
-        case.model, custom_objects=custom, rtol=case.rtol, atol=case.atol, return_proof=True
-    )
+    model, proof = convert(case.model, custom_objects=custom, rtol=case.rtol, atol=case.atol, return_proof=True)
     assert type(model).__module__.startswith("keras.")
     assert proof.ok and proof.samples == 4
     assert len(proof.outputs) == len(case.model.outputs)
@@ -77,8 +75,13 @@ def test_convert_zoo_and_train(K2: Any, name: str) -> None:
     assert before, "the converted model has trainable weights"
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     targets = [np.asarray(o, "float32") + 1.0 for o in fresh.outputs]
-    model.fit(fresh.inputs if len(fresh.inputs) > 1 else fresh.inputs[0],
-              targets if len(targets) > 1 else targets[0], epochs=1, batch_size=2, verbose=0)
+    model.fit(
+        fresh.inputs if len(fresh.inputs) > 1 else fresh.inputs[0],
+        targets if len(targets) > 1 else targets[0],
+        epochs=1,
+        batch_size=2,
+        verbose=0,
+    )
     after = [np.array(v) for v in model.trainable_weights]
     assert any(not np.array_equal(a, b) for a, b in zip(before, after))
 

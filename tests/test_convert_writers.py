@@ -25,8 +25,7 @@ from tests.convert_envs import HERE, KERAS3_HOSTS, written
 
 # (kind, script, the writer environments, the units of work of one)
 _WRITERS: Tuple[Tuple[str, Path, Tuple[str, ...], Callable[[str], List[List[str]]]], ...] = (
-    (test_convert_zoo_envs.KIND, test_convert_zoo_envs.SCRIPT, test_convert_zoo_envs.WRITERS,
-     test_convert_zoo_envs.writes),
+    (test_convert_zoo_envs.KIND, test_convert_zoo_envs.SCRIPT, test_convert_zoo_envs.WRITERS, test_convert_zoo_envs.writes),
     (test_convert_cli.KIND, test_convert_cli.SOURCES, test_convert_cli.WRITERS, test_convert_cli.writes),
     (test_convert_field.KIND, test_convert_field.SCRIPT, test_convert_field.WRITERS, test_convert_field.writes),
 )

@@ -276,4 +276,3 @@ def test_cache_keeps_no_model_alive(K: Any) -> None:
     gc.collect()
     assert refs["source"]() is None, "the source model outlived every reference to it"
     assert refs["target"]() is None, "the target model outlived every reference to it"
-

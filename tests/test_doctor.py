@@ -33,7 +33,9 @@ def test_doctor_json_self_check() -> None:
     """The real command, in a subprocess: every family here passes through compat_clone."""
     out = subprocess.run(
         [sys.executable, "-m", "compat_clone", "doctor", "--json"],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     report = json.loads(out.stdout)

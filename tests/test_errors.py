@@ -384,8 +384,14 @@ def test_copy_weights_other_family(K: Any) -> None:
 def test_every_error_is_the_packages(K: Any) -> None:
     # The hierarchy: one base, plus the built-in a native caller catches.
     assert issubclass(NotAModelError, TypeError)
-    for cls in (InvalidArgumentError, InputTensorsError, CloneFunctionError, UnsupportedModelError,
-                WeightsMismatchError, DeviceNotFoundError):
+    for cls in (
+        InvalidArgumentError,
+        InputTensorsError,
+        CloneFunctionError,
+        UnsupportedModelError,
+        WeightsMismatchError,
+        DeviceNotFoundError,
+    ):
         assert issubclass(cls, CompatCloneError) and issubclass(cls, ValueError)
     assert issubclass(UnsupportedFeatureError, CompatCloneError) and issubclass(UnsupportedFeatureError, NotImplementedError)
     assert issubclass(WeightsUnreadableError, CompatCloneError) and issubclass(WeightsUnreadableError, RuntimeError)

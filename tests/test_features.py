@@ -18,8 +18,9 @@ import compat_clone
 
 
 def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> None:
-    write_records(K, [{"feature": feature, "description": DESCRIPTIONS[feature], "side": side, "outcome": outcome,
-                       "detail": detail}])
+    write_records(
+        K, [{"feature": feature, "description": DESCRIPTIONS[feature], "side": side, "outcome": outcome, "detail": detail}]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FEATURES))

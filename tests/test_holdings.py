@@ -106,8 +106,18 @@ def _side(name: str, K: Any, folder: Any, clone: Callable[[Any, Any], Any]) -> T
 def _record(name: str, K: Any, side: str, outcome: str, detail: str) -> None:
     recorded = {"pass": "pass", "n/a": "n/a"}.get(outcome, "fail")
     detail = f"silently wrong: {detail}" if outcome == "wrong" else detail
-    write_records(K, [{"feature": f"holding_{name}", "description": f"holds: {DESCRIPTIONS[name]}", "side": side,
-                       "outcome": recorded, "detail": detail}])
+    write_records(
+        K,
+        [
+            {
+                "feature": f"holding_{name}",
+                "description": f"holds: {DESCRIPTIONS[name]}",
+                "side": side,
+                "outcome": recorded,
+                "detail": detail,
+            }
+        ],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

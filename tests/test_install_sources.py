@@ -121,8 +121,9 @@ def test_copy_install_rewrites_nothing_when_the_files_are_the_same(tmp_path: Pat
 def test_interpreter_for_a_version_is_one_that_runs() -> None:
     here = "{}.{}".format(*sys.version_info[:2])
     found = build.interpreter_for(here)
-    out = subprocess.run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == here
     assert build.interpreter_for("/a/path/python3") == "/a/path/python3"
     assert build.interpreter_for("9.99") == "9.99"  # none here: uv gets the version
@@ -151,9 +152,14 @@ def test_convert_cli_names_the_cache_and_creates_nothing_here(tmp_path: Path) ->
     (work / "old.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_")}
     environ["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    proc = subprocess.run([sys.executable, "-m", "compat_clone", "convert", "old.h5", "-o", "new.keras",
-                           "--from", "keras-2.2.4", "--no-build"], cwd=str(work), env=environ,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compat_clone", "convert", "old.h5", "-o", "new.keras", "--from", "keras-2.2.4", "--no-build"],
+        cwd=str(work),
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert str(tmp_path / "xdg" / "compat-clone" / "envs") in proc.stderr, proc.stderr
     assert sorted(p.name for p in work.iterdir()) == ["old.h5"]
@@ -191,8 +197,12 @@ def test_install_sources(tmp_path: Path) -> None:
     assert req("compat-clone>=0.2,<0.3") == "compat-clone>=0.2,<0.3"
     assert req("vendor/compat-clone") == "./vendor/compat-clone"
     assert req("./dist/compat_clone-0.2.0-py3-none-any.whl") == "./dist/compat_clone-0.2.0-py3-none-any.whl"
-    for bad, message in [(str(checkout), "a path inside the project"), ("../x", "inside the project"),
-                         ("vendor", "not installable"), ("nowhere/cc", "no such path")]:
+    for bad, message in [
+        (str(checkout), "a path inside the project"),
+        ("../x", "inside the project"),
+        ("vendor", "not installable"),
+        ("nowhere/cc", "no such path"),
+    ]:
         with pytest.raises(ci_install.InstallSourceError, match=message):
             req(bad)
 
@@ -212,8 +222,10 @@ def test_default_install_source(tmp_path: Path) -> None:
     (tmp_path / "requirements" / "dev.txt").write_text("compat_clone==0.2.0\n")
     assert ci_install.default_install_source(tmp_path, version) == ("compat_clone==0.2.0", "the project's pin in dev.txt")
     (tmp_path / "requirements" / "dev.txt").unlink()
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylib"\n[project.optional-dependencies]\n'
-                                             'test = ["compat-clone[test]>=0.2; python_version >= \'3.9\'"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "mylib"\n[project.optional-dependencies]\n'
+        "test = [\"compat-clone[test]>=0.2; python_version >= '3.9'\"]\n"
+    )
     assert ci_install.default_install_source(tmp_path, version)[0] == "compat-clone[test]>=0.2"
     # nothing CI can resolve (no index serves compat-clone yet): a refusal that says how, never `compat-clone==9.9.9`
     (tmp_path / "pyproject.toml").unlink()
@@ -224,5 +236,7 @@ def test_default_install_source(tmp_path: Path) -> None:
     with pytest.raises(ci_install.InstallSourceError):
         ci_install.default_install_source(tmp_path, version)
     (tmp_path / "compat_clone-9.9.9-py3-none-any.whl").write_bytes(b"")
-    assert ci_install.default_install_source(tmp_path, version) == ("./compat_clone-9.9.9-py3-none-any.whl",
-                                                                    "the compat_clone wheel in the project")
+    assert ci_install.default_install_source(tmp_path, version) == (
+        "./compat_clone-9.9.9-py3-none-any.whl",
+        "the compat_clone wheel in the project",
+    )

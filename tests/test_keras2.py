@@ -83,10 +83,7 @@ def _tf_major() -> int:
 def test_envfix_hook_is_lazy() -> None:
     """On TF 2 the `.pth` hook registers a finder; TensorFlow is not imported at start-up.
     On TF 1.15, where these releases belong, no fix-up is installed at all."""
-    code = (
-        "import sys; print(any('lazy fix-up' in repr(f) for f in sys.meta_path)); "
-        "print('tensorflow' in sys.modules)"
-    )
+    code = "import sys; print(any('lazy fix-up' in repr(f) for f in sys.meta_path)); print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     hooked = "True" if _tf_major() >= 2 else "False"
     assert out.stdout.split() == [hooked, "False"], out.stdout + out.stderr
@@ -317,4 +314,3 @@ def test_functional_input_tensors_forms_and_errors() -> None:
     assert len(compat_clone_model(model, input_tensors=[[a], b]).inputs) == 2  # flattened
     with pytest.raises(compat_clone.InputTensorsError, match="numpy"):
         compat_clone_model(model, input_tensors=[np.ones((2, 4)), b])
-

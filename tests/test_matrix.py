@@ -49,8 +49,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
     assert tf1 and all(e.python == "3.7" and "tensorflow==1.15.5" in e.packages for e in tf1)
     # the Keras 2 soak runs in the wide matrix (keras-2.2.4 on TF 2.15): the
     # default run's time budget has no room for it on TF 1.15
-    assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" and dict(e.expect)["family"] == "keras2"
-               for e in envs.values())
+    assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" and dict(e.expect)["family"] == "keras2" for e in envs.values())
     assert {("tf_keras", "2.12"), ("tf_keras", "2.15"), ("tf_keras", "2.16"), ("tf_keras", "2.21")} <= versions
     assert {("keras3", "3.0"), ("keras3", "3.15")} <= versions
     backends = {dict(e.expect)["backend"] for e in enabled if dict(e.expect)["family"] == "keras3"}
@@ -58,8 +57,19 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
 
 
 _CI_ENVS = [
-    "keras-2.3.1", "keras-2.1.6-tf1", "keras-2.2.4-tf1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
-    "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
+    "keras-2.3.1",
+    "keras-2.1.6-tf1",
+    "keras-2.2.4-tf1",
+    "tf.keras-2.4",
+    "tf.keras-2.12",
+    "tf.keras-2.15",
+    "tf_keras-2.16",
+    "tf_keras-2.21",
+    "keras-3.0-tf",
+    "keras-3.2-tf",
+    "keras-3.6-tf",
+    "keras-3.15-tf",
+    "keras-3.15-jax",
     "keras-3.15-torch",
 ]
 
@@ -78,10 +88,27 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     envs = _matrix.load_table()
     wide = _matrix.select_envs(envs, None, ["wide"])
     assert wide == envs  # the wide group is the whole table
-    k3_tf = {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras3"
-             and dict(e.expect)["backend"] == "tensorflow"}
-    newest = ["3.0.5", "3.1.1", "3.2.1", "3.3.3", "3.4.1", "3.5.0", "3.6.0", "3.7.0", "3.8.0", "3.9.2",
-              "3.10.0", "3.11.3", "3.12.4", "3.13.2", "3.14.1", "3.15.1"]
+    k3_tf = {
+        _pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras3" and dict(e.expect)["backend"] == "tensorflow"
+    }
+    newest = [
+        "3.0.5",
+        "3.1.1",
+        "3.2.1",
+        "3.3.3",
+        "3.4.1",
+        "3.5.0",
+        "3.6.0",
+        "3.7.0",
+        "3.8.0",
+        "3.9.2",
+        "3.10.0",
+        "3.11.3",
+        "3.12.4",
+        "3.13.2",
+        "3.14.1",
+        "3.15.1",
+    ]
     assert k3_tf == {"3.0.0", *newest}
     tf_keras = sorted(_pins(e)["tf_keras"] for e in wide if "tf_keras" in _pins(e) and dict(e.expect)["family"] == "tf_keras")
     assert [v.rsplit(".", 1)[0] for v in tf_keras] == [f"2.{m}" for m in range(16, 22)]
@@ -89,7 +116,12 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     # 2.4: TensorFlow 2.4's own SavedModels (Keras metadata inside saved_model.pb), a conversion source
     assert sorted(v.rsplit(".", 1)[0] for v in tf_dot_keras) == ["2.12", "2.13", "2.14", "2.15", "2.4"]
     assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {
-        "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"}
+        "2.0.8",
+        "2.1.6",
+        "2.2.4",
+        "2.2.5",
+        "2.3.1",
+    }
     for env in wide:
         pins = _pins(env)
         if "keras" in pins and "tensorflow" in pins and Version(pins["tensorflow"]) >= Version("2.20"):
@@ -179,20 +211,31 @@ def test_schema_is_one_table_of_keys() -> None:
 
 
 def test_the_module_a_project_imports_is_claimed_once_for_every_env() -> None:
-    data = {"defaults": {"expect": {"module": "tensorflow.keras"}},
-            "env": [{"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
-                    {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}}]}
+    data = {
+        "defaults": {"expect": {"module": "tensorflow.keras"}},
+        "env": [
+            {"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
+            {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}},
+        ],
+    }
     a, b = _matrix.parse_table(data)
-    assert a.expect_vars() == {"COMPAT_CLONE_EXPECT_FAMILY": "tf_keras", "COMPAT_CLONE_EXPECT_VERSION": "2.21",
-                               "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras"}
+    assert a.expect_vars() == {
+        "COMPAT_CLONE_EXPECT_FAMILY": "tf_keras",
+        "COMPAT_CLONE_EXPECT_VERSION": "2.21",
+        "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras",
+    }
     assert dict(b.expect)["module"] == "keras"  # an environment's own key wins
 
 
 def test_tags_merge_and_select() -> None:
-    data = {"defaults": {"tags": ["wide"], "pip_args": ["-q"]},
-            "env": [{"name": "ci", "packages": [], "pip_args": ["--x"]},
-                    {"name": "extra-1", "packages": [], "enabled": False, "tags": ["k3"]},
-                    {"name": "extra-2", "packages": [], "enabled": False}]}
+    data = {
+        "defaults": {"tags": ["wide"], "pip_args": ["-q"]},
+        "env": [
+            {"name": "ci", "packages": [], "pip_args": ["--x"]},
+            {"name": "extra-1", "packages": [], "enabled": False, "tags": ["k3"]},
+            {"name": "extra-2", "packages": [], "enabled": False},
+        ],
+    }
     envs = _matrix.parse_table(data)
     assert [e.tags for e in envs] == [("wide",), ("wide", "k3"), ("wide",)]
     assert envs[0].pip_args == ("-q", "--x")
@@ -268,8 +311,13 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = summary.Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
-                          loaded="keras 3.15.1 on jax via keras")
+    ok = summary.Outcome(
+        "a",
+        build="reused",
+        status="ok",
+        counts=_matrix.parse_pytest_summary("3 passed in 1s"),
+        loaded="keras 3.15.1 on jax via keras",
+    )
     bad = summary.Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
     # the proof of what each environment's tests ran on closes its row
@@ -278,19 +326,24 @@ def test_summary_table_names_failing_envs() -> None:
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
     # The tests that failed are named under the table, before the verdict (the line .ci/run repeats last).
     log = "..F.\nFAILED tests/t.py::test_x - AssertionError: assert 1 == 2\nERROR tests/t.py::test_y\n1 failed, 1 error in 2s"
-    broke = summary.Outcome("d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log),
-                             failures=summary.failed_tests(log))
+    broke = summary.Outcome(
+        "d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log), failures=summary.failed_tests(log)
+    )
     text = _matrix.format_summary([ok, broke], 5.0).splitlines()
-    assert text[-3:] == ["d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2", "d: ERROR tests/t.py::test_y",
-                         "matrix: 1 of 2 environments FAILED: d (3 passed, 2 failed, 0 skipped in 5s)"], text
+    assert text[-3:] == [
+        "d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2",
+        "d: ERROR tests/t.py::test_y",
+        "matrix: 1 of 2 environments FAILED: d (3 passed, 2 failed, 0 skipped in 5s)",
+    ], text
     many = dataclasses.replace(broke, failures=[f"FAILED t.py::test_{i}" for i in range(7)], log=Path("x/last.log"))
     text = _matrix.format_summary([many], 5.0).splitlines()
     assert text[-3:-1] == ["d: FAILED t.py::test_4", "d: ... and 2 more in x/last.log"], text
     liar = summary.Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
     text = _matrix.format_summary([ok, liar], 5.0)
     assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)
-    assert text.splitlines()[-1] == ("matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; "
-                                     "the reason is in their last.log)")
+    assert text.splitlines()[-1] == (
+        "matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; the reason is in their last.log)"
+    )
 
 
 def test_progress_redraws_one_live_line_on_a_terminal() -> None:
@@ -332,8 +385,10 @@ _E2E_HOSTS = (None, "keras-3.15-jax")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("COMPAT_CLONE_ENV") not in _E2E_HOSTS,
-                    reason="the end-to-end matrix run happens in the default env and in keras-3.15-jax only")
+@pytest.mark.skipif(
+    os.environ.get("COMPAT_CLONE_ENV") not in _E2E_HOSTS,
+    reason="the end-to-end matrix run happens in the default env and in keras-3.15-jax only",
+)
 def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns(".matrix", "__pycache__", ".pytest_cache"))
@@ -344,13 +399,15 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--jobs", "1"]
 
     # The command `--emit github` gives the CI job of this environment, run here.
-    emitted = subprocess.run(cli + ["--emit", "github", "--", "pytest"], cwd=project, env=environ,
-                             capture_output=True, text=True, timeout=120)
+    emitted = subprocess.run(
+        cli + ["--emit", "github", "--", "pytest"], cwd=project, env=environ, capture_output=True, text=True, timeout=120
+    )
     (entry,) = json.loads(emitted.stdout)["include"]
     assert entry["command"] == "compat-clone matrix --env keras3-jax --table matrix.toml -- pytest"
     environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
-    first = subprocess.run(["bash", "-c", entry["command"]], cwd=project, env=environ,
-                           capture_output=True, text=True, timeout=1200)
+    first = subprocess.run(
+        ["bash", "-c", entry["command"]], cwd=project, env=environ, capture_output=True, text=True, timeout=1200
+    )
     log = project / ".matrix" / "keras3-jax" / "last.log"
     detail = first.stdout + first.stderr + (log.read_text() if log.exists() else "")
     assert first.returncode == 0, detail
@@ -358,21 +415,30 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     assert "matrix: all 1 environments passed" in first.stdout
     assert "4 passed" in log.read_text()
     # compat_clone's pytest plugin checked the claim and named the environment
-    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax " \
-        "via keras)" in log.read_text(), log.read_text()
+    assert (
+        "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax "
+        "via keras)" in log.read_text()
+    ), log.read_text()
     assert "compat-clone matrix: keras3-jax loaded keras 3.15.1 on jax via keras" in log.read_text()
 
     # The same environment under a false claim (TensorFlow): the plugin stops it before any test;
     # its status is MISLABELED, the run's exit status 3.
-    liar = subprocess.run(cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"], cwd=project, env=environ,
-                          capture_output=True, text=True, timeout=1200)
+    liar = subprocess.run(
+        cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"],
+        cwd=project,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert liar.returncode == 3, liar.stdout + liar.stderr
     assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+MISLABELED", liar.stdout, re.M), liar.stdout
     assert "environment 'keras3-jax' is not what it claims" in log.read_text()
     assert "`keras` runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
 
     # Same pins: the environment is reused. A command that collects nothing fails.
-    second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,
-                            capture_output=True, text=True, timeout=1200)
+    second = subprocess.run(
+        cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ, capture_output=True, text=True, timeout=1200
+    )
     assert second.returncode == 1, second.stdout + second.stderr
     assert re.search(r"^keras3-jax\s+reused\s+0\s+0\s+0\s+NO TESTS", second.stdout, re.M), second.stdout

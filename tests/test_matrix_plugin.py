@@ -43,21 +43,31 @@ def test_skipped():
 
 def _pytest(folder: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     (folder / "test_user.py").write_text(_TESTS)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],  # no -q: the header
-                          cwd=folder, env=clean_environ(**environ), capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],  # no -q: the header
+        cwd=folder,
+        env=clean_environ(**environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_plugin_is_installed_and_imports_no_framework() -> None:
     # (`entry_points(group=...)` is Python 3.10+: read the distribution's own)
     points = {e.name: e.value for e in metadata.distribution("compat-clone").entry_points if e.group == "pytest11"}
     assert points.get("compat_clone") == "compat_clone_matrix.pytest_plugin"
-    code = ("import sys, compat_clone_matrix.pytest_plugin; "
-            "print(sorted(m for m in ('keras', 'tensorflow', 'tf_keras', 'jax', 'torch') if m in sys.modules))")
+    code = (
+        "import sys, compat_clone_matrix.pytest_plugin; "
+        "print(sorted(m for m in ('keras', 'tensorflow', 'tf_keras', 'jax', 'torch') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_environ(), timeout=120)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
     # pytest loads the plugin in every process: until it is on, it costs its own two modules and nothing more
-    code = ("import sys, pytest; before = set(sys.modules); import compat_clone_matrix.pytest_plugin; "
-            "print(sorted(set(sys.modules) - before))")
+    code = (
+        "import sys, pytest; before = set(sys.modules); import compat_clone_matrix.pytest_plugin; "
+        "print(sorted(set(sys.modules) - before))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_environ(), timeout=120)
     assert done.stdout.strip() == "['compat_clone_matrix', 'compat_clone_matrix.pytest_plugin']", done.stdout + done.stderr
 
@@ -85,8 +95,11 @@ def test_plugin_writes_results_when_asked(tmp_path: Path) -> None:
 def _true_claim() -> Dict[str, str]:
     """This environment's claim: the matrix's, or (default .venv) the Keras 3 it has."""
     if os.environ.get("COMPAT_CLONE_EXPECT_FAMILY"):
-        return {k: os.environ[f"COMPAT_CLONE_EXPECT_{k}"] for k in ("FAMILY", "VERSION", "BACKEND")
-                if os.environ.get(f"COMPAT_CLONE_EXPECT_{k}")}
+        return {
+            k: os.environ[f"COMPAT_CLONE_EXPECT_{k}"]
+            for k in ("FAMILY", "VERSION", "BACKEND")
+            if os.environ.get(f"COMPAT_CLONE_EXPECT_{k}")
+        }
     return {"FAMILY": "keras3", "VERSION": metadata.version("keras"), "BACKEND": "tensorflow"}
 
 
@@ -106,8 +119,7 @@ def _claim_environ(claim: Dict[str, str]) -> Dict[str, str]:
 def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
     claim = _true_claim()
     claim_file = tmp_path / "claim.json"
-    done = _pytest(tmp_path, "-q", COMPAT_CLONE_ENV="here", COMPAT_CLONE_CLAIM_FILE=str(claim_file),
-                   **_claim_environ(claim))
+    done = _pytest(tmp_path, "-q", COMPAT_CLONE_ENV="here", COMPAT_CLONE_CLAIM_FILE=str(claim_file), **_claim_environ(claim))
     assert "1 failed, 1 passed, 1 skipped" in done.stdout, done.stdout + done.stderr
     # -q hides the report header: the proof closes the summary instead
     proof = [line for line in done.stdout.splitlines() if line.startswith("compat-clone matrix env: here (")]
@@ -124,8 +136,14 @@ def test_plugin_checks_the_claim_and_names_the_env(tmp_path: Path) -> None:
 def test_plugin_stops_a_mislabeled_env(tmp_path: Path) -> None:
     claim = dict(_true_claim(), VERSION="0.0")
     claim_file = tmp_path / "claim.json"
-    done = _pytest(tmp_path, "--compat-results", COMPAT_CLONE_ENV="liar", COMPAT_CLONE_CLAIM_FILE=str(claim_file),
-                   COMPAT_CLONE_RESULTS=str(tmp_path / "out"), **_claim_environ(claim))
+    done = _pytest(
+        tmp_path,
+        "--compat-results",
+        COMPAT_CLONE_ENV="liar",
+        COMPAT_CLONE_CLAIM_FILE=str(claim_file),
+        COMPAT_CLONE_RESULTS=str(tmp_path / "out"),
+        **_claim_environ(claim),
+    )
     assert done.returncode == 4, done.stdout + done.stderr
     out = done.stdout + done.stderr
     assert "environment 'liar' is not what it claims" in out and "the table claims version 0.0" in out

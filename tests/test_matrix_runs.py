@@ -49,7 +49,13 @@ def test_stamp_follows_pins_not_runtime_settings() -> None:
 def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)
     assert install.expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib", "-r requirements-test.txt"]) == [
-        "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"), "-r", str(tmp_path / "requirements-test.txt"),
+        "-e",
+        str(tmp_path),
+        "keras==3.15.1",
+        "-e",
+        str(tmp_path / "lib"),
+        "-r",
+        str(tmp_path / "requirements-test.txt"),
     ]
 
 
@@ -64,17 +70,28 @@ def _standin_env(root: Path, env: Any) -> Path:
 
 def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
     return runner.run_one(
-        env, root=root, results=root / "_results", command=command, uv=uv,
-        source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
-        say=lambda name, text: None, **kwargs,
+        env,
+        root=root,
+        results=root / "_results",
+        command=command,
+        uv=uv,
+        source=_matrix.running_compat_clone(),
+        procs=procs.Procs(),
+        timeout=60,
+        rebuild=False,
+        say=lambda name, text: None,
+        **kwargs,
     )
 
 
 def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(one_env_table(
-        install_compat_clone=False, env={"KERAS_BACKEND": "jax"},
-        expect={"family": "keras3", "version": "3.15", "backend": "jax"},
-    ))
+    (env,) = _matrix.parse_table(
+        one_env_table(
+            install_compat_clone=False,
+            env={"KERAS_BACKEND": "jax"},
+            expect={"family": "keras3", "version": "3.15", "backend": "jax"},
+        )
+    )
     env_dir = _standin_env(tmp_path, env)
     script = (
         "import os, sys; "
@@ -130,8 +147,15 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "print('grandchild', p.pid, flush=True); time.sleep(60)"
     )
     out = runner.run_one(
-        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=3, rebuild=False,
+        env,
+        root=tmp_path,
+        results=tmp_path / "_results",
+        command=[sys.executable, "-c", script],
+        uv=["false"],
+        source=_matrix.running_compat_clone(),
+        procs=procs.Procs(),
+        timeout=3,
+        rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -167,9 +191,16 @@ def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
         (project / name).write_text(text)
     said: List[str] = []
     out = runner.run_one(
-        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=_matrix.running_compat_clone(),
+        env,
+        root=tmp_path,
+        results=tmp_path / "_results",
+        uv=["false"],
+        source=_matrix.running_compat_clone(),
         command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
-        procs=procs.Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
+        procs=procs.Procs(),
+        timeout=40,
+        rebuild=False,
+        say=lambda name, text: said.append(text),
     )
     log = (env_dir / "last.log").read_text()
     assert out.status == "TIMEOUT", log
@@ -185,8 +216,15 @@ def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
     env_dir = _standin_env(tmp_path, env)
     (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
     out = runner.run_one(
-        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=2, rebuild=False,
+        env,
+        root=tmp_path,
+        results=tmp_path / "_results",
+        command=[sys.executable, "-c", "import time; time.sleep(60)"],
+        uv=["false"],
+        source=_matrix.running_compat_clone(),
+        procs=procs.Procs(),
+        timeout=2,
+        rebuild=False,
         say=lambda name, text: None,
     )
     log = (env_dir / "last.log").read_text()
@@ -227,11 +265,20 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
     said: List[Any] = []
 
     def second_run() -> None:
-        said.append(runner.run_one(
-            env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=_matrix.running_compat_clone(), procs=procs.Procs(), timeout=60, rebuild=False,
-            say=lambda name, text: said.append(text),
-        ))
+        said.append(
+            runner.run_one(
+                env,
+                root=tmp_path,
+                results=tmp_path / "_results",
+                command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
+                uv=["false"],
+                source=_matrix.running_compat_clone(),
+                procs=procs.Procs(),
+                timeout=60,
+                rebuild=False,
+                say=lambda name, text: said.append(text),
+            )
+        )
 
     with open(tmp_path / ".a.lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

@@ -43,11 +43,7 @@ needs_libcst = pytest.mark.skipif(
 
 
 def _files(root: Path) -> Dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*.py"))
-        if "__pycache__" not in p.parts
-    }
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
 
 
 def run_cli(argv: List[str]) -> int:
@@ -274,5 +270,3 @@ def test_command_line_entry_point(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert "+from compat_clone import clone_model\n" in run.stdout
-
-

@@ -37,16 +37,14 @@ needs_libcst = pytest.mark.skipif(
 SNIPPETS = {
     "hard update anywhere": (
         "def sync(target, source):\n    target.set_weights(source.get_weights())  # hard\n",
-        "import compat_clone\n\n\ndef sync(target, source):\n"
-        "    compat_clone.copy_weights(source, target)  # hard\n",
+        "import compat_clone\n\n\ndef sync(target, source):\n    compat_clone.copy_weights(source, target)  # hard\n",
     ),
     "soft update: comprehension, zip in the other order, factors swapped": (
         "m2.set_weights([t * (1.0 - tau) + s * tau for t, s in zip(m2.get_weights(), m1.get_weights())])\n",
         "import compat_clone\n\ncompat_clone.copy_weights(m1, m2, tau=tau)\n",
     ),
     "soft update: comprehension bound to a name first": (
-        "new = [tau * a + (1 - tau) * b for a, b in zip(src.get_weights(), dst.get_weights())]\n"
-        "dst.set_weights(new)\n",
+        "new = [tau * a + (1 - tau) * b for a, b in zip(src.get_weights(), dst.get_weights())]\ndst.set_weights(new)\n",
         "import compat_clone\n\ncompat_clone.copy_weights(src, dst, tau=tau)\n",
     ),
     "soft update: number literals summing to 1": (
@@ -57,12 +55,10 @@ SNIPPETS = {
     "soft update: index loop, comments kept": (
         "import numpy as np\n# blend\nw = src.get_weights()  # online\ntw = dst.get_weights()\n"
         "for i in range(len(w)):\n    tw[i] = TAU * w[i] + (1 - TAU) * tw[i]\ndst.set_weights(tw)\n",
-        "import numpy as np\nimport compat_clone\n# blend\n# online\n"
-        "compat_clone.copy_weights(src, dst, tau=TAU)\n",
+        "import numpy as np\nimport compat_clone\n# blend\n# online\ncompat_clone.copy_weights(src, dst, tau=TAU)\n",
     ),
     "model_from_json(m.to_json()) then set_weights: one clone": (
-        "from keras.models import model_from_json\nc = model_from_json(m.to_json())\n"
-        "c.set_weights(m.get_weights())\n",
+        "from keras.models import model_from_json\nc = model_from_json(m.to_json())\nc.set_weights(m.get_weights())\n",
         "import compat_clone\nc = compat_clone.clone_model(m, copy_weights=True)\n",
     ),
     "model_from_config with the dict inline, type(m).__name__": (
@@ -75,8 +71,7 @@ SNIPPETS = {
         "import compat_clone\nc = compat_clone.clone_model(m)\n",
     ),
     "config bound the line before goes with the clone": (
-        "from keras.models import Sequential\ndef twin(m):\n    cfg = m.get_config()\n"
-        "    return Sequential.from_config(cfg)\n",
+        "from keras.models import Sequential\ndef twin(m):\n    cfg = m.get_config()\n    return Sequential.from_config(cfg)\n",
         "import compat_clone\ndef twin(m):\n    return compat_clone.clone_model(m)\n",
     ),
     "custom_objects: the clone runs in custom_object_scope": (
@@ -91,35 +86,26 @@ SNIPPETS = {
 
 UNCHANGED = {
     "a helper named clone_model imported from the user's own module": (
-        "from util import clone_model\nfrom agents.util import clone_model as cm\n"
-        "t = clone_model(m)\nu = cm(m)\n"
+        "from util import clone_model\nfrom agents.util import clone_model as cm\nt = clone_model(m)\nu = cm(m)\n"
     ),
-    "set_weights between layers (copy_weights takes models)": (
-        "dense_layer.set_weights(other_layer.get_weights())\n"
-    ),
+    "set_weights between layers (copy_weights takes models)": ("dense_layer.set_weights(other_layer.get_weights())\n"),
     "set_weights of a model onto itself": "m.set_weights(m.get_weights())\n",
     "layer.__class__.from_config (a clone_function clones a layer)": (
         "def f(layer):\n    return layer.__class__.from_config(layer.get_config())\n"
     ),
-    "from_config of the user's own class": (
-        "from mylib import Model\nc = Model.from_config(m.get_config())\n"
-    ),
+    "from_config of the user's own class": ("from mylib import Model\nc = Model.from_config(m.get_config())\n"),
     "tau names a loop variable": (
         "new = []\nfor s, t in zip(a.get_weights(), b.get_weights()):\n"
         "    new.append(s.mean() * s + (1 - s.mean()) * t)\nb.set_weights(new)\n"
     ),
     "a blend of other things": "x.set_weights([a * 2 + b for a, b in zip(x.get_weights(), y.get_weights())])\n",
     "the temporary list is used afterwards": (
-        "new = [tau * a + (1 - tau) * b for a, b in zip(s.get_weights(), t.get_weights())]\n"
-        "t.set_weights(new)\nprint(new)\n"
+        "new = [tau * a + (1 - tau) * b for a, b in zip(s.get_weights(), t.get_weights())]\nt.set_weights(new)\nprint(new)\n"
     ),
     "model_from_json of another model's JSON, kept in a variable used twice": (
-        "from keras.models import model_from_json\nj = m.to_json()\na = model_from_json(j)\n"
-        "b = model_from_json(j)\n"
+        "from keras.models import model_from_json\nj = m.to_json()\na = model_from_json(j)\nb = model_from_json(j)\n"
     ),
-    "deepcopy of something that is not named like a model": (
-        "import copy\nconfig = copy.deepcopy(settings)\n"
-    ),
+    "deepcopy of something that is not named like a model": ("import copy\nconfig = copy.deepcopy(settings)\n"),
     "deepcopy of a plain dict named like a model's": (
         "import copy\ntarget_params = {'tau': 0.01}\nsaved = copy.deepcopy(target_params)\n"
     ),
@@ -212,9 +198,7 @@ def test_notes_say_when_nothing_shows_the_models_alike() -> None:
     )
     result = _migrate.migrate_source(source, "agent.py")
     assert [(r.line, r.note) for r in result.reports] == [(10, True)]
-    assert str(result.reports[0]).startswith(
-        "agent.py:10:9: note: rewritten to `compat_clone.copy_weights(self.model, other)`"
-    )
+    assert str(result.reports[0]).startswith("agent.py:10:9: note: rewritten to `compat_clone.copy_weights(self.model, other)`")
     assert "WeightsMismatchError" in result.reports[0].why
 
 

@@ -96,8 +96,10 @@ def _moved(before: List[Any], model: Any) -> bool:
 def test_dqn_updates_leave_the_same_weights() -> None:
     keras = _keras()
     if not hasattr(keras, "Sequential"):
-        pytest.skip(f"the agent script writes `keras.Sequential`, which keras {keras.__version__} does not export "
-                    "(standalone Keras 2.0: keras.models.Sequential only)")
+        pytest.skip(
+            f"the agent script writes `keras.Sequential`, which keras {keras.__version__} does not export "
+            "(standalone Keras 2.0: keras.models.Sequential only)"
+        )
     old, new = _load("before", "dqn"), _load("after", "dqn")
     rng = np.random.default_rng(0)
     agents = old.DQNAgent(), new.DQNAgent()
@@ -141,9 +143,7 @@ def test_util_clone_helper_keeps_working(tmp_path: Path) -> None:
     def scaled_tanh(x: Any) -> Any:
         return 2 * keras.activations.tanh(x)
 
-    model = keras.models.Sequential(
-        [keras.layers.Dense(3, activation=scaled_tanh, input_shape=(2,)), keras.layers.Dense(1)]
-    )
+    model = keras.models.Sequential([keras.layers.Dense(3, activation=scaled_tanh, input_shape=(2,)), keras.layers.Dense(1)])
     custom = {"scaled_tanh": scaled_tanh}
     clone = new.clone_model(model, custom_objects=custom)
     assert clone is not model and type(clone) is type(model)
@@ -230,9 +230,7 @@ def test_copy_weights_refuses_layers_that_only_line_up_by_order() -> None:
     keras = _keras()
     import compat_clone
 
-    source = keras.models.Sequential(
-        [keras.layers.Dense(4, use_bias=False, input_shape=(4,)), keras.layers.Dense(4)]
-    )
+    source = keras.models.Sequential([keras.layers.Dense(4, use_bias=False, input_shape=(4,)), keras.layers.Dense(4)])
     target = keras.models.Sequential([keras.layers.SimpleRNN(4, input_shape=(2, 4))])
     # kernel (4, 4), kernel (4, 4), bias (4): the RNN's kernel, recurrent kernel, bias
     assert [w.shape for w in source.get_weights()] == [w.shape for w in target.get_weights()]
@@ -255,9 +253,7 @@ def test_soft_update_copies_non_float_variables_exactly() -> None:
 
     class Counted(keras.layers.Layer):  # type: ignore[misc,name-defined]
         def build(self, input_shape: Any) -> None:
-            self.steps = self.add_weight(
-                name="steps", shape=(), dtype="int32", initializer=_int_zeros, trainable=False
-            )
+            self.steps = self.add_weight(name="steps", shape=(), dtype="int32", initializer=_int_zeros, trainable=False)
             self.scale = self.add_weight(name="scale", shape=(), initializer="ones")
             super().build(input_shape)
 
@@ -272,10 +268,7 @@ def test_soft_update_copies_non_float_variables_exactly() -> None:
 
     def put(model: Any, steps: int, scale: float) -> None:  # in `model.weights` order
         model.set_weights(
-            [
-                np.array(steps if "steps" in w.name else scale, v.dtype)
-                for w, v in zip(model.weights, model.get_weights())
-            ]
+            [np.array(steps if "steps" in w.name else scale, v.dtype) for w, v in zip(model.weights, model.get_weights())]
         )
 
     def read(model: Any) -> Tuple[Any, Any]:
@@ -287,9 +280,7 @@ def test_soft_update_copies_non_float_variables_exactly() -> None:
     for target in (old_target, new_target):
         put(target, 0, 1.0)
     tau = 0.5
-    old_target.set_weights(
-        [tau * s + (1 - tau) * t for s, t in zip(source.get_weights(), old_target.get_weights())]
-    )
+    old_target.set_weights([tau * s + (1 - tau) * t for s, t in zip(source.get_weights(), old_target.get_weights())])
     compat_clone.copy_weights(source, new_target, tau=tau)
     old_steps, old_scale = read(old_target)
     new_steps, new_scale = read(new_target)

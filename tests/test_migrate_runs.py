@@ -29,9 +29,7 @@ def _run_script(path: Path, init_globals: Any = None) -> Dict[str, Any]:
 
 def _same_weights(a: Any, b: Any) -> bool:
     wa, wb = a.get_weights(), b.get_weights()
-    return len(wa) == len(wb) and all(
-        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(wa, wb)
-    )
+    return len(wa) == len(wb) and all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(wa, wb))
 
 
 @pytest.mark.keras3
@@ -55,9 +53,7 @@ def test_migrated_notebook_runs() -> None:
         def run_line_magic(self, *args: Any) -> None:
             pass
 
-    g = _run_script(
-        FIXTURES / "notebook" / "after" / "transfer.py", {"get_ipython": lambda: _Shell()}
-    )
+    g = _run_script(FIXTURES / "notebook" / "after" / "transfer.py", {"get_ipython": lambda: _Shell()})
     assert compat_clone.family_of(g["twin"]).family == "keras3"
     assert _same_weights(g["twin"], g["model"])
     assert tuple(g["wide"].output_shape) == (None, 3)
@@ -78,9 +74,7 @@ def test_migrated_tf_script_runs() -> None:
     assert compat_clone.family_of(agent.target).family == family
     assert agent.target is not agent.online
     # copied at clone time, so the soft update mixes equal weights
-    assert all(
-        np.allclose(x, y) for x, y in zip(agent.target.get_weights(), agent.online.get_weights())
-    )
+    assert all(np.allclose(x, y) for x, y in zip(agent.target.get_weights(), agent.online.get_weights()))
     assert _same_weights(snapshot, agent.online)
     assert snapshot.trainable is False
 
@@ -115,11 +109,10 @@ def test_migrated_keras2_script_runs() -> None:
     import compat_clone
 
     if not hasattr(keras.utils, "multi_gpu_model"):
-        pytest.skip(f"keras {keras.__version__} has no keras.utils.multi_gpu_model (2.0.9 brought it): "
-                    "the fixture script imports it")
+        pytest.skip(
+            f"keras {keras.__version__} has no keras.utils.multi_gpu_model (2.0.9 brought it): the fixture script imports it"
+        )
 
     g = _run_script(FIXTURES / "keras2_legacy" / "after" / "train_multi_gpu.py")
     assert compat_clone.family_of(g["ema"]).family == "keras2"
     assert _same_weights(g["ema"], g["model"])
-
-

@@ -50,8 +50,7 @@ SNIPPETS = {
     ),
     "from tensorflow import keras, still used": (
         "from tensorflow import keras\n\nc = keras.models.clone_model(m)\nd = keras.layers.Dense(2)\n",
-        "from tensorflow import keras\nimport compat_clone\n\n"
-        "c = compat_clone.clone_model(m)\nd = keras.layers.Dense(2)\n",
+        "from tensorflow import keras\nimport compat_clone\n\nc = compat_clone.clone_model(m)\nd = keras.layers.Dense(2)\n",
     ),
     "import tf_keras as keras": (
         "import tf_keras as keras\nc = keras.models.clone_model(m)\n",
@@ -71,8 +70,7 @@ SNIPPETS = {
     ),
     "from-import split, comments kept": (
         "from keras.models import (\n    Model,  # the class\n    clone_model  # the function\n)\n",
-        "from keras.models import (\n    Model,  # the class\n)\n"
-        "from compat_clone import clone_model  # the function\n",
+        "from keras.models import (\n    Model,  # the class\n)\nfrom compat_clone import clone_model  # the function\n",
     ),
     "from-import split, clone_model first": (
         "from keras.models import clone_model, Model\n",
@@ -91,18 +89,15 @@ SNIPPETS = {
         "import compat_clone\nc = compat_clone.clone_model(a)\ncompat_clone.copy_weights(b, c)\n",
     ),
     "no fold when not immediately following: a hard update instead": (
-        "import keras\nc = keras.models.clone_model(m)\nc.compile('sgd', 'mse')\n"
-        "c.set_weights(m.get_weights())\n",
-        "import compat_clone\nc = compat_clone.clone_model(m)\nc.compile('sgd', 'mse')\n"
-        "compat_clone.copy_weights(m, c)\n",
+        "import keras\nc = keras.models.clone_model(m)\nc.compile('sgd', 'mse')\nc.set_weights(m.get_weights())\n",
+        "import compat_clone\nc = compat_clone.clone_model(m)\nc.compile('sgd', 'mse')\ncompat_clone.copy_weights(m, c)\n",
     ),
     "no fold with *args: a hard update instead": (
         "import keras\nc = keras.models.clone_model(*args)\nc.set_weights(m.get_weights())\n",
         "import compat_clone\nc = compat_clone.clone_model(*args)\ncompat_clone.copy_weights(m, c)\n",
     ),
     "fold with model= keyword": (
-        "import keras\nc = keras.models.clone_model(model=m, clone_function=f)\n"
-        "c.set_weights(m.get_weights())\n",
+        "import keras\nc = keras.models.clone_model(model=m, clone_function=f)\nc.set_weights(m.get_weights())\n",
         "import compat_clone\nc = compat_clone.clone_model(model=m, clone_function=f, copy_weights=True)\n",
     ),
     "fold onto attributes, on one line": (
@@ -151,8 +146,7 @@ SNIPPETS = {
         "    from compat_clone import clone_model\nc = clone_model(m)\n",
     ),
     "try/except module imports are kept": (
-        "try:\n    import tensorflow.keras as K\nexcept ImportError:\n    import keras as K\n"
-        "c = K.models.clone_model(m)\n",
+        "try:\n    import tensorflow.keras as K\nexcept ImportError:\n    import keras as K\nc = K.models.clone_model(m)\n",
         "try:\n    import tensorflow.keras as K\nexcept ImportError:\n    import keras as K\n"
         "import compat_clone\nc = compat_clone.clone_model(m)\n",
     ),
@@ -172,12 +166,9 @@ SNIPPETS = {
 
 UNCHANGED = {
     "relative imports are the user's own": (
-        "from .models import clone_model\nfrom . import models\nc = clone_model(m)\n"
-        "d = models.clone_model(m)\n"
+        "from .models import clone_model\nfrom . import models\nc = clone_model(m)\nd = models.clone_model(m)\n"
     ),
-    "a method of the user's class": (
-        "class A:\n    def clone_model(self, m):\n        return self.clone_model(m)\n"
-    ),
+    "a method of the user's class": ("class A:\n    def clone_model(self, m):\n        return self.clone_model(m)\n"),
     "already migrated": (
         "import compat_clone\nfrom compat_clone import clone_model\n"
         "c = compat_clone.clone_model(m, copy_weights=True)\nd = clone_model(m)\n"
@@ -208,9 +199,7 @@ def test_snippet_unchanged(name: str) -> None:
 def test_package_init_keeps_imports() -> None:
     source = "from tensorflow import keras\nc = keras.models.clone_model(m)\n"
     result = _migrate.migrate_source(source, "pkg/__init__.py")
-    assert result.migrated.decode() == (
-        "from tensorflow import keras\nimport compat_clone\nc = compat_clone.clone_model(m)\n"
-    )
+    assert result.migrated.decode() == ("from tensorflow import keras\nimport compat_clone\nc = compat_clone.clone_model(m)\n")
 
 
 REPORTED = {
@@ -290,16 +279,11 @@ def test_report(name: str) -> None:
     assert str(report).startswith(f"old.py:{line}:{column}: ")
 
 
-
-
 @needs_libcst
 def test_no_fold_through_an_import_left_alone() -> None:
     # the import is reported, not rewritten: the call still goes to Keras, which has
     # no copy_weights, so the set_weights line is not folded (it is a hard update)
-    source = (
-        "if True: from keras.models import clone_model, Model\n"
-        "c = clone_model(m)\nc.set_weights(m.get_weights())\n"
-    )
+    source = "if True: from keras.models import clone_model, Model\nc = clone_model(m)\nc.set_weights(m.get_weights())\n"
     result = _migrate.migrate_source(source, "old.py")
     assert result.migrated.decode() == (
         "import compat_clone\n\nif True: from keras.models import clone_model, Model\n"

@@ -262,4 +262,3 @@ def _bidirectional_from_config_adds_weights(K: Any) -> bool:
     copy = K.layers.Bidirectional.from_config(layer.get_config())
     copy.build((None, 3, 2))
     return len(copy.weights) != len(layer.weights)
-

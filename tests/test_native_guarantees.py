@@ -208,8 +208,7 @@ def test_copy_weights_with_shared_variables_matches_set_weights(K: Any, tau: flo
     y = K.Input((3,))
     target = K.models.Model(y, c(b(y)))
     rng = np.random.default_rng(3)
-    values = {layer.name: [rng.uniform(-1, 1, np.shape(w)).astype("float32") for w in layer.get_weights()]
-              for layer in (a, b, c)}
+    values = {layer.name: [rng.uniform(-1, 1, np.shape(w)).astype("float32") for w in layer.get_weights()] for layer in (a, b, c)}
 
     def reset() -> None:
         for layer in (a, b, c):

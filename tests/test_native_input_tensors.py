@@ -96,8 +96,7 @@ def _fails_natively(K: Any, case: str) -> Optional[str]:
 # (`clone_function or input_tensors`, `if input_tensors:`), which a single
 # KerasTensor refuses; later releases test `is not None`. Known by its message,
 # so whichever release has it is covered.
-KERAS3_TENSOR_TRUTH = ("Keras 3.0's clone_model takes the truth value of a single input tensor",
-                       "cannot be used as a boolean")
+KERAS3_TENSOR_TRUTH = ("Keras 3.0's clone_model takes the truth value of a single input tensor", "cannot be used as a boolean")
 
 
 def _defect_natively(K: Any, case: str) -> Optional[Tuple[str, Callable[[Any], bool]]]:
@@ -118,8 +117,16 @@ def test_input_tensors(K: Any, case: str) -> None:
     source, given, x = _input_case(K, case)
     rejected = _rejected_natively(K, case)
     bug = KERAS3_TENSOR_TRUTH if family_name(K) == "keras3" and case in ("single", "sequential_single") else None
-    native, compat = side_by_side(K, source, x, native_rejects=rejected, native_fails=_fails_natively(K, case),
-                                  native_bug=bug, native_defect=_defect_natively(K, case), input_tensors=given)
+    native, compat = side_by_side(
+        K,
+        source,
+        x,
+        native_rejects=rejected,
+        native_fails=_fails_natively(K, case),
+        native_bug=bug,
+        native_defect=_defect_natively(K, case),
+        input_tensors=given,
+    )
     if rejected:
         return
     flat = _flatten(given)
@@ -138,7 +145,7 @@ def test_input_tensors_backend_placeholder(K: Any) -> None:
     x_in = K.Input((3,))
     source = K.models.Model(x_in, K.layers.Dense(2)(x_in))
     placeholder = K.backend.placeholder(shape=(None, 3))
-    native, compat = side_by_side(K, source, data((2, 3)), native_defect=_defect_natively(K, "placeholder"),
-                                  input_tensors=placeholder)
+    native, compat = side_by_side(
+        K, source, data((2, 3)), native_defect=_defect_natively(K, "placeholder"), input_tensors=placeholder
+    )
     assert compat.inputs[0] is placeholder or compat.inputs[0].op is placeholder.op
-

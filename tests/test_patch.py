@@ -219,7 +219,10 @@ def test_a_keras_imported_after_patch_is_routed(K: Any) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_FRESH), K.__name__],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-6000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -41,9 +41,7 @@ MAX_LINES = 250
 
 FAMILIES = ("keras2", "tf_keras", "keras3")
 _MARKER = re.compile(r"^<!--\s*readme-test:\s*(?P<spec>.*?)\s*-->$")
-_REQUIREMENT = re.compile(
-    r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~][^ ]*)?)(?:\s+backend=(?P<backend>[a-z]+))?$"
-)
+_REQUIREMENT = re.compile(r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~][^ ]*)?)(?:\s+backend=(?P<backend>[a-z]+))?$")
 _FENCE = re.compile(r"^```(?P<lang>\S*)\s*$")
 _LANGUAGES = {"python", "bash", "console", "text"}
 
@@ -77,7 +75,7 @@ def _blocks(path: Path) -> List[Block]:
             if marker is not None:
                 requirement = marker[1]
                 marker = None
-            blocks.append(Block(i + 1, fence.group("lang"), "\n".join(lines[i + 1:end]) + "\n", requirement))
+            blocks.append(Block(i + 1, fence.group("lang"), "\n".join(lines[i + 1 : end]) + "\n", requirement))
             i = end + 1
             continue
         if stripped and marker is not None:
@@ -131,8 +129,13 @@ def _served_here() -> List[Served]:
         return []
     family = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if family:
-        return [Served(family, os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
-                       os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow")]
+        return [
+            Served(
+                family,
+                os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
+                os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow",
+            )
+        ]
     from importlib import metadata  # the default .venv (Python >= 3.8)
 
     from compat_clone.families.registry import family_for
@@ -184,11 +187,14 @@ def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
     # A relative PYTHONPATH entry (`PYTHONPATH=. pytest`) still means the checkout.
     environ = dict(os.environ)
     if environ.get("PYTHONPATH"):
-        environ["PYTHONPATH"] = os.pathsep.join(
-            os.path.abspath(p) if p else p for p in environ["PYTHONPATH"].split(os.pathsep)
-        )
+        environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p for p in environ["PYTHONPATH"].split(os.pathsep))
     proc = subprocess.run(
-        [sys.executable, "-c", block.code], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=900,
+        [sys.executable, "-c", block.code],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, (
         f"README.md line {block.line}: the block failed (exit {proc.returncode}):\n"
@@ -264,7 +270,7 @@ def test_the_compatibility_table_is_generated(tmp_path: Path) -> None:
     assert report.update_readme(copy, "| feature | `env` |\n|---|:-:|\n| `x` | ✅ ✅ |\n")
     new = copy.read_text(encoding="utf-8")
     assert new[: start + len(report.START_MARKER)] == text[: start + len(report.START_MARKER)]
-    assert new[new.index(report.END_MARKER):] == text[end:]
+    assert new[new.index(report.END_MARKER) :] == text[end:]
     assert "| `x` | ✅ ✅ |" in new
 
 
@@ -292,8 +298,7 @@ _FILE_NAME = re.compile(r"^(?:[\w.]+\.(?:py|toml|typed)|[\w.]+/)$")
 
 def _file_map() -> List[str]:
     """The package paths docs/architecture.md's file map names (files, not folders)."""
-    block = next((b for b in _blocks(DOCS / "architecture.md")
-                  if b.lang == "text" and b.code.startswith("compat_clone/")), None)
+    block = next((b for b in _blocks(DOCS / "architecture.md") if b.lang == "text" and b.code.startswith("compat_clone/")), None)
     assert block is not None, "docs/architecture.md has no ```text block starting with `compat_clone/`"
     stack: List[Tuple[int, str]] = []
     paths: List[str] = []

@@ -204,6 +204,8 @@ def test_threads_soft_update_different_targets(K: Any) -> None:
     run_in_threads(K, threads_n, work, name="soft-update")
     for i in range(threads_n):
         keep = (1.0 - taus[i]) ** rounds
-        want = [s if np.issubdtype(s.dtype, np.integer) else s + keep * (t.astype(np.float64) - s)
-                for s, t in zip_strict(src[i], tgt[i])]
+        want = [
+            s if np.issubdtype(s.dtype, np.integer) else s + keep * (t.astype(np.float64) - s)
+            for s, t in zip_strict(src[i], tgt[i])
+        ]
         assert_blended(weights_np(targets[i]), want)

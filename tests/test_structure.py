@@ -54,30 +54,40 @@ def test_the_package_passes_and_the_known_list_is_current() -> None:
 def test_module_and_function_sizes(tmp_path: Path) -> None:
     docstring = '    """' + "\n".join(["A long docstring."] * 10) + '\n    """\n'
     body80 = "".join(f"    x{i} = {i}\n" for i in range(79))  # def line + 79 = 80 lines
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "big.py": "x = 1\n" * 451,
-        "fits.py": "x = 1\n" * 450,
-        "funcs.py": (
-            "def ok():\n" + docstring + body80
-            + "\n\nclass C:\n    def long(self):\n" + "".join(f"        y{i} = {i}\n" for i in range(80))
-        ),
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "big.py": "x = 1\n" * 451,
+            "fits.py": "x = 1\n" * 450,
+            "funcs.py": (
+                "def ok():\n"
+                + docstring
+                + body80
+                + "\n\nclass C:\n    def long(self):\n"
+                + "".join(f"        y{i} = {i}\n" for i in range(80))
+            ),
+        },
+    )
     found = {v.key: v for v in check.check(src)}
     assert sorted(found) == ["function compat_clone/funcs.py:C.long", "module compat_clone/big.py"]
     assert str(found["module compat_clone/big.py"]) == "compat_clone/big.py:1: module has 451 lines (at most 450)"
     assert str(found["function compat_clone/funcs.py:C.long"]).startswith(
-        "compat_clone/funcs.py:95: function C.long has 81 lines without its docstring")
+        "compat_clone/funcs.py:95: function C.long has 81 lines without its docstring"
+    )
 
 
 def test_cycles_count_type_checking_and_function_level_imports(tmp_path: Path) -> None:
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from compat_clone.b import B\n",
-        "b.py": "def f():\n    from compat_clone import a\n    return a\n",
-        "c.py": "import compat_clone.d\n",
-        "d.py": "x = 1\n",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from compat_clone.b import B\n",
+            "b.py": "def f():\n    from compat_clone import a\n    return a\n",
+            "c.py": "import compat_clone.d\n",
+            "d.py": "x = 1\n",
+        },
+    )
     violations = check.check(src)
     assert [v.key for v in violations] == ["cycle compat_clone.a compat_clone.b"]
     text = str(violations[0])
@@ -91,41 +101,51 @@ def test_a_package_and_its_children(tmp_path: Path) -> None:
     # *through the package* (`from compat_clone.pkg import sibling`) reads the
     # package's namespace and counts too, closing a circle. `import a.b.c`
     # does not count the parents Python imports on the way.
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "pkg/__init__.py": "from compat_clone.pkg.child import f\n",
-        "pkg/child.py": "from compat_clone.pkg import sibling\ndef f():\n    return sibling\n",
-        "pkg/sibling.py": "x = 1\n",
-        "other/__init__.py": "from compat_clone.other.leaf import y\n",
-        "other/leaf.py": "import compat_clone.other.twig\ny = 1\n",
-        "other/twig.py": "from .leaf2 import z\n",
-        "other/leaf2.py": "z = 1\n",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "pkg/__init__.py": "from compat_clone.pkg.child import f\n",
+            "pkg/child.py": "from compat_clone.pkg import sibling\ndef f():\n    return sibling\n",
+            "pkg/sibling.py": "x = 1\n",
+            "other/__init__.py": "from compat_clone.other.leaf import y\n",
+            "other/leaf.py": "import compat_clone.other.twig\ny = 1\n",
+            "other/twig.py": "from .leaf2 import z\n",
+            "other/leaf2.py": "z = 1\n",
+        },
+    )
     assert _keys(src) == ["cycle compat_clone.pkg compat_clone.pkg.child"]
 
 
 def test_the_package_init_imports_nothing_from_tools(tmp_path: Path) -> None:
-    src = _package(tmp_path, {
-        "__init__.py": "def __getattr__(name):\n    from .tools.matrix.sessions import nox_sessions\n    return nox_sessions\n",
-        "tools/__init__.py": "",
-        "tools/matrix/__init__.py": "",
-        "tools/matrix/sessions.py": "def nox_sessions():\n    pass\n",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "def __getattr__(name):\n    from .tools.matrix.sessions import nox_sessions\n    return nox_sessions\n",
+            "tools/__init__.py": "",
+            "tools/matrix/__init__.py": "",
+            "tools/matrix/sessions.py": "def nox_sessions():\n    pass\n",
+        },
+    )
     violations = check.check(src)
     assert [str(v) for v in violations] == [
         "compat_clone/__init__.py:2: the package's __init__ imports compat_clone.tools.matrix.sessions "
-        "(it may import nothing from compat_clone.tools)"]
+        "(it may import nothing from compat_clone.tools)"
+    ]
 
 
 def test_the_library_imports_nothing_from_the_matrix(tmp_path: Path) -> None:
     # The matrix is a product of its own beside the library: the tools (and
     # __main__) may use it, the library may not; its modules are checked too.
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "api.py": "def f():\n    from compat_clone_matrix import table\n    return table\n",
-        "tools/__init__.py": "",
-        "tools/matrix.py": "from compat_clone_matrix.table import load_table\n",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "api.py": "def f():\n    from compat_clone_matrix import table\n    return table\n",
+            "tools/__init__.py": "",
+            "tools/matrix.py": "from compat_clone_matrix.table import load_table\n",
+        },
+    )
     matrix = src / "compat_clone_matrix"
     matrix.mkdir()
     (matrix / "__init__.py").write_text("")
@@ -138,7 +158,8 @@ def test_the_library_imports_nothing_from_the_matrix(tmp_path: Path) -> None:
         "compat_clone/api.py:2: a library module imports compat_clone_matrix.table (the library imports nothing from "
         "compat_clone_matrix)",
         "compat_clone_matrix/table.py:1: imports _Procs, private to compat_clone_matrix.procs (import names from a "
-        "module's __all__)"]
+        "module's __all__)",
+    ]
 
 
 def test_known_entries_and_stale_ones(tmp_path: Path) -> None:
@@ -152,20 +173,25 @@ def test_known_entries_and_stale_ones(tmp_path: Path) -> None:
 def test_the_library_imports_nothing_from_tools(tmp_path: Path) -> None:
     # __main__ (the door to the tools' command line) is a tool; the package
     # __init__ is rule 4's (reported once, by it); lazy imports count.
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "__main__.py": "from compat_clone.tools.cli import main\n",
-        "errors.py": "",
-        "api.py": "import compat_clone.errors\ndef f():\n    from .tools.cli import main\n    return main\n",
-        "weights.py": "from compat_clone import errors\n",
-        "tools/__init__.py": "",
-        "tools/cli.py": "from compat_clone.errors import Error\nfrom compat_clone.tools import doctor\n",
-        "tools/doctor.py": "",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "__main__.py": "from compat_clone.tools.cli import main\n",
+            "errors.py": "",
+            "api.py": "import compat_clone.errors\ndef f():\n    from .tools.cli import main\n    return main\n",
+            "weights.py": "from compat_clone import errors\n",
+            "tools/__init__.py": "",
+            "tools/cli.py": "from compat_clone.errors import Error\nfrom compat_clone.tools import doctor\n",
+            "tools/doctor.py": "",
+        },
+    )
     violations = check.check(src)
     assert [v.key for v in violations] == ["library-imports-tools compat_clone/api.py:compat_clone.tools.cli"]
-    assert str(violations[0]) == ("compat_clone/api.py:3: a library module imports compat_clone.tools.cli "
-                                  "(the library imports nothing from compat_clone.tools)")
+    assert str(violations[0]) == (
+        "compat_clone/api.py:3: a library module imports compat_clone.tools.cli "
+        "(the library imports nothing from compat_clone.tools)"
+    )
 
 
 def test_private_names_across_modules(tmp_path: Path) -> None:
@@ -175,23 +201,26 @@ def test_private_names_across_modules(tmp_path: Path) -> None:
     # a dunder, a name outside the package, a module importing its own name
     # back through a re-export (that cycle is rule 3's). A public name that a
     # module re-binds under a private alias is that module's private name.
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "_private_mod.py": "x = 1\n",
-        "core.py": (
-            "__version__ = '1'\n_CONST = 1\n"
-            "def _helper():\n    from compat_clone.shim import _helper as again\n    return again\n"
-            "def public():\n    from compat_clone import _private_mod\n    from os import _exit\n    return _private_mod, _exit\n"
-        ),
-        "shim.py": "from compat_clone.core import _helper, public\n",
-        "lazy.py": (
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from compat_clone.core import _CONST\n"
-            "def f():\n    from .core import _CONST\n    return _CONST\n"
-        ),
-        "user.py": "from compat_clone.shim import _helper\nfrom compat_clone.core import __version__, public\n",
-        "alias.py": "from compat_clone.core import public as _public\n",
-        "user2.py": "from compat_clone.alias import _public\n",
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "_private_mod.py": "x = 1\n",
+            "core.py": (
+                "__version__ = '1'\n_CONST = 1\n"
+                "def _helper():\n    from compat_clone.shim import _helper as again\n    return again\n"
+                "def public():\n    from compat_clone import _private_mod\n    from os import _exit\n    return _private_mod, _exit\n"
+            ),
+            "shim.py": "from compat_clone.core import _helper, public\n",
+            "lazy.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from compat_clone.core import _CONST\n"
+                "def f():\n    from .core import _CONST\n    return _CONST\n"
+            ),
+            "user.py": "from compat_clone.shim import _helper\nfrom compat_clone.core import __version__, public\n",
+            "alias.py": "from compat_clone.core import public as _public\n",
+            "user2.py": "from compat_clone.alias import _public\n",
+        },
+    )
     found = [str(v) for v in check.check(src) if v.key.startswith("private-name")]
     tail = " (import names from a module's __all__)"
     assert found == [
@@ -201,8 +230,11 @@ def test_private_names_across_modules(tmp_path: Path) -> None:
         "compat_clone/user2.py:1: imports _public, private to compat_clone.alias" + tail,  # its own alias
     ]
     assert [v.key for v in check.check(src) if v.key.startswith("private-name")] == [
-        "private-name compat_clone/lazy.py:_CONST", "private-name compat_clone/shim.py:_helper",
-        "private-name compat_clone/user.py:_helper", "private-name compat_clone/user2.py:_public"]
+        "private-name compat_clone/lazy.py:_CONST",
+        "private-name compat_clone/shim.py:_helper",
+        "private-name compat_clone/user.py:_helper",
+        "private-name compat_clone/user2.py:_public",
+    ]
 
 
 def test_family_compares_outside_families(tmp_path: Path) -> None:
@@ -210,26 +242,29 @@ def test_family_compares_outside_families(tmp_path: Path) -> None:
     # attribute), either side, at top level; a second identical compare in
     # one function gets #2. Not found: in families/, a package compare (an
     # operand named `package` or `root`; a tuple holding "keras"), a dict key.
-    src = _package(tmp_path, {
-        "__init__.py": "",
-        "_dispatch.py": "KERAS2 = 'keras2'\nTITLES = {'keras2': 'standalone Keras'}\n",
-        "families/__init__.py": "",
-        "families/keras3.py": "def f(family):\n    return family == 'keras3'\n",
-        "placement.py": (
-            "from compat_clone import _dispatch\n"
-            "from compat_clone._dispatch import KERAS2\n"
-            "NEW = _dispatch.TITLES.get('keras2') != 'tf_keras'\n"
-            "class Pick:\n"
-            "    def backend(self, info, family, package, root):\n"
-            "        if info.family in ('keras2', 'tf_keras'):\n"
-            "            return 1\n"
-            "        if family == _dispatch.KERAS2 or 'keras3' == family:\n"
-            "            return 2\n"
-            "        if package == 'tf_keras' or info.root in ('keras', 'tf_keras', 'tensorflow'):\n"
-            "            return 3\n"
-            "        return 4 if family != KERAS2 and family != KERAS2 else 0\n"
-        ),
-    })
+    src = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "_dispatch.py": "KERAS2 = 'keras2'\nTITLES = {'keras2': 'standalone Keras'}\n",
+            "families/__init__.py": "",
+            "families/keras3.py": "def f(family):\n    return family == 'keras3'\n",
+            "placement.py": (
+                "from compat_clone import _dispatch\n"
+                "from compat_clone._dispatch import KERAS2\n"
+                "NEW = _dispatch.TITLES.get('keras2') != 'tf_keras'\n"
+                "class Pick:\n"
+                "    def backend(self, info, family, package, root):\n"
+                "        if info.family in ('keras2', 'tf_keras'):\n"
+                "            return 1\n"
+                "        if family == _dispatch.KERAS2 or 'keras3' == family:\n"
+                "            return 2\n"
+                "        if package == 'tf_keras' or info.root in ('keras', 'tf_keras', 'tensorflow'):\n"
+                "            return 3\n"
+                "        return 4 if family != KERAS2 and family != KERAS2 else 0\n"
+            ),
+        },
+    )
     violations = check.check(src)
     head = "family-compare compat_clone/placement.py:"
     assert [v.key for v in violations] == [
@@ -242,7 +277,8 @@ def test_family_compares_outside_families(tmp_path: Path) -> None:
     ]
     assert [v.where for v in violations] == ["compat_clone/placement.py:" + n for n in ["3", "6", "8", "8", "12", "12"]]
     assert str(violations[1]).endswith(
-        "compares a family name: info.family in ('keras2', 'tf_keras') (only compat_clone.families compares family names)")
+        "compares a family name: info.family in ('keras2', 'tf_keras') (only compat_clone.families compares family names)"
+    )
 
 
 def test_test_module_sizes(tmp_path: Path) -> None:
@@ -255,8 +291,10 @@ def test_test_module_sizes(tmp_path: Path) -> None:
     (tests / "test_big.py").write_text("x = 1\n" * 451, encoding="utf-8")
     (tests / "helpers.py").write_text("x = 1\n" * 450, encoding="utf-8")
     (tests / "support" / "builders.py").write_text("x = 1\n" * 452, encoding="utf-8")
-    assert [str(v) for v in check.check(src)] == ["tests/support/builders.py:1: module has 452 lines (at most 450)",
-                                                  "tests/test_big.py:1: module has 451 lines (at most 450)"]
+    assert [str(v) for v in check.check(src)] == [
+        "tests/support/builders.py:1: module has 452 lines (at most 450)",
+        "tests/test_big.py:1: module has 451 lines (at most 450)",
+    ]
     assert _keys(src) == ["module tests/support/builders.py", "module tests/test_big.py"]
 
 
@@ -270,15 +308,17 @@ def test_test_function_sizes(tmp_path: Path) -> None:
     (tests / "test_ok.py").write_text("def test_fits():\n" + docstring + body, encoding="utf-8")
     (tests / "test_long.py").write_text("def test_long():\n" + body + "    y = 1\n", encoding="utf-8")
     (tests / "support" / "draw.py").write_text(
-        "class Draft:\n    def choices(self):\n" + "".join(f"        y{i} = {i}\n" for i in range(80)),
-        encoding="utf-8")
+        "class Draft:\n    def choices(self):\n" + "".join(f"        y{i} = {i}\n" for i in range(80)), encoding="utf-8"
+    )
     (tests / "sample_project" / "app.py").write_text("def data():\n" + body * 2, encoding="utf-8")
     found = {v.key: str(v) for v in check.check(src)}
     assert sorted(found) == ["function tests/support/draw.py:Draft.choices", "function tests/test_long.py:test_long"]
     assert found["function tests/test_long.py:test_long"] == (
-        "tests/test_long.py:1: function test_long has 81 lines without its docstring (at most 80)")
-    assert found["function tests/support/draw.py:Draft.choices"].startswith("tests/support/draw.py:2: function "
-                                                                            "Draft.choices has 81 lines")
+        "tests/test_long.py:1: function test_long has 81 lines without its docstring (at most 80)"
+    )
+    assert found["function tests/support/draw.py:Draft.choices"].startswith(
+        "tests/support/draw.py:2: function Draft.choices has 81 lines"
+    )
 
 
 def test_known_entries_of_the_seam_rules_go_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -308,21 +348,26 @@ def test_known_entries_of_the_seam_rules_go_stale(tmp_path: Path, monkeypatch: p
     (tmp_path / "tests" / "test_big.py").write_text("x = 1\n", encoding="utf-8")
     new, still, gone = check.report(check.check(src), known)
     assert new == [] and still == []
-    assert gone == [f"KNOWN lists {key!r} (a later step), which is fixed: remove it from dev/structure_check.py"
-                    for key in known]
+    assert gone == [f"KNOWN lists {key!r} (a later step), which is fixed: remove it from dev/structure_check.py" for key in known]
     assert check.main(["--src", str(src)]) == 1
 
 
 def _run(src: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(src), "--strict"],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "dev" / "structure_check.py"), "--src", str(src), "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_command_line(tmp_path: Path) -> None:
     done = _run(_package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451}))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stdout.splitlines() == ["compat_clone/big.py:1: module has 451 lines (at most 450)",
-                                        "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries"]
+    assert done.stdout.splitlines() == [
+        "compat_clone/big.py:1: module has 451 lines (at most 450)",
+        "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries",
+    ]
     done = _run(_package(tmp_path / "clean", {"__init__.py": ""}))
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -369,5 +414,7 @@ def test_tests_and_bench_reach_privates_only_through_the_seam(tmp_path: Path) ->
     assert found == []  # `import compat_clone.api` names a public module
     # A private module is reported once per file, where it is first imported.
     messages = sorted(str(v) for v in check.check(src) if v.where == "bench/case.py:2")
-    assert messages == ["bench/case.py:2: imports the private module compat_clone._walk (tests and bench reach "
-                        "privates only through tests/support/internals.py)"]
+    assert messages == [
+        "bench/case.py:2: imports the private module compat_clone._walk (tests and bench reach "
+        "privates only through tests/support/internals.py)"
+    ]

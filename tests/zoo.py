@@ -42,8 +42,7 @@ from features import predict as _predict
 from model_state import snapshot
 from zoo_registry import ASPECTS, CASES, Case, Outcome
 
-__all__ = ["ASPECTS", "CASES", "Case", "SideResult", "layer_tree", "trainable_signature", "outputs", "run_side",
-           "side_context"]
+__all__ = ["ASPECTS", "CASES", "Case", "SideResult", "layer_tree", "trainable_signature", "outputs", "run_side", "side_context"]
 
 
 # -- the judge -----------------------------------------------------------------------
@@ -105,8 +104,7 @@ def trainable_signature(model: Any) -> Dict[str, Any]:
         "model": bool(model.trainable),
         "layers": [(path, flag) for path, _, flag in layer_tree(model)],
         "trainable_weights": [(_short_name(v), tuple(int(d) for d in v.shape)) for v in model.trainable_weights],
-        "non_trainable_weights": [(_short_name(v), tuple(int(d) for d in v.shape))
-                                  for v in model.non_trainable_weights],
+        "non_trainable_weights": [(_short_name(v), tuple(int(d) for d in v.shape)) for v in model.non_trainable_weights],
     }
 
 
@@ -145,8 +143,7 @@ def _check_class(model: Any, clones: List[Any]) -> None:
     inner = [(path, cls) for path, cls, _ in layer_tree(model)]
     for label, c in zip(("clone", "clone(copy_weights=True)"), clones):
         assert type(c) is type(model), (
-            f"{label} is a {type(c).__module__}.{type(c).__name__}, the source a "
-            f"{type(model).__module__}.{type(model).__name__}"
+            f"{label} is a {type(c).__module__}.{type(c).__name__}, the source a {type(model).__module__}.{type(model).__name__}"
         )
         got = [(path, cls) for path, cls, _ in layer_tree(c)]
         assert len(got) == len(inner), f"{label} has {len(got)} layers at every depth, the source {len(inner)}"
@@ -172,8 +169,13 @@ def _check_outputs(case: Case, model: Any, clones: List[Any], x: Any) -> None:
                 f"{label}, output {i}: {v.dtype}{list(v.shape)}, the source {u.dtype}{list(u.shape)}"
             )
     for i, (u, v) in enumerate(zip(expected, weighted)):
-        np.testing.assert_allclose(v.astype("float64"), u.astype("float64"), rtol=case.rtol, atol=case.atol,
-                                   err_msg=f"clone(copy_weights=True), output {i}")
+        np.testing.assert_allclose(
+            v.astype("float64"),
+            u.astype("float64"),
+            rtol=case.rtol,
+            atol=case.atol,
+            err_msg=f"clone(copy_weights=True), output {i}",
+        )
 
 
 def _check_source(model: Any, clones: List[Any], before: Dict[str, Any], tree: List[Any]) -> None:
@@ -192,8 +194,9 @@ def _check_source(model: Any, clones: List[Any], before: Dict[str, Any], tree: L
     assert layer_tree(model) == tree, "the source's sub-layer trainable flags changed"
 
 
-def run_side(case: Case, K: Any, clone: Callable[..., Any], source: Optional[Tuple[Any, Any]] = None, *,
-             weights_by_set: bool = False) -> Tuple[SideResult, Tuple[Any, Any]]:
+def run_side(
+    case: Case, K: Any, clone: Callable[..., Any], source: Optional[Tuple[Any, Any]] = None, *, weights_by_set: bool = False
+) -> Tuple[SideResult, Tuple[Any, Any]]:
     """Clones the case's model with `clone` (without and with weights) and judges every aspect.
 
     `source` is a ``(model, inputs)`` pair to reuse (built by the other side

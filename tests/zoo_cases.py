@@ -17,17 +17,23 @@ from zoo_registry import case, every_aspect, keras2, keras3, keras3_before, kera
 # The native clone of Keras 2 (tf.keras, tf_keras, standalone) and of Keras 3.0
 # (3.2 keeps it; 3.1 not run) rebuilds a frozen nested model trainable (the
 # `trainable_false` feature); tf.keras and tf_keras also one in TimeDistributed.
-_NESTED_UNFROZEN = {"trainable": ("the native clone unfreezes a frozen nested model",
-                                  lambda K: not keras3(K) or keras3_before("3.2")(K))}
+_NESTED_UNFROZEN = {
+    "trainable": ("the native clone unfreezes a frozen nested model", lambda K: not keras3(K) or keras3_before("3.2")(K))
+}
 # (trainable: _NESTED_UNFROZEN's, which holds in standalone Keras 2 already)
-_APP_UNREGISTERED = every_aspect("keras2-app-unregistered: 2.0-2.1 MobileNet's relu6 is not registered: the clone raises",
-                                 native_bug("keras2-app-unregistered"))
-_TD_OUTPUT_LIST = ("keras3-functional-output-list: the rebuilt nested model returns a list; the clone raises",
-                   native_bug("keras3-functional-output-list"))
+_APP_UNREGISTERED = every_aspect(
+    "keras2-app-unregistered: 2.0-2.1 MobileNet's relu6 is not registered: the clone raises",
+    native_bug("keras2-app-unregistered"),
+)
+_TD_OUTPUT_LIST = (
+    "keras3-functional-output-list: the rebuilt nested model returns a list; the clone raises",
+    native_bug("keras3-functional-output-list"),
+)
 _TD_NESTED_UNFROZEN = {
-    "trainable": ("tf.keras / tf_keras clone a frozen TimeDistributed(model) trainable; "
-                  "keras3-functional-output-list: the clone raises",
-                  lambda K: tf_keras(K) or native_bug("keras3-functional-output-list")(K)),
+    "trainable": (
+        "tf.keras / tf_keras clone a frozen TimeDistributed(model) trainable; keras3-functional-output-list: the clone raises",
+        lambda K: tf_keras(K) or native_bug("keras3-functional-output-list")(K),
+    ),
     "class": _TD_OUTPUT_LIST,
     "outputs": _TD_OUTPUT_LIST,
     "source": _TD_OUTPUT_LIST,
@@ -85,8 +91,11 @@ _JAX_COMPILES = {"jax": "a MobileNet costs 40-80 s of XLA compiles on JAX CPU; i
 # variable as graph ops, twice per case (native and ours): 80-270 s per MobileNet case on a busy 2-core machine.
 # The default run clones both in keras-2.3.1 (its TF1 graph code path on TF 2.15); the -tf1 environments of
 # make test-wide run them too.
-_SLOW_APPS = {**_JAX_COMPILES, "tf1": "a MobileNet costs 80-270 s of TF1 graph building per case on TensorFlow 1.15; "
-                                      "standalone Keras 2 clones it in keras-2.3.1"}
+_SLOW_APPS = {
+    **_JAX_COMPILES,
+    "tf1": "a MobileNet costs 80-270 s of TF1 graph building per case on TensorFlow 1.15; "
+    "standalone Keras 2 clones it in keras-2.3.1",
+}
 
 
 @case("keras.applications MobileNetV2 (alpha 0.35, 32x32, weights=None)", too_slow_on=_SLOW_APPS)
@@ -99,11 +108,13 @@ def app_mobilenet_v2(K: Any) -> Tuple[Any, Any]:
     return model, floats((2, 32, 32, 3))
 
 
-@case("keras.applications MobileNet (alpha 0.25, include_top=False) frozen under a trainable head: "
-      "transfer learning", native_fails={**_APP_UNREGISTERED, **_NESTED_UNFROZEN}, too_slow_on=_SLOW_APPS)
+@case(
+    "keras.applications MobileNet (alpha 0.25, include_top=False) frozen under a trainable head: transfer learning",
+    native_fails={**_APP_UNREGISTERED, **_NESTED_UNFROZEN},
+    too_slow_on=_SLOW_APPS,
+)
 def frozen_app_backbone(K: Any) -> Tuple[Any, Any]:
-    base = _applications(K).MobileNet(input_shape=(32, 32, 3), alpha=0.25, include_top=False, weights=None,
-                                      pooling="avg")
+    base = _applications(K).MobileNet(input_shape=(32, 32, 3), alpha=0.25, include_top=False, weights=None, pooling="avg")
     base.trainable = False
     x = K.Input((32, 32, 3))
     h = K.layers.Dropout(0.2)(_call_frozen(K, base, x))
@@ -114,9 +125,15 @@ def frozen_app_backbone(K: Any) -> Tuple[Any, Any]:
 # Keras 3's Normalization caches its mean and variance when built: the native
 # clone is built before `set_weights`, so it keeps normalizing with 0 and 1
 # (on torch the cache is a view of the variables, and follows them).
-@case("preprocessing inside the model: Rescaling, then a Normalization adapted to data",
-      native_fails={"outputs": ("Keras 3 Normalization keeps the statistics it cached before set_weights",
-                                lambda K: keras3(K) and backend_name(K) != "torch")})
+@case(
+    "preprocessing inside the model: Rescaling, then a Normalization adapted to data",
+    native_fails={
+        "outputs": (
+            "Keras 3 Normalization keeps the statistics it cached before set_weights",
+            lambda K: keras3(K) and backend_name(K) != "torch",
+        )
+    },
+)
 def adapted_normalization(K: Any) -> Tuple[Any, Any]:
     norm_cls = _require_layer(K, "Normalization")
     norm = norm_cls(name="normalize")
@@ -142,11 +159,14 @@ def transformer_block(K: Any) -> Tuple[Any, Any]:
     return K.models.Model(x, out, name="transformer_block"), floats((2, 6, 8))
 
 
-@case("seq2seq: LSTM encoder states into the decoder's initial_state=, masked embeddings",
-      # keras 2.1-2.2.4 (known issue keras2-rnn-state-twice): the native clone
-      # fails on the decoder's `initial_state=` (see test_native_behaviours).
-      native_fails=every_aspect("keras2-rnn-state-twice: clone_model fails on `initial_state=`",
-                                native_bug("keras2-rnn-state-twice")))
+@case(
+    "seq2seq: LSTM encoder states into the decoder's initial_state=, masked embeddings",
+    # keras 2.1-2.2.4 (known issue keras2-rnn-state-twice): the native clone
+    # fails on the decoder's `initial_state=` (see test_native_behaviours).
+    native_fails=every_aspect(
+        "keras2-rnn-state-twice: clone_model fails on `initial_state=`", native_bug("keras2-rnn-state-twice")
+    ),
+)
 def seq2seq_lstm_states(K: Any) -> Tuple[Any, Any]:
     enc_in = K.Input((5,), dtype="int32", name="source_tokens")
     dec_in = K.Input((4,), dtype="int32", name="target_tokens")
@@ -203,8 +223,12 @@ def mixed_float16(K: Any) -> Iterator[None]:
         mp.set_global_policy(previous)
 
 
-@case("mixed precision (global policy mixed_float16): float16 hidden output, float32 head",
-      context=mixed_float16, rtol=1e-3, atol=1e-3)
+@case(
+    "mixed precision (global policy mixed_float16): float16 hidden output, float32 head",
+    context=mixed_float16,
+    rtol=1e-3,
+    atol=1e-3,
+)
 def mixed_precision(K: Any) -> Tuple[Any, Any]:
     x = K.Input((8,), name="features")
     h = K.layers.Dense(16, activation="relu", name="hidden")(x)
@@ -216,9 +240,10 @@ def mixed_precision(K: Any) -> Tuple[Any, Any]:
 
 # The native clone rebuilds MultiHeadAttention frozen, but the sub-layers it
 # creates when built (query/key/value/output EinsumDense) trainable.
-@case("frozen MultiHeadAttention called with attention_mask= (a tensor keyword argument)",
-      native_fails={"trainable": ("MultiHeadAttention's sub-layers come back trainable",
-                                  lambda K: not keras2(K))})
+@case(
+    "frozen MultiHeadAttention called with attention_mask= (a tensor keyword argument)",
+    native_fails={"trainable": ("MultiHeadAttention's sub-layers come back trainable", lambda K: not keras2(K))},
+)
 def frozen_mha(K: Any) -> Tuple[Any, Any]:
     mha = _require_layer(K, "MultiHeadAttention")(num_heads=2, key_dim=4, name="frozen_attention")
     x = K.Input((6, 8), name="sequence")
@@ -235,8 +260,9 @@ def frozen_mha(K: Any) -> Tuple[Any, Any]:
 @case("nested models: one frozen whole, one with a frozen layer inside", native_fails=_NESTED_UNFROZEN)
 def frozen_nested_models(K: Any) -> Tuple[Any, Any]:
     a = K.Input((6,))
-    frozen = K.models.Model(a, K.layers.Dense(6, name="f2")(K.layers.Dense(6, activation="relu", name="f1")(a)),
-                            name="frozen_block")
+    frozen = K.models.Model(
+        a, K.layers.Dense(6, name="f2")(K.layers.Dense(6, activation="relu", name="f1")(a)), name="frozen_block"
+    )
     frozen.trainable = False
     b = K.Input((6,))
     inner_frozen = K.layers.Dense(6, name="p1")
@@ -247,12 +273,12 @@ def frozen_nested_models(K: Any) -> Tuple[Any, Any]:
     return K.models.Model(x, K.layers.Dense(2, name="head")(h), name="frozen_nested"), floats((3, 6))
 
 
-@case("frozen TimeDistributed(<nested model>): a per-frame encoder, frozen as a whole",
-      native_fails=_TD_NESTED_UNFROZEN)
+@case("frozen TimeDistributed(<nested model>): a per-frame encoder, frozen as a whole", native_fails=_TD_NESTED_UNFROZEN)
 def frozen_timedistributed_model(K: Any) -> Tuple[Any, Any]:
     f = K.Input((4,))
-    frame = K.models.Model(f, K.layers.Dense(5, name="e2")(K.layers.Dense(5, activation="relu", name="e1")(f)),
-                           name="frame_encoder")
+    frame = K.models.Model(
+        f, K.layers.Dense(5, name="e2")(K.layers.Dense(5, activation="relu", name="e1")(f)), name="frame_encoder"
+    )
     td = K.layers.TimeDistributed(frame, name="per_frame")
     x = K.Input((3, 4), name="frames")
     try:
@@ -269,8 +295,7 @@ def frozen_timedistributed_model(K: Any) -> Tuple[Any, Any]:
 _HUB_CLASS = ("the native clone rebuilds a keras_hub model as a plain Functional", keras3)
 # On JAX the zoo keeps BERT, GPT-2 and the ResNet classifier (backbones and a
 # task per modality); each further backbone is 10-25 s of XLA compiles there.
-_JAX_HUB = {"jax": "each further keras_hub backbone costs 10-25 s of XLA compiles on JAX CPU; "
-                   "it runs on TensorFlow and torch"}
+_JAX_HUB = {"jax": "each further keras_hub backbone costs 10-25 s of XLA compiles on JAX CPU; it runs on TensorFlow and torch"}
 _TEXT_LEN = 8
 
 
@@ -283,16 +308,23 @@ def _text_inputs(segments: bool = False) -> Dict[str, np.ndarray]:
 
 
 def _bert(hub: Any) -> Any:
-    return hub.models.BertBackbone(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
-                                   intermediate_dim=32, max_sequence_length=16)
+    return hub.models.BertBackbone(
+        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=16
+    )
 
 
 def _resnet(hub: Any) -> Any:
     # ResNetBackbone requires 64 filters in its first stack (and its stem).
-    return hub.models.ResNetBackbone(input_conv_filters=[64], input_conv_kernel_sizes=[3],
-                                     stackwise_num_filters=[64, 16], stackwise_num_blocks=[1, 1],
-                                     stackwise_num_strides=[1, 2], block_type="basic_block",
-                                     use_pre_activation=False, image_shape=(32, 32, 3))
+    return hub.models.ResNetBackbone(
+        input_conv_filters=[64],
+        input_conv_kernel_sizes=[3],
+        stackwise_num_filters=[64, 16],
+        stackwise_num_blocks=[1, 1],
+        stackwise_num_strides=[1, 2],
+        block_type="basic_block",
+        use_pre_activation=False,
+        image_shape=(32, 32, 3),
+    )
 
 
 @case("keras_hub BertBackbone (2 layers, hidden 16)", native_fails={"class": _HUB_CLASS})
@@ -303,49 +335,54 @@ def hub_bert_backbone(K: Any) -> Tuple[Any, Any]:
 @case("keras_hub GPT2Backbone (2 layers, hidden 16)", native_fails={"class": _HUB_CLASS})
 def hub_gpt2_backbone(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
-    model = hub.models.GPT2Backbone(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
-                                    intermediate_dim=32, max_sequence_length=16)
+    model = hub.models.GPT2Backbone(
+        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=16
+    )
     return model, _text_inputs()
 
 
-@case("keras_hub GemmaBackbone (2 layers, grouped-query attention)", native_fails={"class": _HUB_CLASS},
-      too_slow_on=_JAX_HUB)
+@case("keras_hub GemmaBackbone (2 layers, grouped-query attention)", native_fails={"class": _HUB_CLASS}, too_slow_on=_JAX_HUB)
 def hub_gemma_backbone(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
-    model = hub.models.GemmaBackbone(vocabulary_size=50, num_layers=2, num_query_heads=2, num_key_value_heads=1,
-                                     hidden_dim=16, intermediate_dim=32, head_dim=8)
+    model = hub.models.GemmaBackbone(
+        vocabulary_size=50, num_layers=2, num_query_heads=2, num_key_value_heads=1, hidden_dim=16, intermediate_dim=32, head_dim=8
+    )
     return model, _text_inputs()
 
 
 # LlamaTransformerDecoder.get_config() lacks `rope_scaling_factor` (keras-hub 0.32).
-@case("keras_hub Llama3Backbone (2 layers): its decoder layer cannot be rebuilt from its config",
-      refused="transformer_layer_0", too_slow_on=_JAX_HUB)
+@case(
+    "keras_hub Llama3Backbone (2 layers): its decoder layer cannot be rebuilt from its config",
+    refused="transformer_layer_0",
+    too_slow_on=_JAX_HUB,
+)
 def hub_llama3_backbone(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
-    model = hub.models.Llama3Backbone(vocabulary_size=50, num_layers=2, num_query_heads=2, num_key_value_heads=1,
-                                      hidden_dim=16, intermediate_dim=32)
+    model = hub.models.Llama3Backbone(
+        vocabulary_size=50, num_layers=2, num_query_heads=2, num_key_value_heads=1, hidden_dim=16, intermediate_dim=32
+    )
     return model, _text_inputs()
 
 
 # ViTPatchingAndEmbedding.get_config() returns `num_patches` / `num_positions`,
 # which its constructor refuses (keras-hub 0.32).
-@case("keras_hub ViTBackbone (32x32, patch 8): its patch embedding cannot be rebuilt from its config",
-      refused="vit_patching_and_embedding", too_slow_on=_JAX_HUB)
+@case(
+    "keras_hub ViTBackbone (32x32, patch 8): its patch embedding cannot be rebuilt from its config",
+    refused="vit_patching_and_embedding",
+    too_slow_on=_JAX_HUB,
+)
 def hub_vit_backbone(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
-    model = hub.models.ViTBackbone(image_shape=(32, 32, 3), patch_size=8, num_layers=2, num_heads=2,
-                                   hidden_dim=16, mlp_dim=32)
+    model = hub.models.ViTBackbone(image_shape=(32, 32, 3), patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32)
     return model, floats((2, 32, 32, 3))
 
 
-@case("keras_hub ResNetBackbone (two basic-block stacks, 32x32)", native_fails={"class": _HUB_CLASS},
-      too_slow_on=_JAX_HUB)
+@case("keras_hub ResNetBackbone (two basic-block stacks, 32x32)", native_fails={"class": _HUB_CLASS}, too_slow_on=_JAX_HUB)
 def hub_resnet_backbone(K: Any) -> Tuple[Any, Any]:
     return _resnet(_keras_hub(K)), floats((2, 32, 32, 3))
 
 
-@case("keras_hub BertTextClassifier (text task, preprocessor=None) on a tiny BertBackbone",
-      native_fails={"class": _HUB_CLASS})
+@case("keras_hub BertTextClassifier (text task, preprocessor=None) on a tiny BertBackbone", native_fails={"class": _HUB_CLASS})
 def hub_bert_text_classifier(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
     model = hub.models.BertTextClassifier(_bert(hub), num_classes=2, preprocessor=None)
@@ -354,20 +391,22 @@ def hub_bert_text_classifier(K: Any) -> Tuple[Any, Any]:
 
 # The causal LM's head reuses the backbone's token embedding: the native clone
 # makes a second one (37 variables for the source's 36), and `set_weights` fails.
-@case("keras_hub GPT2CausalLM (text task, preprocessor=None): token embedding tied between backbone and head",
-      native_fails=every_aspect("the native clone unties the token embedding (37 variables, not 36)", keras3))
+@case(
+    "keras_hub GPT2CausalLM (text task, preprocessor=None): token embedding tied between backbone and head",
+    native_fails=every_aspect("the native clone unties the token embedding (37 variables, not 36)", keras3),
+)
 def hub_gpt2_causal_lm(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
-    backbone = hub.models.GPT2Backbone(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
-                                       intermediate_dim=32, max_sequence_length=16)
+    backbone = hub.models.GPT2Backbone(
+        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=16
+    )
     return hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None), _text_inputs()
 
 
-@case("keras_hub ResNetImageClassifier (image task, preprocessor=None) on a tiny ResNetBackbone",
-      native_fails={"class": _HUB_CLASS})
+@case(
+    "keras_hub ResNetImageClassifier (image task, preprocessor=None) on a tiny ResNetBackbone", native_fails={"class": _HUB_CLASS}
+)
 def hub_resnet_image_classifier(K: Any) -> Tuple[Any, Any]:
     hub = _keras_hub(K)
     model = hub.models.ResNetImageClassifier(backbone=_resnet(hub), num_classes=3, preprocessor=None)
     return model, floats((2, 32, 32, 3))
-
-

@@ -12,8 +12,21 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from features import family_name
 from packaging.version import Version
 
-__all__ = ["ASPECTS", "Outcome", "Case", "CASES", "case", "keras_version", "keras3", "keras2", "tf_keras",
-           "keras2_before", "every_aspect", "keras3_before", "native_bug"]
+__all__ = [
+    "ASPECTS",
+    "Outcome",
+    "Case",
+    "CASES",
+    "case",
+    "keras_version",
+    "keras3",
+    "keras2",
+    "tf_keras",
+    "keras2_before",
+    "every_aspect",
+    "keras3_before",
+    "native_bug",
+]
 
 ASPECTS = ("class", "outputs", "trainable", "source")
 Outcome = Tuple[str, str]  # ("pass" | "fail" | "n/a", detail)

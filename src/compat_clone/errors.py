@@ -227,11 +227,7 @@ def _layer_rebuild_text(layer: object, exc: BaseException, register_hint: str) -
     """The advice for a layer that could not be rebuilt, the same in every family."""
     cls = type(layer)
     name = getattr(layer, "name", "?")
-    nested = (
-        " pass `recursive=True` to clone this nested model layer by layer;"
-        if hasattr(layer, "layers")
-        else ""
-    )
+    nested = " pass `recursive=True` to clone this nested model layer by layer;" if hasattr(layer, "layers") else ""
     custom = _custom_classes_inside(layer)
     names = f" ({', '.join(custom)})" if custom else ""
     return (

@@ -32,8 +32,13 @@ _WORKER_KEY = "compat_clone_observed"  # an xdist worker's record, in its worker
 def _run_check() -> Dict[str, Any]:
     """`claim.main` in a fresh interpreter of this environment: its last stdout line."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "compat_clone_matrix.claim"], capture_output=True,
-                              text=True, timeout=_CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "compat_clone_matrix.claim"],
+            capture_output=True,
+            text=True,
+            timeout=_CHECK_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "loaded": "nothing", "problems": [f"the check did not finish in {_CHECK_TIMEOUT_S}s"]}
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
@@ -85,7 +90,7 @@ class MatrixEnvironment:
         self.claim = claim_from_environ()
         self.loaded: Optional[str] = None
         self.start: Optional[Dict[str, Any]] = None  # the claim check's result, in the controller
-        self.records: List[Dict[str, Any]] = []      # the xdist workers' observations
+        self.records: List[Dict[str, Any]] = []  # the xdist workers' observations
         self.verdict: Optional[Dict[str, Any]] = None
         self.results: Optional[Path] = None
         self._started = False  # the results file is truncated by the first record
@@ -121,8 +126,11 @@ class MatrixEnvironment:
         if self.worker or not self.claim:
             return
         if "family" not in self.claim:
-            pytest.exit(f"compat-clone: environment {self.env!r} claims {self.claim} but no family: set "
-                        "`expect.family` in the matrix table.", returncode=_USAGE_ERROR)
+            pytest.exit(
+                f"compat-clone: environment {self.env!r} claims {self.claim} but no family: set "
+                "`expect.family` in the matrix table.",
+                returncode=_USAGE_ERROR,
+            )
         result = _run_check()
         self.loaded = str(result.get("loaded", "nothing"))
         self.start = result
@@ -180,8 +188,14 @@ class MatrixEnvironment:
             return
         outcome = "pass" if report.passed else "fail" if report.failed else "n/a"
         detail = "" if report.passed else _detail(report)
-        record = {"env": self.env, "feature": report.nodeid, "side": "test", "outcome": outcome,
-                  "detail": detail, "keras": self.loaded or ""}
+        record = {
+            "env": self.env,
+            "feature": report.nodeid,
+            "side": "test",
+            "outcome": outcome,
+            "detail": detail,
+            "keras": self.loaded or "",
+        }
         if not self._started:
             self.results.parent.mkdir(parents=True, exist_ok=True)
             self.results.write_text("", encoding="utf-8")  # this run replaces the last one

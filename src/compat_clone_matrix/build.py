@@ -38,8 +38,16 @@ from compat_clone_matrix.summary import Outcome, format_seconds
 from compat_clone_matrix.table import Env
 
 __all__ = [
-    "env_stamp", "build_env", "is_built", "interpreter_for", "STAMP_FILE", "LOG_FILE", "find_uv", "prepare_env",
-    "ensure_built", "env_lock",
+    "env_stamp",
+    "build_env",
+    "is_built",
+    "interpreter_for",
+    "STAMP_FILE",
+    "LOG_FILE",
+    "find_uv",
+    "prepare_env",
+    "ensure_built",
+    "env_lock",
 ]
 
 # Bump when the way an environment is built changes: every stamp goes stale.
@@ -107,8 +115,12 @@ def _runs_as(exe: str, version: str) -> Optional[str]:
     """The real interpreter behind `exe` when it starts and is Python `version` (X.Y), else None:
     a pyenv shim of a version that is not selected is on PATH but exits 127."""
     try:
-        out = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = out.stdout.split("\n")
@@ -165,8 +177,7 @@ def interpreter_for(python: str) -> str:
     return found
 
 
-def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs: Procs,
-           log: IO[str], stamp: str) -> None:
+def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs: Procs, log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
     python = env_dir / "bin" / "python"
 
@@ -187,8 +198,7 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs:
             packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
     step(uv + ["pip", "install", "--python", str(python)] + pip_args + packages)
     if env.no_deps:
-        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + pip_args
-             + expand_requirements(env.no_deps))
+        step(uv + ["pip", "install", "--python", str(python), "--no-deps"] + pip_args + expand_requirements(env.no_deps))
     (env_dir / STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
 
 
@@ -210,8 +220,7 @@ def env_lock(root: Path, env: Env, say: Any) -> Iterator[None]:
         yield
 
 
-def prepare_env(env: Env, *, root: Path, uv: List[str], source: InstallSource, procs: Procs,
-                 rebuild: bool, say: Any) -> Outcome:
+def prepare_env(env: Env, *, root: Path, uv: List[str], source: InstallSource, procs: Procs, rebuild: bool, say: Any) -> Outcome:
     """Builds (or reuses) one environment and runs nothing: the first phase of a matrix run.
 
     `compat-clone matrix` prepares every selected environment before it runs
@@ -243,6 +252,7 @@ def build_env(env: Env, env_dir: Path, *, install: InstallSource, rebuild: bool 
         The outcome: ``build`` is ``"built"``, ``"reused"`` or ``"FAILED"``;
         ``log`` names the build log.
     """
+
     def _stderr(name: str, text: str) -> None:
         print(f"{name}: {text}", file=sys.stderr, flush=True)
 
@@ -252,8 +262,7 @@ def build_env(env: Env, env_dir: Path, *, install: InstallSource, rebuild: bool 
         # uv, when it must be bootstrapped, goes next to the environments' folder
         # (the per-user cache for `compat-clone convert`), never into the caller's folder.
         uv = find_uv(env_dir.parent.parent, tool="compat-clone convert")
-        ensure_built(env, env_dir, out, uv=uv, source=install, procs=Procs(), rebuild=rebuild, say=tell,
-                      tick_s=_BUILD_TICK_S)
+        ensure_built(env, env_dir, out, uv=uv, source=install, procs=Procs(), rebuild=rebuild, say=tell, tick_s=_BUILD_TICK_S)
         return out
 
 
@@ -279,8 +288,18 @@ def _ticking(say: Any, name: str, log: Path, every: Optional[float]) -> Iterator
         ticker.join()
 
 
-def ensure_built(env: Env, env_dir: Path, out: Outcome, *, uv: List[str], source: InstallSource,
-                  procs: Procs, rebuild: bool, say: Any, tick_s: Optional[float] = None) -> bool:
+def ensure_built(
+    env: Env,
+    env_dir: Path,
+    out: Outcome,
+    *,
+    uv: List[str],
+    source: InstallSource,
+    procs: Procs,
+    rebuild: bool,
+    say: Any,
+    tick_s: Optional[float] = None,
+) -> bool:
     """Builds or reuses `env` (lock held), writing the log header; False on a build failure.
 
     With `tick_s`, a build says every `tick_s` seconds how long it has run, and
@@ -289,8 +308,7 @@ def ensure_built(env: Env, env_dir: Path, out: Outcome, *, uv: List[str], source
     stamp = env_stamp(env, source)
     stamp_path = env_dir / STAMP_FILE
     python = env_dir / "bin" / "python"
-    fresh = (not rebuild and python.exists() and stamp_path.is_file()
-             and stamp_path.read_text(encoding="utf-8").strip() == stamp)
+    fresh = not rebuild and python.exists() and stamp_path.is_file() and stamp_path.read_text(encoding="utf-8").strip() == stamp
     if not fresh and env_dir.exists():
         shutil.rmtree(env_dir)
     env_dir.mkdir(parents=True, exist_ok=True)

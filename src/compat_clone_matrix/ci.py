@@ -25,6 +25,7 @@ from compat_clone_matrix.table import Env
 
 __all__ = ["env_command", "github_matrix", "workflow", "with_results_option", "validate_table_path", "ACTIONS"]
 
+
 def _shell_join(words: Sequence[str]) -> str:
     """One shell-quoted command line (shlex.join, Python >= 3.8)."""
     return " ".join(shlex.quote(w) for w in words)
@@ -68,7 +69,7 @@ def with_results_option(command: Sequence[str]) -> List[str]:
     at = _is_pytest(command)
     if at < 0 or "--compat-results" in command:
         return list(command)
-    return list(command[: at + 1]) + ["--compat-results"] + list(command[at + 1:])
+    return list(command[: at + 1]) + ["--compat-results"] + list(command[at + 1 :])
 
 
 def validate_table_path(table: str, project: Path) -> str:
@@ -111,8 +112,9 @@ def env_command(name: str, command: Sequence[str], options: Sequence[str] = ()) 
     return _shell_join(["compat-clone", "matrix", "--env", name, *options, "--", *command])
 
 
-def github_matrix(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND,
-                  options: Sequence[str] = ()) -> Dict[str, List[Dict[str, str]]]:
+def github_matrix(
+    envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND, options: Sequence[str] = ()
+) -> Dict[str, List[Dict[str, str]]]:
     """A GitHub Actions ``strategy.matrix``: ``{"include": [{"name", "python", "command"}, ...]}``.
 
     Args:
@@ -135,8 +137,7 @@ def github_matrix(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND,
     """
     if not envs:
         raise ValueError("Expected at least one environment for the GitHub matrix. Received none: check --env / --tag.")
-    return {"include": [{"name": e.name, "python": e.python, "command": env_command(e.name, command, options)}
-                        for e in envs]}
+    return {"include": [{"name": e.name, "python": e.python, "command": env_command(e.name, command, options)} for e in envs]}
 
 
 _WORKFLOW = """\
@@ -233,9 +234,16 @@ jobs:
 """
 
 
-def workflow(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND, selection: Sequence[str] = (),
-             options: Sequence[str] = (), *, table: Optional[str] = None, install: str = "compat-clone",
-             install_why: str = "") -> str:
+def workflow(
+    envs: Sequence[Env],
+    command: Sequence[str] = DEFAULT_COMMAND,
+    selection: Sequence[str] = (),
+    options: Sequence[str] = (),
+    *,
+    table: Optional[str] = None,
+    install: str = "compat-clone",
+    install_why: str = "",
+) -> str:
     """A complete, commented GitHub Actions workflow running the matrix.
 
     Args:
@@ -268,18 +276,24 @@ def workflow(envs: Sequence[Env], command: Sequence[str] = DEFAULT_COMMAND, sele
     if not envs:
         raise ValueError("Expected at least one environment for the workflow. Received none: check --env / --tag.")
     plan = _shell_join(["compat-clone", "matrix", "--emit", "github", *options, *selection, "--", *command])
-    merge = _shell_join(["compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md",
-                        *options, *selection])
+    merge = _shell_join(["compat-clone", "matrix", "--merge", "results", "--report", "COMPATIBILITY.md", *options, *selection])
     generator = _shell_join(["compat-clone", "matrix", "--emit", "workflow", *options, *selection, "--", *command])
     return _WORKFLOW.format(
-        generator=generator, python=envs[0].python, plan=plan, merge=merge,
-        install=shlex.quote(install), install_quoted=install, install_why=install_why or "--install-from",
-        cache_key_file=Path(table).as_posix() if table else "pyproject.toml", **ACTIONS,
+        generator=generator,
+        python=envs[0].python,
+        plan=plan,
+        merge=merge,
+        install=shlex.quote(install),
+        install_quoted=install,
+        install_why=install_why or "--install-from",
+        cache_key_file=Path(table).as_posix() if table else "pyproject.toml",
+        **ACTIONS,
     )
 
 
-def emit(kind: str, envs: Sequence[Env], command: Sequence[str], selection: Sequence[str],
-         options: Sequence[str], **workflow_args: Any) -> str:
+def emit(
+    kind: str, envs: Sequence[Env], command: Sequence[str], selection: Sequence[str], options: Sequence[str], **workflow_args: Any
+) -> str:
     """The text ``--emit KIND`` prints: ``github`` (one JSON line) or ``workflow`` (YAML)."""
     if kind == "github":
         return json.dumps(github_matrix(envs, command, options), separators=(",", ":"))

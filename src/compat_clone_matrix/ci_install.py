@@ -161,7 +161,7 @@ def _running_install(project: Path, source: InstallSource) -> Optional[Tuple[str
         rev = vcs.get("commit_id") or vcs.get("requested_revision")
         return f"compat-clone @ {vcs.get('vcs', 'git')}+{url}" + (f"@{rev}" if rev else ""), "the installed compat-clone"
     if url.startswith("file://"):
-        rel = _relative_inside(Path(url[len("file://"):]), project)
+        rel = _relative_inside(Path(url[len("file://") :]), project)
         if rel is not None:
             return rel, "the installed compat-clone"
     return None

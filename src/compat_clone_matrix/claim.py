@@ -167,10 +167,14 @@ def check_claim(claim: Mapping[str, str]) -> Dict[str, Any]:
             problems.append(f"`{module}` runs on backend {info.backend!r}, the table claims {claim['backend']!r}")
         mislabeled = mislabeled or len(problems) > before
     if problems and not named and len(modules) > 1:
-        problems.append("if the project imports Keras through one of these only, name it: `expect.module` in the "
-                        "matrix table")
-    return {"ok": not problems, "mislabeled": mislabeled, "loaded": _loaded_text(seen) or "nothing",
-            "modules": dict(seen), "problems": problems}
+        problems.append("if the project imports Keras through one of these only, name it: `expect.module` in the matrix table")
+    return {
+        "ok": not problems,
+        "mislabeled": mislabeled,
+        "loaded": _loaded_text(seen) or "nothing",
+        "modules": dict(seen),
+        "problems": problems,
+    }
 
 
 def main() -> int:

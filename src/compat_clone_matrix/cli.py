@@ -27,6 +27,7 @@ from compat_clone_matrix.table import Env, TableError, load_table, select_envs, 
 
 __all__ = ["add_arguments", "run", "main"]
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the `compat-clone matrix` options to `parser`.
 
@@ -41,21 +42,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.epilog = "Example: compat-clone matrix --env 'keras-3.15-*' -- python -m pytest -q tests"
     add = parser.add_argument
-    add("--env", action="append", metavar="NAME",
-        help="environment name or glob; repeat or comma-separate (default: every enabled one)")
-    add("--tag", action="append", metavar="TAG",
-        help="every environment with this tag, enabled or not (`wide`: the whole built-in matrix); --env then "
-             "narrows the group")
+    add(
+        "--env",
+        action="append",
+        metavar="NAME",
+        help="environment name or glob; repeat or comma-separate (default: every enabled one)",
+    )
+    add(
+        "--tag",
+        action="append",
+        metavar="TAG",
+        help="every environment with this tag, enabled or not (`wide`: the whole built-in matrix); --env then narrows the group",
+    )
     add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
-    add("--overlay", metavar="FILE.toml",
+    add(
+        "--overlay",
+        metavar="FILE.toml",
         help="add a project's test needs to the table's environments: [defaults] and per-[[env]] packages, no_deps, "
-             "pip_args, env (docs/matrix.md, \"What your tests need\"); the built-in table installs the Keras pins "
-             "and pytest only")
-    add("--jobs", "-j", type=int, metavar="N",
-        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})")
+        'pip_args, env (docs/matrix.md, "What your tests need"); the built-in table installs the Keras pins '
+        "and pytest only",
+    )
+    add(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})",
+    )
     add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
-    add("--root", default=".matrix", metavar="DIR",
-        help="where environments, their logs and the results live, one per project (default: .matrix)")
+    add(
+        "--root",
+        default=".matrix",
+        metavar="DIR",
+        help="where environments, their logs and the results live, one per project (default: .matrix)",
+    )
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
     _add_output_options(add)
@@ -65,31 +85,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_output_options(add: Callable[..., Any]) -> None:
     """What a run prints and writes besides its environments' output (report, README, CI files, progress), and
     the command itself (last: it takes the rest of the line)."""
-    add("--report", metavar="FILE.md",
+    add(
+        "--report",
+        metavar="FILE.md",
         help="afterwards write the results table (COMPATIBILITY.md) from the environments' results, keeping the "
-             "existing file's columns (of the same table) that have no newer results; with no COMMAND, only write "
-             "it. A pytest COMMAND gets --compat-results (one result line per test) outside compat_clone's own "
-             "checkout")
-    add("--readme", metavar="FILE.md",
-        help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file")
-    add("--tail", type=int, default=40, metavar="N",
-        help="print the last N log lines of each failed environment (default: 40)")
-    add("--emit", choices=("github", "workflow"),
+        "existing file's columns (of the same table) that have no newer results; with no COMMAND, only write "
+        "it. A pytest COMMAND gets --compat-results (one result line per test) outside compat_clone's own "
+        "checkout",
+    )
+    add(
+        "--readme",
+        metavar="FILE.md",
+        help="with --report: also rewrite the table between <!-- compat-table:start/end --> in this file",
+    )
+    add("--tail", type=int, default=40, metavar="N", help="print the last N log lines of each failed environment (default: 40)")
+    add(
+        "--emit",
+        choices=("github", "workflow"),
         help="print, instead of running: `github`, the GitHub Actions strategy matrix (JSON) of the selected "
-             "environments; `workflow`, a complete workflow file using it (COMMAND default: python -m pytest -q)")
-    add("--install-from", metavar="SOURCE",
+        "environments; `workflow`, a complete workflow file using it (COMMAND default: python -m pytest -q)",
+    )
+    add(
+        "--install-from",
+        metavar="SOURCE",
         help="with --emit workflow: where CI installs compat_clone from: a version (0.2.0), a path in the project "
-             "(a checkout or wheel of compat_clone), or a VCS URL (git+https://...@TAG) (default: the project's own "
-             "pin of compat-clone, how the running compat_clone was installed when that is inside the project, else a "
-             "compat_clone wheel kept in the project; with none of these it refuses: no index serves compat-clone yet)")
-    add("--progress", type=float, metavar="SECONDS",
+        "(a checkout or wheel of compat_clone), or a VCS URL (git+https://...@TAG) (default: the project's own "
+        "pin of compat-clone, how the running compat_clone was installed when that is inside the project, else a "
+        "compat_clone wheel kept in the project; with none of these it refuses: no index serves compat-clone yet)",
+    )
+    add(
+        "--progress",
+        type=float,
+        metavar="SECONDS",
         help="while commands run, show the running environments and their elapsed time: a live line on a "
-             "terminal, else a plain line every SECONDS (default: 60); 0 turns it off")
-    add("--merge", nargs="+", metavar="DIR",
+        "terminal, else a plain line every SECONDS (default: 60); 0 turns it off",
+    )
+    add(
+        "--merge",
+        nargs="+",
+        metavar="DIR",
         help="with --report: build the report from result folders collected from several runs or machines "
-             "(refuses one environment's results twice; lists selected environments without results)")
-    add("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-        help="the command to run in each environment, after `--`")
+        "(refuses one environment's results twice; lists selected environments without results)",
+    )
+    add("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to run in each environment, after `--`")
 
 
 def _list(envs: Sequence[Env], root: Path, source: InstallSource) -> None:
@@ -163,8 +201,10 @@ def run(args: argparse.Namespace, *, install: Callable[[], InstallSource]) -> in
     if not command:
         if args.report:
             return _write_report(args, table, [results], {}, selected)
-        return _fail("no COMMAND given. Usage: compat-clone matrix [options] -- COMMAND...\n"
-                     "  e.g. compat-clone matrix -- python -m pytest -q")
+        return _fail(
+            "no COMMAND given. Usage: compat-clone matrix [options] -- COMMAND...\n"
+            "  e.g. compat-clone matrix -- python -m pytest -q"
+        )
     jobs = args.jobs if args.jobs is not None else default_jobs()
     if jobs < 1:
         return _fail(f"expected --jobs >= 1. Received: {jobs}.")
@@ -190,8 +230,9 @@ def run(args: argparse.Namespace, *, install: Callable[[], InstallSource]) -> in
     return rc
 
 
-def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], root: Path,
-             jobs: int, source: InstallSource) -> Tuple[Optional[List[Outcome]], float]:
+def _run_all(
+    args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], root: Path, jobs: int, source: InstallSource
+) -> Tuple[Optional[List[Outcome]], float]:
     """Runs the environments, `jobs` at a time; (outcomes in table order or None if interrupted, seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".gitignore").exists():
@@ -199,8 +240,10 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
     uv = find_uv(Path.cwd())
     from compat_clone_matrix.progress import Progress
 
-    print(f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; "
-          f"logs: {root}/<env>/{LOG_FILE}", flush=True)
+    print(
+        f"compat-clone matrix: {len(selected)} environment(s), {jobs} at a time, in {root}; logs: {root}/<env>/{LOG_FILE}",
+        flush=True,
+    )
     t0 = time.monotonic()
     interval = 60.0 if args.progress is None else max(0.0, args.progress)
     live = sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb" and not os.environ.get("CI")
@@ -215,15 +258,28 @@ def _run_all(args: argparse.Namespace, selected: Sequence[Env], command: Sequenc
         # in any, so a command may use a sibling's interpreter (the conversion
         # tests read Keras 2 files in keras-2.2.4 from keras-3.15-jax).
         built = {
-            e.name: pool.submit(prepare_env, e, root=root, uv=uv, source=source, procs=procs,
-                                rebuild=args.rebuild, say=say)
+            e.name: pool.submit(prepare_env, e, root=root, uv=uv, source=source, procs=procs, rebuild=args.rebuild, say=say)
             for e in selected
         }
         prepared = {name: fut.result() for name, fut in built.items()}
         futures = {
-            e.name: pool.submit(run_one, e, root=root, results=root / RESULTS_DIR, command=command, uv=uv,
-                                source=source, procs=procs, timeout=args.timeout, rebuild=args.rebuild, say=say,
-                                prepared=prepared[e.name], siblings=names, table=table, progress=progress)
+            e.name: pool.submit(
+                run_one,
+                e,
+                root=root,
+                results=root / RESULTS_DIR,
+                command=command,
+                uv=uv,
+                source=source,
+                procs=procs,
+                timeout=args.timeout,
+                rebuild=args.rebuild,
+                say=say,
+                prepared=prepared[e.name],
+                siblings=names,
+                table=table,
+                progress=progress,
+            )
             for e in selected
         }
         outcomes = {name: fut.result() for name, fut in futures.items()}
@@ -253,8 +309,7 @@ def _own_checkout() -> bool:
     return names_compat_clone(Path.cwd())
 
 
-def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str],
-          install: Callable[[], InstallSource]) -> int:
+def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], install: Callable[[], InstallSource]) -> int:
     from compat_clone_matrix.ci import DEFAULT_COMMAND, emit, validate_table_path, with_results_option
     from compat_clone_matrix.ci_install import default_install_source, install_requirement
 
@@ -272,28 +327,40 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
             requirement, why = default_install_source(project, install)
         else:  # the strategy matrix alone installs nothing
             requirement, why = "", ""
-        text = emit(args.emit, selected, command, selection, _common_options(args),
-                    table=args.table, install=requirement, install_why=why)
+        text = emit(
+            args.emit, selected, command, selection, _common_options(args), table=args.table, install=requirement, install_why=why
+        )
     except ValueError as e:
         return _fail(str(e))
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
 
 
-def _write_report(args: argparse.Namespace, table: Sequence[Env], folders: Sequence[Path],
-                  statuses: Dict[str, str], selected: Sequence[Env]) -> int:
+def _write_report(
+    args: argparse.Namespace, table: Sequence[Env], folders: Sequence[Path], statuses: Dict[str, str], selected: Sequence[Env]
+) -> int:
     from compat_clone_matrix.report import write
     from compat_clone_matrix.results import ReportError
 
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
-        return _fail(f"result folder(s) {', '.join(map(repr, missing))} do not exist. Pass the folders that hold "
-                     "the <env>.jsonl files (CI artifacts, .matrix/_results).", EXIT_FAILED)
+        return _fail(
+            f"result folder(s) {', '.join(map(repr, missing))} do not exist. Pass the folders that hold "
+            "the <env>.jsonl files (CI artifacts, .matrix/_results).",
+            EXIT_FAILED,
+        )
     notes: List[str] = []
     try:
-        written = write(folders, table, Path(args.report), Path(args.readme) if args.readme else None,
-                                statuses=statuses, expected=[e.name for e in selected], table=table_id(args.table),
-                                notes=notes)
+        written = write(
+            folders,
+            table,
+            Path(args.report),
+            Path(args.readme) if args.readme else None,
+            statuses=statuses,
+            expected=[e.name for e in selected],
+            table=table_id(args.table),
+            notes=notes,
+        )
     except ReportError as e:
         return _fail(str(e), EXIT_FAILED)
     for note in notes:

@@ -25,7 +25,12 @@ from compat_clone_matrix.procs import Procs
 from compat_clone_matrix.table import Env, toml_loads
 
 __all__ = [
-    "InstallSource", "machine_pip_args", "editable_metadata", "expand_requirements", "post_install", "source_identity",
+    "InstallSource",
+    "machine_pip_args",
+    "editable_metadata",
+    "expand_requirements",
+    "post_install",
+    "source_identity",
     "wheel_requirements",
 ]
 
@@ -131,13 +136,14 @@ def expand_requirements(items: Sequence[str]) -> List[str]:
 def _site_packages(python: Path) -> str:
     out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return out.stdout.strip()
 
 
-def post_install(env: Env, python: Path, source: InstallSource, uv: List[str], procs: Procs,
-                  log: IO[str]) -> None:
+def post_install(env: Env, python: Path, source: InstallSource, uv: List[str], procs: Procs, log: IO[str]) -> None:
     """Steps re-applied on every run (cheap, idempotent): the copied compat_clone
     (when not editable), the wheel when its bytes changed, and the environment's fix-up `.pth`.
 
@@ -151,8 +157,16 @@ def post_install(env: Env, python: Path, source: InstallSource, uv: List[str], p
         marker = python.parent.parent / _WHEEL_MARKER
         digest = _file_digest(source.path)
         if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != digest:
-            cmd = uv + ["pip", "install", "--python", str(python), "--no-deps", "--reinstall-package", source.dist,
-                        str(source.path)]
+            cmd = uv + [
+                "pip",
+                "install",
+                "--python",
+                str(python),
+                "--no-deps",
+                "--reinstall-package",
+                source.dist,
+                str(source.path),
+            ]
             if procs.call(cmd, log=log) != 0:
                 raise RuntimeError(f"installing {source.path.name} into {env.name!r} failed")
             marker.write_text(digest + "\n", encoding="utf-8")
@@ -194,8 +208,11 @@ def _copy_package(source: InstallSource, site: Path, log: IO[str]) -> None:
     folders = [(source.path, site / source.package), (_OWN_PACKAGE, site / _OWN_PACKAGE.name)]
     marker = site / f"{source.package}.source-digest"
     digest = ":".join(_tree_digest(folder) for folder, _ in folders)
-    if all(target.is_dir() for _, target in folders) and marker.is_file() \
-            and marker.read_text(encoding="utf-8").strip() == digest:
+    if (
+        all(target.is_dir() for _, target in folders)
+        and marker.is_file()
+        and marker.read_text(encoding="utf-8").strip() == digest
+    ):
         return
     for folder, target in folders:
         shutil.rmtree(target, ignore_errors=True)
@@ -218,7 +235,6 @@ def _write_dist_info(site: Path, source: InstallSource) -> None:
         return
     info = site / f"{stem}-{dist.version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {source.dist}\nVersion: {dist.version}\n",
-                                   encoding="utf-8")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {source.dist}\nVersion: {dist.version}\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(dist.read_text("entry_points.txt") or "", encoding="utf-8")
     (info / "INSTALLER").write_text("compat-clone matrix\n", encoding="utf-8")

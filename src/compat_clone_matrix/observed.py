@@ -69,8 +69,10 @@ def merge(records: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
 
 # What makes the tests use each family (the matrix's own texts, keyed by family).
 _HOW = {
-    "tf_keras": ("import `tf_keras` (or `tensorflow.keras` with TF_USE_LEGACY_KERAS=1 in the environment's `env`) "
-                 "where the tests build models"),
+    "tf_keras": (
+        "import `tf_keras` (or `tensorflow.keras` with TF_USE_LEGACY_KERAS=1 in the environment's `env`) "
+        "where the tests build models"
+    ),
     "keras3": "import `keras` (Keras 3) where the tests build models, and leave TF_USE_LEGACY_KERAS unset",
     "keras2": "import the standalone `keras` 2.x where the tests build models",
 }
@@ -79,8 +81,10 @@ _HOW = {
 def _fix(claimed: str) -> str:
     """What to change so that the tests use the claimed family, or so that the table says what they use."""
     how = _HOW.get(claimed, _HOW["keras2"])
-    return (f"To test {claimed}, {how}; if the tests mean the Keras they got, claim it: `expect.family` and "
-            "`expect.module` (the module the tests import) in the matrix table.")
+    return (
+        f"To test {claimed}, {how}; if the tests mean the Keras they got, claim it: `expect.family` and "
+        "`expect.module` (the module the tests import) in the matrix table."
+    )
 
 
 def _seen_text(found: Sequence[Tuple[str, str, str, str]]) -> str:
@@ -88,8 +92,10 @@ def _seen_text(found: Sequence[Tuple[str, str, str, str]]) -> str:
     by_family: Dict[str, Tuple[str, str, str]] = {}
     for name, family, package, version in found:
         by_family.setdefault(family, (package, version, name))
-    return "; ".join(f"{family} ({package} {version}, imported from `{package}`: {name})"
-                     for family, (package, version, name) in sorted(by_family.items()))
+    return "; ".join(
+        f"{family} ({package} {version}, imported from `{package}`: {name})"
+        for family, (package, version, name) in sorted(by_family.items())
+    )
 
 
 def judge(claim: Mapping[str, str], record: Mapping[str, Any]) -> Tuple[str, List[str], str]:
@@ -116,23 +122,41 @@ def judge(claim: Mapping[str, str], record: Mapping[str, Any]) -> Tuple[str, Lis
         used = "models of " + _seen_text(models)
         ours = [m for m in models if m[1] == family]
         if not ours:
-            return "mislabeled", [f"the tests cloned models of {_seen_text(models)} only, the table claims "
-                                  f"{family}. {_fix(family)}"], used
+            return (
+                "mislabeled",
+                [f"the tests cloned models of {_seen_text(models)} only, the table claims {family}. {_fix(family)}"],
+                used,
+            )
         if version and not any(version_matches(m[3], version) for m in ours):
-            return "mislabeled", [f"the tests' {family} models are {_seen_text(ours)}, the table claims version "
-                                  f"{version}. Fix the environment's pins or `expect.version`."], used
+            return (
+                "mislabeled",
+                [
+                    f"the tests' {family} models are {_seen_text(ours)}, the table claims version "
+                    f"{version}. Fix the environment's pins or `expect.version`."
+                ],
+                used,
+            )
         return "ok", [], used
     if not modules and claim.get("uses") == "none":
-        return "ok", [], "no Keras (the table's `expect.uses = \"none\"`)"
+        return "ok", [], 'no Keras (the table\'s `expect.uses = "none"`)'
     if not modules:
-        return NO_KERAS, [f"the tests imported no Keras and compat_clone saw no model: nothing here shows that "
-                          f"they ran on {family or 'Keras'}. Run tests that build models, or leave this "
-                          "environment out of the claims."], "no Keras"
+        return (
+            NO_KERAS,
+            [
+                f"the tests imported no Keras and compat_clone saw no model: nothing here shows that "
+                f"they ran on {family or 'Keras'}. Run tests that build models, or leave this "
+                "environment out of the claims."
+            ],
+            "no Keras",
+        )
     used = "imported " + ", ".join(f"`{name}` ({fam} {ver})" for name, (fam, ver) in modules)
     if not any(fam == family for _, (fam, _v) in modules):
         named = ", ".join(f"`{name}` (family {fam}, {ver})" for name, (fam, ver) in modules)
-        return "mislabeled", [f"the tests imported {named} and nothing of family {family}, the table's claim. "
-                              f"{_fix(family)}"], used
+        return (
+            "mislabeled",
+            [f"the tests imported {named} and nothing of family {family}, the table's claim. {_fix(family)}"],
+            used,
+        )
     return "ok", [], used
 
 

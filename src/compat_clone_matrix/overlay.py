@@ -40,8 +40,9 @@ def _additions(raw: Any, where: str, extra: Sequence[str] = ()) -> Dict[str, Any
         raise TableError(f"Expected {where} to be a table. Received: {raw!r}.")
     unknown = sorted(set(raw) - _KEYS - set(extra))
     if unknown:
-        raise TableError(f"Expected only {', '.join(sorted(_KEYS))} in {where} (an overlay adds requirements). "
-                         f"Received: {', '.join(unknown)}.")
+        raise TableError(
+            f"Expected only {', '.join(sorted(_KEYS))} in {where} (an overlay adds requirements). Received: {', '.join(unknown)}."
+        )
     for key in ("packages", "no_deps", "pip_args"):
         value = raw.get(key, [])
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -93,7 +94,9 @@ def apply_overlay(envs: Sequence[Env], path: os.PathLike[str] | str) -> List[Env
         entry = _additions(raw, f"[[env]] #{i + 1} of {path}", extra=("name",))
         name = entry.get("name")
         if name not in names:
-            raise TableError(f"The overlay {str(path)!r} adds to environment {name!r}, which the table does not have. "
-                             "Expected one of the table's names (`compat-clone matrix --list`).")
+            raise TableError(
+                f"The overlay {str(path)!r} adds to environment {name!r}, which the table does not have. "
+                "Expected one of the table's names (`compat-clone matrix --list`)."
+            )
         per_env[str(name)] = entry
     return [_added(_added(env, defaults), per_env.get(env.name, {})) for env in envs]

@@ -36,7 +36,6 @@ def default_jobs() -> int:
     return max(1, min(cores, mem // (4 * _GB)))
 
 
-
 # --------------------------------------------------------------------------- running
 
 
@@ -47,9 +46,16 @@ class Procs:
         self._lock = threading.Lock()
         self._procs: Set[subprocess.Popen[bytes]] = set()
 
-    def call(self, cmd: Sequence[str], *, log: IO[str], env: Optional[Mapping[str, str]] = None,
-             cwd: Optional[Path] = None, timeout: Optional[float] = None,
-             cpu: Optional[List[float]] = None) -> int:
+    def call(
+        self,
+        cmd: Sequence[str],
+        *,
+        log: IO[str],
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[Path] = None,
+        timeout: Optional[float] = None,
+        cpu: Optional[List[float]] = None,
+    ) -> int:
         """Runs `cmd` in its own process group, output to `log`; returns its exit code.
 
         The CPU seconds it and its reaped descendants used (xdist workers
@@ -58,8 +64,13 @@ class Procs:
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(
-            list(cmd), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+            list(cmd),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
         )
         with self._lock:
             self._procs.add(proc)

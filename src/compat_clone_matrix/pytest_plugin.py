@@ -52,9 +52,11 @@ __all__ = ["pytest_addoption", "pytest_configure"]
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("compat_clone", "compat-clone matrix environments")
     group.addoption(
-        "--compat-results", action="store_true", default=False,
+        "--compat-results",
+        action="store_true",
+        default=False,
         help="write one JSON line per test to $COMPAT_CLONE_RESULTS/<env>.tests.jsonl "
-             "(default folder .matrix/_results) for `compat-clone matrix --report`",
+        "(default folder .matrix/_results) for `compat-clone matrix --report`",
     )
 
 

@@ -47,19 +47,21 @@ def _summary_cell(cells: Mapping[str, Dict[str, Tuple[str, str]]], group: str) -
         case = feature.split(".", 1)[0]
         for side in ("native", "compat_clone"):
             cases.setdefault(case, {}).setdefault(side, []).append(cell.get(side, ("missing", ""))[0])
-    present = {c: sides for c, sides in cases.items()
-               if any(o != "n/a" for o in sides.get("compat_clone", []))}
+    present = {c: sides for c, sides in cases.items() if any(o != "n/a" for o in sides.get("compat_clone", []))}
     if not present:
         return "·"
     counts = []
     for side in ("native", "compat_clone"):
-        counts.append(sum(all(o in ("pass", "n/a") for o in sides.get(side, ["missing"]))
-                          for sides in present.values()))
+        counts.append(sum(all(o in ("pass", "n/a") for o in sides.get(side, ["missing"])) for sides in present.values()))
     return f"{counts[0]} / {counts[1]} of {len(present)}"
 
 
-def render_table(results: Results, env_names: Sequence[str] = (), descriptions: Optional[Mapping[str, str]] = None,
-                 summarize: Sequence[str] = ()) -> str:
+def render_table(
+    results: Results,
+    env_names: Sequence[str] = (),
+    descriptions: Optional[Mapping[str, str]] = None,
+    summarize: Sequence[str] = (),
+) -> str:
     """The markdown table: one row per feature, one column per environment.
 
     Each cell is ``native compat_clone``: ✅ passes, ❌ fails, ➖ the native
@@ -94,27 +96,37 @@ def render_table(results: Results, env_names: Sequence[str] = (), descriptions: 
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
     for group in summarize:
         if any(_group_of(f) == group for e in envs for f in results[e]):
-            rows.append(f"| `{group}` (cases passing every aspect, native / compat_clone) | "
-                        + " | ".join(_summary_cell(results[e], group) for e in envs) + " |")
+            rows.append(
+                f"| `{group}` (cases passing every aspect, native / compat_clone) | "
+                + " | ".join(_summary_cell(results[e], group) for e in envs)
+                + " |"
+            )
     legend = "\n"
     if "feature" in kinds:
-        legend += ("A feature's cell: native `clone_model` first, then `compat_clone.clone_model`. "
-                   "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
-                   "`·` the feature does not exist in that family.\n")
+        legend += (
+            "A feature's cell: native `clone_model` first, then `compat_clone.clone_model`. "
+            "✅ passes · ❌ fails · ➖ the native API has no way to ask for it · "
+            "`·` the feature does not exist in that family.\n"
+        )
     if "test" in kinds:
         legend += "A test's cell: ✅ passed · ❌ failed · `·` skipped; blank: not run there.\n"
     if any(_group_of(f) in summarize for e in envs for f in results[e]):
-        legend += ("A group row (`zoo`): per environment, the cases that pass every aspect natively / "
-                   "through `compat_clone`, of the cases run there; "
-                   "[COMPATIBILITY.md](COMPATIBILITY.md) has one row per case and aspect.\n")
+        legend += (
+            "A group row (`zoo`): per environment, the cases that pass every aspect natively / "
+            "through `compat_clone`, of the cases run there; "
+            "[COMPATIBILITY.md](COMPATIBILITY.md) has one row per case and aspect.\n"
+        )
     return "\n".join(rows) + "\n" + legend
 
 
 def _table_text(table: str, link: Optional[str]) -> str:
     if table == BUILTIN_TABLE:
         path = "compat_clone_matrix/matrix.toml"
-        return (f"compat_clone's built-in matrix table ([`{path}`]({link}))" if link
-                else f"compat_clone's built-in matrix table (`{path}`)")
+        return (
+            f"compat_clone's built-in matrix table ([`{path}`]({link}))"
+            if link
+            else f"compat_clone's built-in matrix table (`{path}`)"
+        )
     return f"the matrix table [`{table}`]({link})" if link else f"the matrix table `{table}`"
 
 
@@ -126,11 +138,19 @@ def _show_date(produced: str) -> str:
     return match.group(1) + (f" {match.group(2)} UTC" if match.group(2) else "")
 
 
-def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Optional[Mapping[str, str]] = None,
-                  versions: Optional[Mapping[str, str]] = None, statuses: Optional[Mapping[str, str]] = None,
-                  expected: Optional[Sequence[str]] = None, *, table: str = BUILTIN_TABLE,
-                  table_link: Optional[str] = None, dates: Optional[Mapping[str, str]] = None,
-                  kept: Sequence[str] = ()) -> str:
+def render_report(
+    results: Results,
+    envs: Sequence[Any] = (),
+    descriptions: Optional[Mapping[str, str]] = None,
+    versions: Optional[Mapping[str, str]] = None,
+    statuses: Optional[Mapping[str, str]] = None,
+    expected: Optional[Sequence[str]] = None,
+    *,
+    table: str = BUILTIN_TABLE,
+    table_link: Optional[str] = None,
+    dates: Optional[Mapping[str, str]] = None,
+    kept: Sequence[str] = (),
+) -> str:
     """The whole COMPATIBILITY.md text.
 
     Args:
@@ -175,18 +195,32 @@ def render_report(results: Results, envs: Sequence[Any] = (), descriptions: Opti
         by_name = {e.name: e for e in envs}
         for name in envs_in:
             env = by_name.get(name)
-            pins = " ".join(f"`{p}`" for p in (tuple(env.packages) + tuple(env.no_deps))
-                            if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>=", "actionlint"))) if env else ""
+            pins = (
+                " ".join(
+                    f"`{p}`"
+                    for p in (tuple(env.packages) + tuple(env.no_deps))
+                    if not p.startswith(("pytest", "hypothesis", "packaging", "pyyaml>=", "actionlint"))
+                )
+                if env
+                else ""
+            )
             out.append(f"| `{name}` | {versions.get(name, '')} | {_show_date(dates.get(name, ''))} | {pins} |")
         out.append("")
     stale = [e for e in (expected or ()) if e in kept]
     if stale:
-        out += ["No new results from this run for: " + ", ".join(
-            f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in stale)
-            + "; their columns are kept from the earlier report (dated above).", ""]
+        out += [
+            "No new results from this run for: "
+            + ", ".join(f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in stale)
+            + "; their columns are kept from the earlier report (dated above).",
+            "",
+        ]
     if missing:
-        out += ["Missing, no results for: " + ", ".join(
-            f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in missing) + ".", ""]
+        out += [
+            "Missing, no results for: "
+            + ", ".join(f"`{m}`" + (f" ({statuses[m]})" if m in statuses else "") for m in missing)
+            + ".",
+            "",
+        ]
     notes = []
     for env in envs_in:
         for feature in sorted(results[env]):
@@ -254,14 +288,24 @@ def readme_note(default: Sequence[str], shown: Sequence[str], with_results: int,
     """
     missing = [f"`{e}`" for e in default if e not in shown]
     without = f"; {', '.join(missing)} ran no feature: no column" if missing else ""
-    return (f"\nThe columns are {len(shown)} of the {len(default)} environments of the default run (a run without "
-            f"--env or --tag{without}); [{report_name}]({report_name}) has all {with_results} with results, one row "
-            "per zoo case and aspect.\n")
+    return (
+        f"\nThe columns are {len(shown)} of the {len(default)} environments of the default run (a run without "
+        f"--env or --tag{without}); [{report_name}]({report_name}) has all {with_results} with results, one row "
+        "per zoo case and aspect.\n"
+    )
 
 
-def write(results_dir: Path | Sequence[Path], envs: Sequence[Any], report: Path, readme: Optional[Path] = None,
-          statuses: Optional[Mapping[str, str]] = None, expected: Optional[Sequence[str]] = None, *,
-          table: str = BUILTIN_TABLE, notes: Optional[List[str]] = None) -> List[Path]:
+def write(
+    results_dir: Path | Sequence[Path],
+    envs: Sequence[Any],
+    report: Path,
+    readme: Optional[Path] = None,
+    statuses: Optional[Mapping[str, str]] = None,
+    expected: Optional[Sequence[str]] = None,
+    *,
+    table: str = BUILTIN_TABLE,
+    notes: Optional[List[str]] = None,
+) -> List[Path]:
     """Writes `report` (and the README table) from one or several result folders.
 
     The report keeps the columns of the existing `report` (of the same table)
@@ -304,16 +348,26 @@ def write(results_dir: Path | Sequence[Path], envs: Sequence[Any], report: Path,
         link = "compat_clone_matrix/matrix.toml" if own.is_file() else None
     elif not Path(table).is_absolute():
         link = os.path.relpath(Path(table).resolve(), report.resolve().parent).replace(os.sep, "/")
-    text = render_report(run.results, envs, run.descriptions, run.versions, all_statuses, expected, table=table,
-                         table_link=link, dates=run.dates, kept=kept)
+    text = render_report(
+        run.results,
+        envs,
+        run.descriptions,
+        run.versions,
+        all_statuses,
+        expected,
+        table=table,
+        table_link=link,
+        dates=run.dates,
+        kept=kept,
+    )
     report.write_text(text, encoding="utf-8")
     if notes is not None:
         if kept:
-            notes.append(f"kept {len(kept)} column(s) of the earlier {report.name} with no newer results: "
-                         f"{', '.join(kept)}")
+            notes.append(f"kept {len(kept)} column(s) of the earlier {report.name} with no newer results: {', '.join(kept)}")
         for env, others in sorted(run.foreign.items()):
-            notes.append(f"ignored results of {env!r} from table(s) {', '.join(sorted(others))}: this report is of "
-                         f"table {table!r}")
+            notes.append(
+                f"ignored results of {env!r} from table(s) {', '.join(sorted(others))}: this report is of table {table!r}"
+            )
     written = [report]
     if readme is not None:
         # The README keeps the default run's environments; COMPATIBILITY.md

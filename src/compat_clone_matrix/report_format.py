@@ -39,8 +39,11 @@ def _parse_cell(cell: str) -> Dict[str, Tuple[str, str]]:
     if len(cell) == 1:
         return {"test": (_SYMBOL_OUTCOME[cell], "")} if cell in _SYMBOL_OUTCOME else {}
     if len(cell) == 3 and cell[1] == " ":
-        return {side: (_SYMBOL_OUTCOME[symbol], "") for side, symbol in (("native", cell[0]), ("compat_clone", cell[2]))
-                if symbol in _SYMBOL_OUTCOME}
+        return {
+            side: (_SYMBOL_OUTCOME[symbol], "")
+            for side, symbol in (("native", cell[0]), ("compat_clone", cell[2]))
+            if symbol in _SYMBOL_OUTCOME
+        }
     raise ReportError(f"Expected a report cell of one or two outcome symbols. Received: {cell!r}.")
 
 
@@ -65,7 +68,7 @@ def parse_report(text: str) -> Previous:
         ReportError: a feature table whose cells are not outcome symbols.
     """
     lines = text.splitlines()
-    table = next((line[len(TABLE_TAG):-len(" -->")] for line in lines if line.startswith(TABLE_TAG)), None)
+    table = next((line[len(TABLE_TAG) : -len(" -->")] for line in lines if line.startswith(TABLE_TAG)), None)
     results: Results = {}
     descriptions: Dict[str, str] = {}
     versions: Dict[str, str] = {}
@@ -110,7 +113,6 @@ def parse_report(text: str) -> Previous:
             if side in found and found[side][0] == outcome:
                 found[side] = (outcome, detail)
     return Previous(table, {env: cells for env, cells in results.items() if cells}, descriptions, versions, dates)
-
 
 
 def date_key(shown: str) -> str:

@@ -31,8 +31,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from compat_clone_matrix.summary import Outcome
 
 __all__ = [
-    "ReportError", "Results", "load_results", "load_statuses", "RESULTS_DIR", "Run", "load_outcomes",
-    "load_run", "publish_results", "write_outcome",
+    "ReportError",
+    "Results",
+    "load_results",
+    "load_statuses",
+    "RESULTS_DIR",
+    "Run",
+    "load_outcomes",
+    "load_run",
+    "publish_results",
+    "write_outcome",
 ]
 
 RESULTS_DIR = "_results"
@@ -95,7 +103,9 @@ def _load_file(path: Path, run: Run, table: Optional[str]) -> Set[str]:
         pairs: List[Tuple[str, Any]] = [(str(rec["side"]), rec.get("outcome"))] if "side" in rec else []
         pairs += [(key, rec[key]) for key in ("native", "compat", "compat_clone") if key in rec]
         if not pairs:
-            raise ReportError(f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}.")
+            raise ReportError(
+                f"Expected {where} to hold `side` and `outcome` (or `native` / `compat`). Received: {line[:120]!r}."
+            )
         for side, outcome in pairs:
             if side not in _SIDES or outcome not in _OUTCOMES:
                 raise ReportError(
@@ -117,8 +127,7 @@ def _result_files(folder: Path) -> List[Path]:
     """Every ``*.jsonl`` under `folder`, at any depth, outside hidden (staging) folders."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.rglob("*.jsonl")
-                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return sorted(p for p in folder.rglob("*.jsonl") if not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def load_run(folders: Sequence[Path], table: Optional[str]) -> Run:
@@ -227,8 +236,15 @@ def write_outcome(results: Path, out: Outcome, table: str = "") -> None:
     the run ended: a report of another table ignores it.
     """
     results.mkdir(parents=True, exist_ok=True)
-    record = {"env": out.env, "status": out.status, "build": out.build, "counts": out.counts,
-              "seconds": round(out.build_s + out.run_s, 1), "loaded": out.loaded, "finished": _now()}
+    record = {
+        "env": out.env,
+        "status": out.status,
+        "build": out.build,
+        "counts": out.counts,
+        "seconds": round(out.build_s + out.run_s, 1),
+        "loaded": out.loaded,
+        "finished": _now(),
+    }
     if table:
         record["table"] = table
     tmp = results / f".{out.env}.outcome.json.tmp"

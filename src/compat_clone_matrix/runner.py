@@ -44,16 +44,16 @@ def env_environ(env: Env, env_dir: Path) -> Dict[str, str]:
     (``PYTHONPATH``, ``KERAS_BACKEND``, ...; only the table sets them), with the
     environment's ``bin`` first on ``PATH``, ``VIRTUAL_ENV`` and the table's variables.
     """
-    environ = {k: v for k, v in os.environ.items()
-               if k not in _SCRUBBED and not k.startswith("COMPAT_CLONE_EXPECT_")}
+    environ = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("COMPAT_CLONE_EXPECT_")}
     environ["PATH"] = os.pathsep.join([str(env_dir / "bin"), os.environ.get("PATH", "")])
     environ["VIRTUAL_ENV"] = str(env_dir)
     environ.update(dict(env.env))
     return environ
 
 
-def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
-                   siblings: Sequence[str] = (), table: str = "") -> Dict[str, str]:
+def _child_environ(
+    env: Env, env_dir: Path, results: Path, uv: List[str], siblings: Sequence[str] = (), table: str = ""
+) -> Dict[str, str]:
     environ = env_environ(env, env_dir)
     environ["COMPAT_CLONE_ENV"] = env.name
     environ["COMPAT_CLONE_CLAIM_FILE"] = str(env_dir / _CLAIM_FILE)
@@ -73,10 +73,23 @@ def _child_environ(env: Env, env_dir: Path, results: Path, uv: List[str],
     return environ
 
 
-def run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-             source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
-             say: Any, prepared: Optional[Outcome] = None, siblings: Sequence[str] = (),
-             table: str = "", progress: Any = None) -> Outcome:
+def run_one(
+    env: Env,
+    *,
+    root: Path,
+    results: Path,
+    command: Sequence[str],
+    uv: List[str],
+    source: InstallSource,
+    procs: Procs,
+    timeout: Optional[float],
+    rebuild: bool,
+    say: Any,
+    prepared: Optional[Outcome] = None,
+    siblings: Sequence[str] = (),
+    table: str = "",
+    progress: Any = None,
+) -> Outcome:
     """Builds (or reuses) one environment and runs the command in it.
 
     Another `compat-clone matrix` run using the same environment folder (a
@@ -93,9 +106,22 @@ def run_one(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: 
         if prepared is not None and prepared.build == "FAILED":
             out = prepared
         else:
-            out = _run_one_locked(env, root=root, results=results, command=command, uv=uv, source=source,
-                                  procs=procs, timeout=timeout, rebuild=rebuild, say=say, prepared=prepared,
-                                  siblings=siblings, table=table, progress=progress)
+            out = _run_one_locked(
+                env,
+                root=root,
+                results=results,
+                command=command,
+                uv=uv,
+                source=source,
+                procs=procs,
+                timeout=timeout,
+                rebuild=rebuild,
+                say=say,
+                prepared=prepared,
+                siblings=siblings,
+                table=table,
+                progress=progress,
+            )
         write_outcome(results, out, table)
         return out
 
@@ -109,20 +135,36 @@ def _read_claim(path: Path) -> Optional[Dict[str, Any]]:
     return record if isinstance(record, dict) else None
 
 
-def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[str], uv: List[str],
-                    source: InstallSource, procs: Procs, timeout: Optional[float], rebuild: bool,
-                    say: Any, prepared: Optional[Outcome], siblings: Sequence[str], table: str = "",
-                    progress: Any = None) -> Outcome:
+def _run_one_locked(
+    env: Env,
+    *,
+    root: Path,
+    results: Path,
+    command: Sequence[str],
+    uv: List[str],
+    source: InstallSource,
+    procs: Procs,
+    timeout: Optional[float],
+    rebuild: bool,
+    say: Any,
+    prepared: Optional[Outcome],
+    siblings: Sequence[str],
+    table: str = "",
+    progress: Any = None,
+) -> Outcome:
     env_dir = root / env.name
     stamp_path = env_dir / STAMP_FILE
-    still_fresh = (prepared is not None and (env_dir / "bin" / "python").exists() and stamp_path.is_file()
-                   and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, source))
+    still_fresh = (
+        prepared is not None
+        and (env_dir / "bin" / "python").exists()
+        and stamp_path.is_file()
+        and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, source)
+    )
     if prepared is not None and still_fresh:
         out = prepared  # built (or reused) in the first phase; its log goes on
     else:  # no first phase, or another run changed the environment since
         out = Outcome(env=env.name)
-        if not ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs,
-                             rebuild=rebuild and prepared is None, say=say):
+        if not ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs, rebuild=rebuild and prepared is None, say=say):
             return out
     assert out.log is not None
     with open(out.log, "a", encoding="utf-8", errors="replace") as log:
@@ -164,15 +206,19 @@ def _run_one_locked(env: Env, *, root: Path, results: Path, command: Sequence[st
     return out
 
 
-def _judge(out: Outcome, rc: int, running_file: Path, *, timeout: Optional[float], mislabeled: bool, no_keras: bool,
-           say: Any) -> None:
+def _judge(
+    out: Outcome, rc: int, running_file: Path, *, timeout: Optional[float], mislabeled: bool, no_keras: bool, say: Any
+) -> None:
     """The outcome of a command that ran, from its exit code, its log and its claim; said, and logged on a timeout."""
     assert out.log is not None
     out.returncode = rc
     text = out.log.read_text(encoding="utf-8", errors="replace")
     out.counts = parse_pytest_summary(text)
-    out.status = "MISLABELED" if mislabeled else _status(
-        rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
+    out.status = (
+        "MISLABELED"
+        if mislabeled
+        else _status(rc, out.counts, timed_out=timeout is not None and rc == -signal.SIGKILL and out.run_s >= timeout)
+    )
     if out.status != "ok":
         out.failures = failed_tests(text)
     if no_keras and out.status == "ok":

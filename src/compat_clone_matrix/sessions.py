@@ -45,8 +45,7 @@ def _self_requirement(source: InstallSource) -> List[str]:
     return [f"{source.dist}=={source.version}"]
 
 
-def _session_for(env: Env, command: Sequence[str], results: Path,
-                 install: Callable[[], InstallSource]) -> Callable[[Any], None]:
+def _session_for(env: Env, command: Sequence[str], results: Path, install: Callable[[], InstallSource]) -> Callable[[Any], None]:
     def run_environment(session: Any) -> None:
         pip_args = [*env.pip_args, *machine_pip_args()]
         session.install(*pip_args, *expand_requirements(env.packages))
@@ -55,10 +54,14 @@ def _session_for(env: Env, command: Sequence[str], results: Path,
         if env.install_compat_clone:
             session.install(*pip_args, *_self_requirement(install()))
         if env.fixup:
-            session.run("python", "-c", "import sysconfig; from compat_clone_matrix import envfix; "
-                        f"envfix.install_into(sysconfig.get_paths()['purelib'], {env.fixup!r})", silent=True)
-        environ = {**dict(env.env), "COMPAT_CLONE_ENV": env.name, **env.expect_vars(),
-                   "COMPAT_CLONE_RESULTS": str(results)}
+            session.run(
+                "python",
+                "-c",
+                "import sysconfig; from compat_clone_matrix import envfix; "
+                f"envfix.install_into(sysconfig.get_paths()['purelib'], {env.fixup!r})",
+                silent=True,
+            )
+        environ = {**dict(env.env), "COMPAT_CLONE_ENV": env.name, **env.expect_vars(), "COMPAT_CLONE_RESULTS": str(results)}
         saved = {name: os.environ.pop(name) for name in _SCRUBBED if name in os.environ}
         try:
             session.run(*command, *session.posargs, env=environ)
@@ -69,10 +72,15 @@ def _session_for(env: Env, command: Sequence[str], results: Path,
     return run_environment
 
 
-def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, install: Callable[[], InstallSource],
-                 envs: Optional[Sequence[str]] = None,
-                 tags: Optional[Sequence[str]] = None, command: Sequence[str] = ("python", "-m", "pytest", "-q"),
-                 results: os.PathLike[str] | str = Path(".nox") / "_results") -> List[str]:
+def nox_sessions(
+    table: Optional[os.PathLike[str] | str] = None,
+    *,
+    install: Callable[[], InstallSource],
+    envs: Optional[Sequence[str]] = None,
+    tags: Optional[Sequence[str]] = None,
+    command: Sequence[str] = ("python", "-m", "pytest", "-q"),
+    results: os.PathLike[str] | str = Path(".nox") / "_results",
+) -> List[str]:
     """Registers one nox session per matrix environment; call it in a ``noxfile.py``.
 
     Args:
@@ -107,6 +115,7 @@ def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, install: Cal
     names = []
     for env in select_envs(load_table(table), envs, tags):
         nox.session(name=env.name, python=env.python, venv_backend="uv", reuse_venv=True)(
-            _session_for(env, command, results_dir, install))
+            _session_for(env, command, results_dir, install)
+        )
         names.append(env.name)
     return names

@@ -8,13 +8,21 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 __all__ = [
-    "parse_pytest_summary", "failed_tests", "format_summary", "EXIT_FAILED", "EXIT_USAGE", "EXIT_MISLABELED",
-    "Outcome", "format_seconds", "log_tail", "counts_text",
+    "parse_pytest_summary",
+    "failed_tests",
+    "format_summary",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_MISLABELED",
+    "Outcome",
+    "format_seconds",
+    "log_tail",
+    "counts_text",
 ]
 
 # `compat-clone matrix` exit statuses (0: every environment passed)
-EXIT_FAILED = 1      # an environment failed to build, failed its command, ran no test or passed none
-EXIT_USAGE = 2       # bad options or table: nothing ran
+EXIT_FAILED = 1  # an environment failed to build, failed its command, ran no test or passed none
+EXIT_USAGE = 2  # bad options or table: nothing ran
 EXIT_MISLABELED = 3  # an environment is not what its table entry claims (status MISLABELED)
 
 # --------------------------------------------------------------------------- summary
@@ -51,7 +59,6 @@ def parse_pytest_summary(text: str) -> Optional[Dict[str, int]]:
     return None
 
 
-
 # pytest's short test summary (``-r fE``, its default): ``FAILED tests/t.py::test_x - AssertionError: ...``
 _FAILED_LINE_RE = re.compile(r"^(?:FAILED|ERROR) \S+")
 _SHOWN_FAILURES = 5  # per environment, in the closing summary (all of them are in its last.log)
@@ -78,8 +85,8 @@ def failed_tests(text: str) -> List[str]:
 @dataclasses.dataclass
 class Outcome:
     env: str
-    build: str = ""           # "reused" | "built" | "FAILED"
-    status: str = "not run"   # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT" | "MISLABELED"
+    build: str = ""  # "reused" | "built" | "FAILED"
+    status: str = "not run"  # "ok" | "FAILED" | "NO TESTS" | "NONE PASSED" | "BUILD FAILED" | "TIMEOUT" | "MISLABELED"
     #                           | "NO KERAS" (passed, but the tests used no Keras: nothing certified)
     returncode: Optional[int] = None
     counts: Optional[Dict[str, int]] = None
@@ -87,14 +94,13 @@ class Outcome:
     run_s: float = 0.0
     cpu_s: Optional[float] = None  # CPU seconds of the command (all its processes)
     log: Optional[Path] = None
-    loaded: str = ""          # the Keras the project's tests got (the pytest plugin's claim check)
-    why: str = ""             # MISLABELED / NO KERAS: the plugin's reason (what the tests used, what to change)
+    loaded: str = ""  # the Keras the project's tests got (the pytest plugin's claim check)
+    why: str = ""  # MISLABELED / NO KERAS: the plugin's reason (what the tests used, what to change)
     failures: List[str] = dataclasses.field(default_factory=list)  # FAILED: pytest's FAILED / ERROR lines
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
 
 
 def format_seconds(seconds: float) -> str:
@@ -114,17 +120,19 @@ def format_summary(outcomes: Sequence[Outcome], wall_s: float) -> str:
     rows = []
     for o in outcomes:
         c = o.counts
-        rows.append([
-            o.env,
-            o.build or "-",
-            str(c["passed"]) if c else "-",
-            str(c["failed"] + c["errors"]) if c else "-",
-            str(c["skipped"] + c["xfailed"]) if c else "-",
-            o.status,
-            format_seconds(o.build_s + o.run_s),
-            format_seconds(o.cpu_s) if o.cpu_s is not None else "-",
-            o.loaded or "-",
-        ])
+        rows.append(
+            [
+                o.env,
+                o.build or "-",
+                str(c["passed"]) if c else "-",
+                str(c["failed"] + c["errors"]) if c else "-",
+                str(c["skipped"] + c["xfailed"]) if c else "-",
+                o.status,
+                format_seconds(o.build_s + o.run_s),
+                format_seconds(o.cpu_s) if o.cpu_s is not None else "-",
+                o.loaded or "-",
+            ]
+        )
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     numeric = {2, 3, 4, 6, 7}
 
@@ -135,14 +143,19 @@ def format_summary(outcomes: Sequence[Outcome], wall_s: float) -> str:
     bad = [o.env for o in outcomes if not o.ok]
     mislabeled = [o.env for o in outcomes if o.status == "MISLABELED"]
     totals = [sum((o.counts or {}).get(k, 0) for o in outcomes) for k in ("passed", "failed", "errors", "skipped")]
-    verdict = f"{len(bad)} of {len(outcomes)} environments FAILED: {', '.join(bad)}" if bad else f"all {len(outcomes)} environments passed"
+    verdict = (
+        f"{len(bad)} of {len(outcomes)} environments FAILED: {', '.join(bad)}"
+        if bad
+        else f"all {len(outcomes)} environments passed"
+    )
     lines.append(
-        f"matrix: {verdict} ({totals[0]} passed, {totals[1] + totals[2]} failed, "
-        f"{totals[3]} skipped in {format_seconds(wall_s)})"
+        f"matrix: {verdict} ({totals[0]} passed, {totals[1] + totals[2]} failed, {totals[3]} skipped in {format_seconds(wall_s)})"
     )
     if mislabeled:
-        lines.append(f"matrix: {len(mislabeled)} environment(s) MISLABELED, not what the table claims: "
-                     f"{', '.join(mislabeled)} (exit status {EXIT_MISLABELED}; the reason is in their last.log)")
+        lines.append(
+            f"matrix: {len(mislabeled)} environment(s) MISLABELED, not what the table claims: "
+            f"{', '.join(mislabeled)} (exit status {EXIT_MISLABELED}; the reason is in their last.log)"
+        )
     lines += [f"matrix: {o.env} {o.status}: {o.why}" for o in outcomes if o.why]
     return "\n".join(lines)
 
@@ -163,4 +176,3 @@ def log_tail(path: Optional[Path], n: int) -> str:
         return ""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     return "\n".join(lines[-n:])
-

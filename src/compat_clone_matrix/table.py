@@ -131,8 +131,7 @@ def _validate_keys(table: Mapping[str, Any], allowed: Set[str], where: str) -> N
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise TableError(
-            f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}. "
-            f"Allowed keys: {', '.join(sorted(allowed))}."
+            f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}. Allowed keys: {', '.join(sorted(allowed))}."
         )
 
 
@@ -165,8 +164,10 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
 
     _validate_keys(expect, _EXPECT_KEYS, f"`expect` of {where}")
     if expect.get("uses", "keras") not in ("keras", "none"):
-        raise TableError(f"Expected `expect.uses` of {where} to be \"keras\" (the default) or \"none\" (its tests are "
-                         f"not claimed to use Keras). Received: uses={expect['uses']!r}.")
+        raise TableError(
+            f'Expected `expect.uses` of {where} to be "keras" (the default) or "none" (its tests are '
+            f"not claimed to use Keras). Received: uses={expect['uses']!r}."
+        )
     module = expect.get("module")
     if module is not None and module not in MODULE_FAMILIES:
         raise TableError(
@@ -185,9 +186,7 @@ def _validate_claim(expect: Mapping[str, str], where: str) -> None:
         )
     families = tuple(FAMILIES)
     if family not in families:
-        raise TableError(
-            f"Expected `expect.family` of {where} to be one of {', '.join(families)}. Received: family={family!r}."
-        )
+        raise TableError(f"Expected `expect.family` of {where} to be one of {', '.join(families)}. Received: family={family!r}.")
     version = expect.get("version")
     if version and family not in {family_for("keras", version), family_for("tf_keras", version)}:
         raise TableError(
@@ -221,8 +220,9 @@ def _parse_env(raw: Any, defaults: Mapping[str, Any], index: int, source: str) -
     for key, field in _FIELDS.items():
         if field.required and key not in raw:
             raise TableError(f"Missing `{key}` in {where}: add it (see the schema in compat_clone_matrix/matrix.toml).")
-    values = {key: _merge(key, defaults[key], _validate_value(key, raw[key], where)) if key in raw else defaults[key]
-              for key in _FIELDS}
+    values = {
+        key: _merge(key, defaults[key], _validate_value(key, raw[key], where)) if key in raw else defaults[key] for key in _FIELDS
+    }
     _validate_claim(values["expect"], where)
     return Env(**{key: _frozen(value) for key, value in values.items()})
 

@@ -29,8 +29,9 @@ CLAIM: what the environment says it is (expect: family, version, backend, module
 FLAGS: [disabled] left out of a run that names no --env / --tag; tags: selected with --tag.
 """
 
-_BLOCK_RE = re.compile(r"(<!-- matrix-table:(?P<name>[a-z-]+):start -->\n)(?P<body>.*?)(<!-- matrix-table:(?P=name):end -->)",
-                       re.S)
+_BLOCK_RE = re.compile(
+    r"(<!-- matrix-table:(?P<name>[a-z-]+):start -->\n)(?P<body>.*?)(<!-- matrix-table:(?P=name):end -->)", re.S
+)
 
 
 def list_footer(envs: Sequence[Env]) -> str:
@@ -76,10 +77,12 @@ def render_blocks(envs: Optional[Sequence[Env]] = None) -> Dict[str, str]:
     wide = [e for e in envs if "wide" in e.tags]
     common = _common_packages(envs)
     return {
-        "counts": (f"The built-in table has {len(envs)} environments: the **default run** (`compat-clone matrix -- "
-                   f"...`, `make test`, CI) has {len(default)} of them, the **wide matrix** (`--tag wide`, `make "
-                   f"test-wide`) {len(wide)}. Every environment also gets {', '.join(f'`{p}`' for p in common) or 'nothing else'}"
-                   " and the `compat_clone` that runs the matrix.\n"),
+        "counts": (
+            f"The built-in table has {len(envs)} environments: the **default run** (`compat-clone matrix -- "
+            f"...`, `make test`, CI) has {len(default)} of them, the **wide matrix** (`--tag wide`, `make "
+            f"test-wide`) {len(wide)}. Every environment also gets {', '.join(f'`{p}`' for p in common) or 'nothing else'}"
+            " and the `compat_clone` that runs the matrix.\n"
+        ),
         "default": _env_rows(default, common),
         "wide-only": _env_rows([e for e in wide if not e.enabled], common),
     }
@@ -97,8 +100,10 @@ def update_blocks(text: str, blocks: Dict[str, str]) -> str:
     out = _BLOCK_RE.sub(body, text)
     missing = sorted(set(blocks) - seen)
     if missing:
-        raise ValueError(f"Expected the blocks <!-- matrix-table:NAME:start/end --> for {', '.join(missing)}. "
-                         "Received a text without them: add the markers where each belongs.")
+        raise ValueError(
+            f"Expected the blocks <!-- matrix-table:NAME:start/end --> for {', '.join(missing)}. "
+            "Received a text without them: add the markers where each belongs."
+        )
     return out
 
 

@@ -19,8 +19,18 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-__all__ = ["ROOT", "TESTS", "WORKER_TIMEOUT", "Recorder", "expect", "free_ports", "once_per_run", "records",
-           "run_script", "worker_path"]
+__all__ = [
+    "ROOT",
+    "TESTS",
+    "WORKER_TIMEOUT",
+    "Recorder",
+    "expect",
+    "free_ports",
+    "once_per_run",
+    "records",
+    "run_script",
+    "worker_path",
+]
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(TESTS)

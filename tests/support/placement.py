@@ -13,8 +13,18 @@ import pytest
 
 from tests._py import zip_strict
 
-__all__ = ["assert_same_weights", "build", "check_sync_on_read_sum_refused", "keras3_backend", "keras_for", "outputs",
-           "platform", "platforms", "tf_families", "weights_np"]
+__all__ = [
+    "assert_same_weights",
+    "build",
+    "check_sync_on_read_sum_refused",
+    "keras3_backend",
+    "keras_for",
+    "outputs",
+    "platform",
+    "platforms",
+    "tf_families",
+    "weights_np",
+]
 
 
 # -- what this environment has ------------------------------------------------

@@ -30,10 +30,6 @@ def _gpu_default() -> bool:
 
 
 needs_tf = pytest.mark.skipif(not TF_FAMILIES, reason="no TensorFlow-based Keras family under test here")
-needs_jax = pytest.mark.skipif(
-    not (KERAS3_UNDER_TEST and BACKEND == "jax"), reason="Keras 3 on JAX is not under test here"
-)
-needs_torch = pytest.mark.skipif(
-    not (KERAS3_UNDER_TEST and BACKEND == "torch"), reason="Keras 3 on torch is not under test here"
-)
+needs_jax = pytest.mark.skipif(not (KERAS3_UNDER_TEST and BACKEND == "jax"), reason="Keras 3 on JAX is not under test here")
+needs_torch = pytest.mark.skipif(not (KERAS3_UNDER_TEST and BACKEND == "torch"), reason="Keras 3 on torch is not under test here")
 needs_gpu = pytest.mark.skipif(not _gpu_default(), reason="Keras 3 on torch / JAX with a GPU is not under test here")

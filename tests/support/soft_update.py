@@ -15,8 +15,7 @@ import numpy as np
 
 from tests._py import zip_strict
 
-__all__ = ["EPS", "TAUS", "assert_blended", "blended", "build", "half_dtypes", "tf_backed", "typed_layer",
-           "weights_np"]
+__all__ = ["EPS", "TAUS", "assert_blended", "blended", "build", "half_dtypes", "tf_backed", "typed_layer", "weights_np"]
 
 TAUS = [0.01, 0.5, 0.999, 1.0]
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
@@ -41,15 +40,15 @@ def typed_layer(K: Any) -> Any:
             for dtype in self.dtypes:
                 floating = "float" in dtype
                 extra: Dict[str, Any] = {}
-                if (not floating and family_name(K) == "keras3"
-                        and "aggregation" in inspect.signature(self.add_weight).parameters):
+                if not floating and family_name(K) == "keras3" and "aggregation" in inspect.signature(self.add_weight).parameters:
                     # Keras 3.7's add_weight defaults every variable to
                     # aggregation="mean", which a tf.distribute strategy refuses
                     # for an integer variable (3.8 stopped defaulting ints to it):
                     # say what an integer counter wants, as a user would.
                     extra["aggregation"] = "only_first_replica"
-                self.add_weight(name=f"w_{dtype}", shape=(3, 4), dtype=dtype, initializer=zeros(dtype),
-                                trainable=floating, **extra)
+                self.add_weight(
+                    name=f"w_{dtype}", shape=(3, 4), dtype=dtype, initializer=zeros(dtype), trainable=floating, **extra
+                )
             super().build(input_shape)
 
         def call(self, x: Any) -> Any:

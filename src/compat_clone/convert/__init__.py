@@ -57,10 +57,20 @@ _TARGETS = tuple(name for name, found in FAMILIES.items() if found.conversion_ta
 # conversion's modules need NumPy (and a framework to do anything), so
 # `import compat_clone.convert` works in an environment that has neither.
 _LAZY = {
-    "FORMAT": "_format", "Description": "_format", "ProbeSet": "_format", "WeightRecord": "_format",
-    "LayerOutput": "_format", "LayerOutputs": "_format",
-    "describe": "_describe", "custom_objects": "_custom_objects", "load": "_io", "save": "_io",
-    "OutputDiff": "_proof", "Proof": "_proof", "verify": "_proof", "rebuild": "_rebuild",
+    "FORMAT": "_format",
+    "Description": "_format",
+    "ProbeSet": "_format",
+    "WeightRecord": "_format",
+    "LayerOutput": "_format",
+    "LayerOutputs": "_format",
+    "describe": "_describe",
+    "custom_objects": "_custom_objects",
+    "load": "_io",
+    "save": "_io",
+    "OutputDiff": "_proof",
+    "Proof": "_proof",
+    "verify": "_proof",
+    "rebuild": "_rebuild",
 }
 
 
@@ -138,9 +148,7 @@ def convert(
     ('keras', True)
     """
     if to not in _TARGETS:
-        raise InvalidArgumentError(
-            f"Expected `to` to be one of {list(_TARGETS)}. Received: to={to!r}."
-        )
+        raise InvalidArgumentError(f"Expected `to` to be one of {list(_TARGETS)}. Received: to={to!r}.")
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
         raise InvalidArgumentError(
             "Expected `custom_objects` to be a dict of names to Keras 3 classes or functions. "

@@ -78,9 +78,7 @@ def describe(
             "`compat_clone.clone_model` to copy it."
         )
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
-        raise InvalidArgumentError(
-            f"Expected `samples` to be a positive integer. Received: samples={samples!r}."
-        )
+        raise InvalidArgumentError(f"Expected `samples` to be a positive integer. Received: samples={samples!r}.")
     architecture = _architecture(model)
     weights: List[WeightRecord] = []
     notes: List[Dict[str, Any]] = []
@@ -188,8 +186,7 @@ def _record_layers(model: Any, info: FamilyInfo, weights: List[WeightRecord], no
         if ".applications." in module:
             # a layer class of a `keras.applications` model (ConvNeXt's
             # LayerScale): Keras 3's applications may have its counterpart
-            notes.append({"kind": "application_class", "layer": path,
-                          "class": type(sub).__name__, "module": module})
+            notes.append({"kind": "application_class", "layer": path, "class": type(sub).__name__, "module": module})
 
 
 def _code_names(code: Any) -> List[str]:
@@ -206,40 +203,47 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
     fn = layer.function
     code = getattr(fn, "__code__", None)
     if code is None:
-        return [{"kind": "lambda_opaque", "layer": path,
-                 "detail": f"function {fn!r} has no Python code to carry over"}]
+        return [{"kind": "lambda_opaque", "layer": path, "detail": f"function {fn!r} has no Python code to carry over"}]
     scope = getattr(fn, "__globals__", {})
     found: List[Dict[str, Any]] = []
     import builtins
 
     # Names read from the function's module, then those its closure holds
     # (the closure's values are what Keras 2 writes into the config).
-    bound: List[Tuple[str, Any, bool]] = [
-        (name, scope[name], False) for name in sorted(set(_code_names(code))) if name in scope
-    ]
+    bound: List[Tuple[str, Any, bool]] = [(name, scope[name], False) for name in sorted(set(_code_names(code))) if name in scope]
     cells = getattr(fn, "__closure__", None) or ()
     bound.extend((name, cell.cell_contents, True) for name, cell in zip(code.co_freevars, cells))
     for name, value, in_closure in bound:
-        module = getattr(value, "__name__", "") if _is_module(value) else getattr(
-            value, "__module__", None
-        )
+        module = getattr(value, "__name__", "") if _is_module(value) else getattr(value, "__module__", None)
         root = (module or "").partition(".")[0]
         if root in OWNER_PACKAGES:
-            found.append({"kind": "lambda_framework", "layer": path, "name": name,
-                          "module": module, "function": getattr(fn, "__qualname__", "?")})
+            found.append(
+                {
+                    "kind": "lambda_framework",
+                    "layer": path,
+                    "name": name,
+                    "module": module,
+                    "function": getattr(fn, "__qualname__", "?"),
+                }
+            )
         elif _is_module(value):
-            found.append({"kind": "lambda_module", "layer": path, "name": name,
-                          "module": module})
+            found.append({"kind": "lambda_module", "layer": path, "name": name, "module": module})
         elif in_closure and _is_module(value):
-            found.append({"kind": "lambda_global", "layer": path, "name": name,
-                          "detail": f"the module {module!r}, held by the function's closure"})
+            found.append(
+                {
+                    "kind": "lambda_global",
+                    "layer": path,
+                    "name": name,
+                    "detail": f"the module {module!r}, held by the function's closure",
+                }
+            )
         elif isinstance(value, (int, float, str, bool)) or value is None:
             if not in_closure:  # closure constants travel in the config itself
-                found.append({"kind": "lambda_constant", "layer": path, "name": name,
-                              "value": value})
+                found.append({"kind": "lambda_constant", "layer": path, "name": name, "value": value})
         elif in_closure or not hasattr(builtins, name):
-            found.append({"kind": "lambda_global", "layer": path, "name": name,
-                          "detail": f"{type(value).__name__} from module {module!r}"})
+            found.append(
+                {"kind": "lambda_global", "layer": path, "name": name, "detail": f"{type(value).__name__} from module {module!r}"}
+            )
     return found
 
 
@@ -247,5 +251,3 @@ def _is_module(value: Any) -> bool:
     import types
 
     return isinstance(value, types.ModuleType)
-
-

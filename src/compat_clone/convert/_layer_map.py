@@ -112,8 +112,17 @@ for _name in ("SeparableConv1D", "SeparableConv2D"):
     }
 # Keras 2's random augmentation layers chose a random-number generator; Keras 3
 # has one (seeded by `seed`), and these layers pass inputs through at inference.
-for _name in ("RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip", "RandomHeight",
-              "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom"):
+for _name in (
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomHeight",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomWidth",
+    "RandomZoom",
+):
     DROPPABLE_ARGUMENTS[_name] = {"rng_type": (_any, "Keras 3 has one random-number generator, seeded by `seed`")}
 
 # Keys of an object's serialized dict that Keras 3 does not read.
@@ -210,10 +219,7 @@ def map_config(
         elif new_key.endswith("_initializer"):
             value = _initializer(value)
         elif new_key in _ACTIVATION_KEYS and value in _CHANGED_ACTIVATIONS:
-            changes.append(
-                f"{path}: {new_key}={value!r} computed with the Keras 2 formula "
-                "(Keras 3 changed its maths)"
-            )
+            changes.append(f"{path}: {new_key}={value!r} computed with the Keras 2 formula (Keras 3 changed its maths)")
             value = activation(value)
         out[new_key] = value
     if class_name == "BatchNormalization" and isinstance(out.get("axis"), list):

@@ -48,8 +48,11 @@ def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int =
         else:
             values, found_masks = _run_tf_keras(graph, sample, tensors)
     except Exception as exc:  # a diagnostic only: the description stays valid without it
-        return LayerOutputs([], f"not recorded: the source's graph could not be evaluated layer by layer "
-                                f"({type(exc).__name__}: {str(exc).strip()[:200]})")
+        return LayerOutputs(
+            [],
+            f"not recorded: the source's graph could not be evaluated layer by layer "
+            f"({type(exc).__name__}: {str(exc).strip()[:200]})",
+        )
     found: List[LayerOutput] = []
     used, note = 0, ""
     for name, value, mask in zip(names, values, found_masks):
@@ -58,8 +61,10 @@ def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int =
             continue  # strings (a lookup's input): nothing to compare numerically
         used += array.nbytes
         if used > budget:
-            note = (f"recorded up to layer {found[-1].layer if found else '(none)'!r}: the outputs from "
-                    f"layer {name!r} on are over the budget of {budget:,} bytes")
+            note = (
+                f"recorded up to layer {found[-1].layer if found else '(none)'!r}: the outputs from "
+                f"layer {name!r} on are over the budget of {budget:,} bytes"
+            )
             break
         found.append(LayerOutput(name, array, None if mask is None else np.asarray(mask).astype(bool)))
     return LayerOutputs(found, note)
@@ -73,8 +78,7 @@ def _nodes(model: Any) -> Tuple[Any, List[Any]]:
         graph = model.model
         by_depth = getattr(graph, "_nodes_by_depth", None) or getattr(graph, "nodes_by_depth", None)
     ordered = [node for depth in sorted(by_depth, reverse=True) for node in by_depth[depth]]
-    return graph, [n for n in ordered
-                   if type(getattr(n, "outbound_layer", None) or n.layer).__name__ != "InputLayer"]
+    return graph, [n for n in ordered if type(getattr(n, "outbound_layer", None) or n.layer).__name__ != "InputLayer"]
 
 
 def _flat(value: Any) -> List[Any]:
@@ -92,8 +96,7 @@ def _keras2_masks(node: Any) -> List[Any]:
     return list(masks) if isinstance(masks, (list, tuple)) else [masks] * count
 
 
-def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any],
-                masks: List[Any]) -> Tuple[List[Any], List[Any]]:
+def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any], masks: List[Any]) -> Tuple[List[Any], List[Any]]:
     """Standalone Keras 2: one backend function over the graph's tensors and masks (a TF1 session run)."""
     import importlib
 
@@ -105,7 +108,7 @@ def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any],
         ins, feed = ins + [phase], feed + [0]  # inference, as `predict` feeds it
     wanted = [m for m in masks if m is not None]
     values = list(backend.function(ins, tensors + wanted)(feed))
-    computed = iter(values[len(tensors):])
+    computed = iter(values[len(tensors) :])
     return values[: len(tensors)], [None if m is None else next(computed) for m in masks]
 
 
@@ -121,8 +124,14 @@ def _run_tf_keras(graph: Any, sample: List[np.ndarray], tensors: List[Any]) -> T
     return [np.asarray(v) for v in out], [getattr(v, "_keras_mask", None) for v in out]
 
 
-def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.ndarray], rtol: float,
-                     atol: float, names: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
+def first_difference(
+    model: Any,
+    recorded: LayerOutputs,
+    inputs: Sequence[np.ndarray],
+    rtol: float,
+    atol: float,
+    names: Optional[Mapping[str, str]] = None,
+) -> Tuple[str, str]:
     """``(layer, sentence)``: the first layer of Keras 3 `model` whose output on the first sample of
     `inputs` is not within tolerance of the recorded one, and what was found ("" and why when none).
 
@@ -135,8 +144,7 @@ def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.nda
     try:
         calls = _keras3_outputs(model, [np.asarray(x)[:1] for x in inputs])
     except Exception as exc:  # the walk itself failed: nothing to name
-        return "", (f"The layers' outputs could not be compared (the Keras 3 graph walk failed: "
-                    f"{type(exc).__name__}).")
+        return "", (f"The layers' outputs could not be compared (the Keras 3 graph walk failed: {type(exc).__name__}).")
     theirs: Dict[str, List[LayerOutput]] = {}
     for rec in recorded.records:
         theirs.setdefault(rec.layer, []).append(rec)
@@ -151,16 +159,19 @@ def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.nda
         if gap:
             renamed = f", {new_name!r} in Keras 3" if new_name != name else ""
             nested = ", a nested model: its own layers were not compared" if kind == "nested" else ""
-            return name, (f"The outputs first differ at layer {name!r} ({'Model' if kind == 'nested' else kind}"
-                          f"{renamed}{nested}): {gap} on the first probe sample{_agree(agreed)}.")
+            return name, (
+                f"The outputs first differ at layer {name!r} ({'Model' if kind == 'nested' else kind}"
+                f"{renamed}{nested}): {gap} on the first probe sample{_agree(agreed)}."
+            )
         agreed.append(name)
     partial = f" ({recorded.note})" if recorded.note else ""
     if not agreed:
-        return "", ("No layer is named: no recorded layer of the source is a layer of the Keras 3 graph"
-                    f"{partial}.")
+        return "", (f"No layer is named: no recorded layer of the source is a layer of the Keras 3 graph{partial}.")
     where = "in a layer after them, or only on other samples" if partial else "only on other samples"
-    return "", (f"No layer is named: the {len(set(agreed))} layers compared agree within tolerance on the first "
-                f"probe sample{partial}; the difference shows {where}.")
+    return "", (
+        f"No layer is named: the {len(set(agreed))} layers compared agree within tolerance on the first "
+        f"probe sample{partial}; the difference shows {where}."
+    )
 
 
 def _agree(names: List[str]) -> str:
@@ -204,8 +215,7 @@ def run_graph(model: Any, inputs: Sequence[np.ndarray], operation_fn: Callable[[
     def inference(operation: Any) -> Any:
         wrapped = operation_fn(operation)
         # as `Functional.call(training=False)` passes it: `_call_context_args` since Keras 3.10
-        takes = "training" in getattr(operation, "_call_context_args", ()) or getattr(
-            operation, "_call_has_training_arg", False)
+        takes = "training" in getattr(operation, "_call_context_args", ()) or getattr(operation, "_call_has_training_arg", False)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return wrapped(*args, **dict(kwargs, training=False) if takes else kwargs)

@@ -45,8 +45,9 @@ def keras_for(family: str) -> Any:
     return keras
 
 
-def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None,
-               safe_mode: bool = True) -> Any:
+def read_model(
+    keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None, safe_mode: bool = True
+) -> Any:
     """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled.
 
     Standalone Keras 2 files go through `_keras2_h5` where h5py is 3.x
@@ -97,10 +98,15 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
             raise MissingCustomObjectError(
                 f"Keras {keras.__version__} could not load {path!r}: {named}: Keras 2 saved a lambda function by that name, without its code, so no Keras can "
                 "read it back. Pass the function under that name"
-                + (" (one function for all of them: if they differ, save the model again with named functions)"
-                   if len(layers) > 1 else "")
+                + (
+                    " (one function for all of them: if they differ, save the model again with named functions)"
+                    if len(layers) > 1
+                    else ""
+                )
                 + ": `custom_objects={'<lambda>': fn}`",
-                name="<lambda>", layers=[layer for layer, _ in layers], kind="activation",
+                name="<lambda>",
+                layers=[layer for layer, _ in layers],
+                kind="activation",
             ) from e
         unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
         if unknown and unknown.group(1) not in objects:
@@ -109,11 +115,15 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
                 f"Keras {keras.__version__} could not load {path!r}: it holds a layer of class {name!r}, a custom "
                 f"layer of the model's own, and was given no class for it. Pass its class: "
                 f"`custom_objects={{{name!r}: {name}}}`",
-                name=name, layers=[], kind="layer",
+                name=name,
+                layers=[],
+                kind="layer",
             ) from e
-        fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
-               if "safe_mode" in str(e) else
-               "If the model uses layers or functions of your own, pass --custom-objects module:name.")
+        fix = (
+            "If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
+            if "safe_mode" in str(e)
+            else "If the model uses layers or functions of your own, pass --custom-objects module:name."
+        )
         raise InvalidArgumentError(
             f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
         ) from e
@@ -141,8 +151,11 @@ def _lambda_activations(path: str) -> List[Any]:
         if isinstance(entry, dict):
             config = entry.get("config")
             if isinstance(config, dict):
-                found.extend((config.get("name", "?"), key) for key in ("activation", "recurrent_activation")
-                             if config.get(key) == "<lambda>")
+                found.extend(
+                    (config.get("name", "?"), key)
+                    for key in ("activation", "recurrent_activation")
+                    if config.get(key) == "<lambda>"
+                )
             for value in entry.values():
                 visit(value)
         elif isinstance(entry, list):

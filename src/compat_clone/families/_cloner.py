@@ -84,20 +84,13 @@ class Cloner(LayerCloner):
 
     def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
         """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
-        return (
-            input_tensors is None
-            and self.clone_function is None
-            and self.call_function is None
-            and not self.recursive
-        )
+        return input_tensors is None and self.clone_function is None and self.call_function is None and not self.recursive
 
     def pair_layers(self, model: Any, new: Any) -> None:
         """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
         old_layers = list(getattr(model, "layers", None) or [])
         new_layers = list(getattr(new, "layers", None) or [])
-        if len(old_layers) == len(new_layers) and all(
-            type(a) is type(b) for a, b in zip(old_layers, new_layers)
-        ):
+        if len(old_layers) == len(new_layers) and all(type(a) is type(b) for a, b in zip(old_layers, new_layers)):
             for a, b in zip(old_layers, new_layers):
                 self.layer_map.setdefault(id(a), (a, b))
 
@@ -176,8 +169,7 @@ class Cloner(LayerCloner):
             # lets it through (a library's `except` must still catch it).
             raise add_note(  # noqa: B904 (the caught exception re-raised)
                 exc,
-                f"compat_clone: raised by `clone_function` on layer {layer.name!r} "
-                f"({type(layer).__name__}).",
+                f"compat_clone: raised by `clone_function` on layer {layer.name!r} ({type(layer).__name__}).",
             )
         if not isinstance(new, self.family.layer_class()):
             raise CloneFunctionError(
@@ -205,8 +197,7 @@ class Cloner(LayerCloner):
         except Exception as exc:
             raise add_note(  # noqa: B904 (`wrapped-user-exception`: the same object, with a note)
                 exc,
-                f"compat_clone: raised by `call_function` on layer "
-                f"{getattr(source_layer, 'name', source_layer)!r}.",
+                f"compat_clone: raised by `call_function` on layer {getattr(source_layer, 'name', source_layer)!r}.",
             )
         flat = self.family.flatten(outputs)
         if not flat or not all(self.family.is_symbolic(x) for x in flat):
@@ -234,8 +225,7 @@ class Cloner(LayerCloner):
                 flat = family.flatten(input_tensors)
                 if len(flat) != 1:
                     raise InputTensorsError(
-                        "Expected `input_tensors` to hold exactly one tensor for a "
-                        f"Sequential model. Received {len(flat)}."
+                        f"Expected `input_tensors` to hold exactly one tensor for a Sequential model. Received {len(flat)}."
                     )
                 if not family.is_symbolic(flat[0]):
                     raise family.not_symbolic_error(flat[0])

@@ -46,7 +46,6 @@ def to_list(x: Any) -> List[Any]:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-
 def unregistered_objects(layer: Any) -> Dict[str, Any]:
     """Keras' own classes and activation functions inside `layer` whose names Keras does not resolve
     (a user's unregistered objects stay the user's to register)."""
@@ -60,13 +59,22 @@ def unregistered_objects(layer: Any) -> Dict[str, Any]:
             continue
         seen.add(id(item))
         name = type(item).__name__
-        if _own(type(item)) and getattr(keras.layers, name, None) is None and name not in known \
-                and not hasattr(keras.models, name):
+        if (
+            _own(type(item))
+            and getattr(keras.layers, name, None) is None
+            and name not in known
+            and not hasattr(keras.models, name)
+        ):
             found[name] = type(item)
         activation = getattr(item, "activation", None)
         fn_name = getattr(activation, "__name__", None)
-        if callable(activation) and _own(activation) and fn_name and fn_name not in known \
-                and getattr(keras.activations, fn_name, None) is None:
+        if (
+            callable(activation)
+            and _own(activation)
+            and fn_name
+            and fn_name not in known
+            and getattr(keras.activations, fn_name, None) is None
+        ):
             found[fn_name] = activation
         stack.extend(getattr(item, "layers", None) or ())
         inner = getattr(item, "layer", None)  # wrappers

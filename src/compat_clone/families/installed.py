@@ -60,8 +60,9 @@ def installed_families(versions: Optional[Mapping[str, str]] = None) -> List[Tup
     """
     if versions is None:
         versions = _installed_versions()
-    return [(family_for(module, versions[module]), module, versions[module])
-            for module in _KERAS_PACKAGES if versions.get(module)]
+    return [
+        (family_for(module, versions[module]), module, versions[module]) for module in _KERAS_PACKAGES if versions.get(module)
+    ]
 
 
 def _installed_versions() -> Dict[str, str]:

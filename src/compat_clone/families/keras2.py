@@ -255,12 +255,13 @@ class Keras2(Family):
             nodes = getattr(source, "_inbound_nodes", None) or []
             if nodes:
                 tensors = to_list(nodes[0].input_tensors)
-                fresh = [standalone_keras().layers.Input(batch_shape=standalone_keras().backend.int_shape(t), dtype=t.dtype.name) for t in tensors]
+                fresh = [
+                    standalone_keras().layers.Input(batch_shape=standalone_keras().backend.int_shape(t), dtype=t.dtype.name)
+                    for t in tensors
+                ]
                 new(fresh[0] if len(fresh) == 1 else fresh)
             return
-        samples = [
-            np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs
-        ]
+        samples = [np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs]
         new._set_inputs(samples[0] if len(samples) == 1 else samples)
 
     # -- the whole call: device, lock, graph -----------------------------------
@@ -334,5 +335,6 @@ class Keras2(Family):
         if pairs:
             with _LOCK:
                 assign_locked(pairs, tau)  # one cached graph op, tau fed when below 1
+
 
 _LOCK = threading.RLock()

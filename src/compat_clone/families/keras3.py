@@ -180,9 +180,7 @@ class Keras3(Family):
             # (`keras3-input-layer-name`), which the native call's do not.
             specs = self.input_specs(model)
             input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
-        return self.native_clone_model()(
-            model, input_tensors=input_tensors, clone_function=cloner.clone_layer
-        )
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         if input_tensors is not None:
@@ -364,7 +362,6 @@ def _structure(structure: Any) -> str:
     return str(_tree().map_structure(lambda x: getattr(x, "name", type(x).__name__), structure))
 
 
-
 def _sub_models(layer: Any) -> List[Any]:
     """`layer` and every model nested in it (wrappers' layers included), in a stable order."""
     walk = getattr(layer, "_flatten_layers", None)
@@ -385,4 +382,3 @@ def _restore_single_outputs(source: Any, clone: Any) -> None:
         listed = new._outputs_struct
         if not isinstance(single, (list, tuple, dict)) and isinstance(listed, list) and len(listed) == 1:
             new._outputs_struct = listed[0]
-

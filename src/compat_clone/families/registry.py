@@ -100,24 +100,47 @@ class FamilyEntry:
 # The registry, in the order families are listed (newest first).
 FAMILIES: Mapping[str, FamilyEntry] = {
     KERAS3: FamilyEntry(
-        name=KERAS3, title="Keras", implementation="compat_clone.families.keras3", class_name="Keras3",
-        environment_modules=("keras",), fixed_backend=None, placement=MODEL_BACKEND,
-        conversion_source=False, conversion_target=True, graph_mode=False, keras_ops=True,
+        name=KERAS3,
+        title="Keras",
+        implementation="compat_clone.families.keras3",
+        class_name="Keras3",
+        environment_modules=("keras",),
+        fixed_backend=None,
+        placement=MODEL_BACKEND,
+        conversion_source=False,
+        conversion_target=True,
+        graph_mode=False,
+        keras_ops=True,
     ),
     TF_KERAS: FamilyEntry(
         # TF 2.12-2.15: tf.keras is the `keras` 2.x package (its lazy
         # `tensorflow.keras` front has no `__version__`); TF <= 2.5 has no
         # `keras` package: its tf.keras is `tensorflow.keras`.
-        name=TF_KERAS, title="tf.keras / tf_keras", implementation="compat_clone.families.tf_keras",
-        class_name="TfKeras", environment_modules=("tf_keras", "keras", "tensorflow.keras"),
-        fixed_backend="tensorflow", placement="tensorflow",
-        conversion_source=True, conversion_target=False, graph_mode=False, keras_ops=False,
+        name=TF_KERAS,
+        title="tf.keras / tf_keras",
+        implementation="compat_clone.families.tf_keras",
+        class_name="TfKeras",
+        environment_modules=("tf_keras", "keras", "tensorflow.keras"),
+        fixed_backend="tensorflow",
+        placement="tensorflow",
+        conversion_source=True,
+        conversion_target=False,
+        graph_mode=False,
+        keras_ops=False,
     ),
     KERAS2: FamilyEntry(
         # Standalone Keras 2 places its own variables (compat_clone.families.keras2).
-        name=KERAS2, title="standalone Keras", implementation="compat_clone.families.keras2", class_name="Keras2",
-        environment_modules=("keras",), fixed_backend=None, placement=None,
-        conversion_source=True, conversion_target=False, graph_mode=True, keras_ops=False,
+        name=KERAS2,
+        title="standalone Keras",
+        implementation="compat_clone.families.keras2",
+        class_name="Keras2",
+        environment_modules=("keras",),
+        fixed_backend=None,
+        placement=None,
+        conversion_source=True,
+        conversion_target=False,
+        graph_mode=True,
+        keras_ops=False,
     ),
 }
 
@@ -292,9 +315,7 @@ def classes_seen() -> Dict[str, ClassFamily]:
 
 def _is_keras_layer(obj: Any) -> bool:
     for klass in type(obj).__mro__:
-        if _root(getattr(klass, "__module__", "") or "") in OWNER_PACKAGES and (
-            klass.__name__ in _LAYER_CLASS_NAMES
-        ):
+        if _root(getattr(klass, "__module__", "") or "") in OWNER_PACKAGES and (klass.__name__ in _LAYER_CLASS_NAMES):
             return True
     return False
 

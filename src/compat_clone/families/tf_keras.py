@@ -125,8 +125,7 @@ class TfKeras(Family):
         new_inputs = nest.pack_sequence_as(model._nested_inputs, inputs)
         new_outputs = nest.pack_sequence_as(model._nested_outputs, outputs)
         functional = _class_named(model, "Functional")
-        like = getattr(sys.modules.get(functional.__module__) if functional else None,
-                       "has_functional_like_constructor", None)
+        like = getattr(sys.modules.get(functional.__module__) if functional else None, "has_functional_like_constructor", None)
         if like is not None and like(model.__class__):
             return model.__class__(new_inputs, new_outputs, name=model.name)
         return self.keras().Model(new_inputs, new_outputs, name=model.name)
@@ -142,11 +141,7 @@ class TfKeras(Family):
         skip_first = getattr(functional, "_should_skip_first_node", None)
         if not ancillary or insert is None or skip_first is None:
             return
-        nodes = [
-            node
-            for layer in created
-            for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)
-        ]
+        nodes = [node for layer in created for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)]
         insert(new, ancillary, model.metrics_names, nodes)
 
     # -- native calls ----------------------------------------------------------
@@ -256,4 +251,3 @@ def _has_single_list_call(model: Any) -> bool:
             if args and isinstance(args[0], (list, tuple)) and len(args[0]) == 1:
                 return True
     return False
-

@@ -153,7 +153,6 @@ class Placement:
         return f"Placement({self.description})"
 
 
-
 class PairCache:
     """Something built once per list of (source, target) variable pairs, reused.
 

@@ -167,7 +167,6 @@ def _keras_distribution_class() -> Optional[type]:
     return getattr(module, "Distribution", None) if module is not None else None
 
 
-
 def _fresh_copy_jax(variable: Any) -> Any:
     """A device copy of the variable's array, on its sharding, committed as it is (a clone's first value)."""
     jax = framework("jax")
@@ -184,8 +183,11 @@ def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
     the model had run (a compile per function, per model).
     """
     out: List[Any] = [None] * len(values)
-    keep = [i for i, (v, t) in enumerate(zip(values, targets))
-            if not getattr(t, "committed", True) and not getattr(v, "committed", True) and v.sharding == t.sharding]
+    keep = [
+        i
+        for i, (v, t) in enumerate(zip(values, targets))
+        if not getattr(t, "committed", True) and not getattr(v, "committed", True) and v.sharding == t.sharding
+    ]
     kept = set(keep)
     move = [i for i in range(len(values)) if i not in kept]
     if keep:
@@ -222,8 +224,7 @@ def _assign_jax(pairs: Pairs) -> None:
     new: List[Any] = list(targets)
     for i, value in zip(fresh, _jax_put_like(jax, [values[i] for i in fresh], [targets[i] for i in fresh])):
         new[i] = value
-    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated],
-                                           [values[i] for i in donated])):
+    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated], [values[i] for i in donated])):
         new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, new):
@@ -306,6 +307,7 @@ def _donation_group(values: List[Any], targets: List[Any], owned: Set[int]) -> T
 def _copy_jit(jax: Any) -> Callable[..., Any]:
     """`jax.jit` of a copy of `srcs` into the donated `dsts` (`keep_unused`: a dropped argument is not donated)."""
     if not _COPY_JIT:
+
         def copy(dsts: List[Any], srcs: List[Any]) -> List[Any]:
             # The barrier keeps each result from being the source array itself.
             return list(jax.lax.optimization_barrier(srcs))
@@ -345,8 +347,9 @@ def _blend_jit(jax: Any) -> Callable[..., Any]:
                 out.append((t + tau * (s.astype(wide) - t)).astype(d.dtype))
             return out
 
-        def blend(tau: Any, owned: List[Any], owned_srcs: List[Any], shared: List[Any],
-                  shared_srcs: List[Any]) -> Tuple[List[Any], List[Any]]:
+        def blend(
+            tau: Any, owned: List[Any], owned_srcs: List[Any], shared: List[Any], shared_srcs: List[Any]
+        ) -> Tuple[List[Any], List[Any]]:
             return mix(tau, owned_srcs, owned), mix(tau, shared_srcs, shared)
 
         _JITTED.append(jax.jit(blend, donate_argnums=1))
@@ -386,8 +389,9 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
     home = frozenset(dsts[donated[0]].sharding.device_set) if donated else None
     for key in set(groups) | ({home} if home is not None else set()):
         shared, mine = groups.get(key, []), donated if key == home else []
-        owned_out, shared_out = blend(tau, [dsts[i] for i in mine], [srcs[i] for i in mine],
-                                      [dsts[i] for i in shared], [srcs[i] for i in shared])
+        owned_out, shared_out = blend(
+            tau, [dsts[i] for i in mine], [srcs[i] for i in mine], [dsts[i] for i in shared], [srcs[i] for i in shared]
+        )
         for i, value in zip(mine + shared, list(owned_out) + list(shared_out)):
             new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.

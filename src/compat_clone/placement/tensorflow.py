@@ -82,10 +82,7 @@ def _tf_device_name(tf: Any, device: Any) -> str:
     if spec.device_type is None:
         raise device_not_found(device, "TensorFlow", available, hint=" (name a device type: '/CPU:0')")
     index = 0 if spec.device_index is None else spec.device_index
-    local = {
-        (parsed.device_type, parsed.device_index)
-        for parsed in (tf.DeviceSpec.from_string(name) for name in available)
-    }
+    local = {(parsed.device_type, parsed.device_index) for parsed in (tf.DeviceSpec.from_string(name) for name in available)}
     # Only local devices can be checked; a remote job's devices are taken on
     # trust (a cluster lists them only once connected).
     if spec.job in (None, "localhost") and (spec.device_type.upper(), index) not in local:
@@ -126,9 +123,7 @@ def _tf_plan(tf: Any, src: Any, dst: Any) -> List[Tuple[Any, Any]]:
     dst_dist = _tf_is_distributed(tf, dst)
     if src_dist and dst_dist:
         src_parts, dst_parts = list(src.values), list(dst.values)
-        if len(src_parts) == len(dst_parts) and all(
-            s.device == d.device for s, d in zip(src_parts, dst_parts)
-        ):
+        if len(src_parts) == len(dst_parts) and all(s.device == d.device for s, d in zip(src_parts, dst_parts)):
             return list(zip(src_parts, dst_parts))
     # A sync-on-read SUM variable refuses a cross-replica assign (TF 2.x):
     # find out now, before any target was written.
@@ -186,8 +181,6 @@ def _aliased_sources(plan: List[Tuple[Any, Any]]) -> List[int]:
     """Indexes of the pairs whose source is also a target of the plan (by variable identity)."""
     targets = {id(dst) for _, dst in plan}
     return [i for i, (src, _) in enumerate(plan) if id(src) in targets]
-
-
 
 
 def _plain_types() -> Tuple[type, ...]:

@@ -103,9 +103,7 @@ def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:
 def _resolve_torch(model: Any, device: Any) -> Placement:
     torch = framework("torch")
     if device is None:
-        devices = [
-            str(v._value.device) for v in model_variables(model) if hasattr(getattr(v, "_value", None), "device")
-        ]
+        devices = [str(v._value.device) for v in model_variables(model) if hasattr(getattr(v, "_value", None), "device")]
         home = most_common(devices)
 
         def finish_like_source(clone: Any, layer_map: Any) -> None:
@@ -120,7 +118,6 @@ def _resolve_torch(model: Any, device: Any) -> Placement:
         _torch_move([(target, v) for v in model_variables(clone)])
 
     return Placement(f"device {name}", lambda: _keras_device_scope(name), finish_on)
-
 
 
 def _fresh_copy_torch(variable: Any) -> Any:

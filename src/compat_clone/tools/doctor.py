@@ -117,6 +117,7 @@ def _self_check(K: Any) -> List[Dict[str, Any]]:
             row.update(native="n/a", compat="n/a", detail=f"cannot build here: {_short(exc)}")
             rows.append(row)
             continue
+
         def native(model: Any = model) -> Any:
             clone = K.models.clone_model(model)
             clone.set_weights(model.get_weights())
@@ -160,8 +161,7 @@ def collect(self_check: bool = True) -> Dict[str, Any]:
             "module": module_name,
             "version": version,
             "known_native_issues": [
-                {"id": i.id, "versions": i.versions, "symptom": i.symptom, "upstream": i.upstream,
-                 "handled_by": i.handled_by}
+                {"id": i.id, "versions": i.versions, "symptom": i.symptom, "upstream": i.upstream, "handled_by": i.handled_by}
                 for i in issues_for(family, version)
             ],
         }
@@ -211,8 +211,10 @@ def _print(report: Dict[str, Any]) -> None:
     for key, value in report["env"].items():
         print(f"  {key}={value if value is not None else '(unset)'}")
     for fam in report["families"]:
-        print(f"\n== {fam['family']}: {fam['module']} {fam['version']}"
-              f" -> {fam.get('implementation', '?')} (backend: {fam.get('backend', '?')})")
+        print(
+            f"\n== {fam['family']}: {fam['module']} {fam['version']}"
+            f" -> {fam.get('implementation', '?')} (backend: {fam.get('backend', '?')})"
+        )
         if "error" in fam:
             print(f"  cannot load: {fam['error']}")
         if "warning" in fam:
@@ -226,8 +228,7 @@ def _print(report: Dict[str, Any]) -> None:
         if rows:
             print("  Self-check (clone + weight copy timed; outputs then compared):")
             table = [
-                [r["model"], r.get("native", "?"), r.get("compat", "?"),
-                 f"{r.get('native_ms', '')}", f"{r.get('compat_ms', '')}"]
+                [r["model"], r.get("native", "?"), r.get("compat", "?"), f"{r.get('native_ms', '')}", f"{r.get('compat_ms', '')}"]
                 for r in rows
             ]
             print("    " + _table(table, ["model", "native", "compat_clone", "native ms", "compat ms"]).replace("\n", "\n    "))
@@ -250,9 +251,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         _print(report)
-    failed = [
-        r for fam in report["families"] for r in fam.get("self_check", []) if r.get("compat") == "FAIL"
-    ]
+    failed = [r for fam in report["families"] for r in fam.get("self_check", []) if r.get("compat") == "FAIL"]
     broken = [fam for fam in report["families"] if "error" in fam]
     return 1 if failed or broken else 0
 

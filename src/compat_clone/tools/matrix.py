@@ -146,9 +146,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return compat_clone_matrix.main(argv, install=running_compat_clone)
 
 
-def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, envs: Optional[Sequence[str]] = None,
-                 tags: Optional[Sequence[str]] = None, command: Sequence[str] = ("python", "-m", "pytest", "-q"),
-                 results: os.PathLike[str] | str = Path(".nox") / "_results") -> List[str]:
+def nox_sessions(
+    table: Optional[os.PathLike[str] | str] = None,
+    *,
+    envs: Optional[Sequence[str]] = None,
+    tags: Optional[Sequence[str]] = None,
+    command: Sequence[str] = ("python", "-m", "pytest", "-q"),
+    results: os.PathLike[str] | str = Path(".nox") / "_results",
+) -> List[str]:
     """Registers one nox session per matrix environment, each installing the running compat_clone.
 
     Args:
@@ -171,8 +176,9 @@ def nox_sessions(table: Optional[os.PathLike[str] | str] = None, *, envs: Option
     >>> nox_sessions(envs=["keras-3.15-*"])  # doctest: +SKIP
     ['keras-3.15-tf', 'keras-3.15-jax', 'keras-3.15-torch']
     """
-    return compat_clone_matrix.nox_sessions(table, install=running_compat_clone, envs=envs, tags=tags,
-                                            command=command, results=results)
+    return compat_clone_matrix.nox_sessions(
+        table, install=running_compat_clone, envs=envs, tags=tags, command=command, results=results
+    )
 
 
 if __name__ == "__main__":

@@ -138,7 +138,7 @@ def install_into(site_packages_dir: os.PathLike[str] | str, fixup_name: str) -> 
     # (after the editable-install `.pth` files, which sort before it). A
     # broken line must not break the interpreter: guard it.
     line = (
-        "import sys; exec(\"try:\\n import compat_clone_matrix.envfix as _m; "
+        'import sys; exec("try:\\n import compat_clone_matrix.envfix as _m; '
         f"_m.activate({fixup_name!r})\\nexcept Exception as _e:\\n "
         "sys.stderr.write('compat_clone env fix-up not installed: %r\\\\n' % (_e,))\")\n"
     )

@@ -64,9 +64,19 @@ __all__ = ["apply"]
 
 _APPLIED = False
 
-_COLLECTIONS_ALIASES = ("Iterable", "Mapping", "MutableMapping", "Sequence", "Callable",
-                        "MutableSet", "Set", "Hashable", "Sized", "Container",
-                        "OrderedDict")
+_COLLECTIONS_ALIASES = (
+    "Iterable",
+    "Mapping",
+    "MutableMapping",
+    "Sequence",
+    "Callable",
+    "MutableSet",
+    "Set",
+    "Hashable",
+    "Sized",
+    "Container",
+    "OrderedDict",
+)
 
 
 def _collections_aliases() -> None:
@@ -83,10 +93,7 @@ def _import_tf_v1_without_keras() -> Any:
         # (TF >= 2.15 honours TF_USE_LEGACY_KERAS) instead of the standalone
         # `keras` package, which would otherwise be imported recursively.
         os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    hidden: Dict[str, Any] = {
-        name: mod for name, mod in sys.modules.items()
-        if name == "keras" or name.startswith("keras.")
-    }
+    hidden: Dict[str, Any] = {name: mod for name, mod in sys.modules.items() if name == "keras" or name.startswith("keras.")}
     for name in hidden:
         del sys.modules[name]
     sys.modules["keras"] = None  # type: ignore[assignment]  # "import keras" -> ImportError

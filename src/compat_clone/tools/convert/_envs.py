@@ -73,8 +73,7 @@ def _looks_like_path(spec: str) -> bool:
     return os.sep in spec or spec.startswith(".") or os.path.exists(spec)
 
 
-def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, role: str,
-            say: Any) -> Interpreter:
+def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, role: str, say: Any) -> Interpreter:
     """The interpreter for `spec`: a table environment's name, a virtualenv folder or a python.
 
     Args:
@@ -145,5 +144,11 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
     if os.environ.get("PYTHONPATH"):
         environ["PYTHONPATH"] = os.environ["PYTHONPATH"]
     claim = dict(env.expect)
-    return Interpreter(label=env.name, python=str(python), environ=environ, family=claim.get("family"),
-                       version=claim.get("version"), backend=claim.get("backend"))
+    return Interpreter(
+        label=env.name,
+        python=str(python),
+        environ=environ,
+        family=claim.get("family"),
+        version=claim.get("version"),
+        backend=claim.get("backend"),
+    )

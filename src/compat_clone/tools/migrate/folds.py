@@ -30,9 +30,7 @@ class Folds:
 
     calls: Set[cst.Call] = dataclasses.field(default_factory=set)
     comments: Dict[cst.Call, cst.Comment] = dataclasses.field(default_factory=dict)
-    line_pairs: Dict[cst.SimpleStatementLine, cst.SimpleStatementLine] = dataclasses.field(
-        default_factory=dict
-    )
+    line_pairs: Dict[cst.SimpleStatementLine, cst.SimpleStatementLine] = dataclasses.field(default_factory=dict)
     removed_lines: Set[cst.SimpleStatementLine] = dataclasses.field(default_factory=set)
     removed_small: Set[cst.BaseSmallStatement] = dataclasses.field(default_factory=set)
 

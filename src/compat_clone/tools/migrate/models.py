@@ -69,13 +69,13 @@ def list_models(folder: str) -> int:
         else:
             output = suggested_output(info.path, taken)
             taken.add(output)
-            command = " ".join(shlex.quote(a) for a in [
-                "compat-clone", "convert", info.path, "-o", output, "--from", str(info.env)])
+            command = " ".join(
+                shlex.quote(a) for a in ["compat-clone", "convert", info.path, "-o", output, "--from", str(info.env)]
+            )
             convert.append(f"{info.path}: {info.describe()}\n    {command}")
     for line in convert + done:
         print(line, flush=True)
     for line in problems:
         print(line, file=sys.stderr, flush=True)
-    print(f"{len(convert)} Keras 2 model(s) to convert, {len(done)} already Keras 3, "
-          f"{len(problems)} not convertible.")
+    print(f"{len(convert)} Keras 2 model(s) to convert, {len(done)} already Keras 3, {len(problems)} not convertible.")
     return 2 if problems else 0

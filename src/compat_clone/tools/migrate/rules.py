@@ -76,8 +76,7 @@ CLONE_AND_BUILD_PARAMS = (
 )
 # Its arguments with no `compat_clone.clone_model` equivalent (when not None / False), and the fix.
 CLONE_AND_BUILD_NO_EQUIVALENT = {
-    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` "
-    "(TF 1.x graph mode only)",
+    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` (TF 1.x graph mode only)",
     "custom_objects": "wrap the call in `with keras.utils.custom_object_scope(custom_objects):`",
     "in_place_reset": "give the subclassed model a `get_config` (compat_clone rebuilds it "
     "from its config; it never resets a model in place)",
@@ -219,8 +218,7 @@ CUSTOM_OBJECTS_WHY = (
 
 # A use that needs a decision, not a fix: whether the object is a Keras model (this tool cannot tell).
 REVIEW_RULES = frozenset({"deepcopy"})
-RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update",
-         "assign-update", "deepcopy")
+RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update", "assign-update", "deepcopy")
 
 
 def rule_of(why: str) -> str:
