@@ -49,6 +49,7 @@ lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m mypy --strict dev/structure_check.py
 	$(VENV)/bin/ruff check src tests bench dev
+	$(VENV)/bin/ruff format --check src tests bench dev
 	$(VENV)/bin/python dev/structure_check.py
 
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
