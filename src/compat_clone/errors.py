@@ -35,6 +35,8 @@ __all__ = [
     "subclassed_rebuild_error",
     "subclassed_rebuild_note",
     "add_note",
+    "CompileError",
+    "revived_text",
 ]
 
 

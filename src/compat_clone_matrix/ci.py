@@ -23,7 +23,16 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from compat_clone_matrix.table import Env
 
-__all__ = ["env_command", "github_matrix", "workflow", "with_results_option", "validate_table_path", "ACTIONS"]
+__all__ = [
+    "env_command",
+    "github_matrix",
+    "workflow",
+    "with_results_option",
+    "validate_table_path",
+    "ACTIONS",
+    "DEFAULT_COMMAND",
+    "emit",
+]
 
 
 def _shell_join(words: Sequence[str]) -> str:

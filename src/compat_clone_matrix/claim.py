@@ -29,7 +29,7 @@ import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["MODULES", "claim_from_environ", "check_claim", "version_matches"]
+__all__ = ["MODULES", "claim_from_environ", "check_claim", "version_matches", "MODULE_FAMILIES"]
 
 # expect.module -> (top-level distribution module that must be installed, attribute path)
 MODULES: Dict[str, Tuple[str, str]] = {

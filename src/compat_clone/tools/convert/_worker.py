@@ -29,6 +29,8 @@ from typing import Any, Dict, Optional, Sequence
 from compat_clone.errors import CompatCloneError, MissingCustomObjectError, ProbeInputError
 from compat_clone.tools.convert._custom import resolve_custom_objects
 
+__all__ = ["EXIT_USAGE", "RESULT_MARK"]
+
 RESULT_MARK = "COMPAT_CLONE_RESULT "
 EXIT_REFUSED = 1
 EXIT_USAGE = 2  # the user's to fix on the command line (--inputs, --custom-objects): said in its terms

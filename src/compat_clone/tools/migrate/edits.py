@@ -12,6 +12,8 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import import_compat_clone
 
+__all__ = ["append_copy_weights", "append_keyword", "compat_clone_import_line", "drop_aliases", "insert_import"]
+
 
 def append_copy_weights(call: cst.Call, comment: Optional[cst.Comment] = None) -> Tuple[cst.Call, bool]:
     """`call` with `copy_weights=True` appended (`append_keyword`).

@@ -14,6 +14,8 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import dotted
 
+__all__ = ["Folds", "find_folds"]
+
 
 @dataclasses.dataclass
 class Folds:

@@ -40,6 +40,8 @@ from compat_clone.tools.migrate.rules import (
 from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
 from compat_clone.tools.migrate.walk import Analysis, Walk
 
+__all__ = ["IdiomAnalysis"]
+
 
 class IdiomAnalysis:
     """The idioms' part of the walk: called by the `Analyzer` that owns it.

@@ -17,6 +17,19 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import code, dotted
 
+__all__ = [
+    "SERIALIZED_BY",
+    "assigned",
+    "bare",
+    "blend",
+    "find_soft_update",
+    "get_weights_of",
+    "is_trivial",
+    "serialized_model",
+    "set_weights_call",
+    "single",
+]
+
 # `1`, `1.`, `1.0`, ...: the `1` of `(1 - tau)`
 _ONE = re.compile(r"^1(\.0*)?$")
 

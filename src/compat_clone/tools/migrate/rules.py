@@ -11,6 +11,29 @@ from typing import Optional
 
 from compat_clone.families.registry import MODEL_CLASS_NAMES
 
+__all__ = [
+    "ASSIGN_UPDATE_WHY",
+    "CLONE_AND_BUILD_PARAMS",
+    "CLONE_AND_BUILD_TARGETS",
+    "CLONE_MODEL_HOMES",
+    "CLONE_MODEL_TARGETS",
+    "CUSTOM_OBJECTS_WHY",
+    "DEEPCOPY_VERSIONS_FAILING",
+    "DEEPCOPY_WHY",
+    "GRAPH_UPDATE_WHY",
+    "HARD_UPDATE_NOTE",
+    "MODEL_CLASSES",
+    "MULTI_GPU_WHY",
+    "REMOVED_WHY",
+    "REVIEW_RULES",
+    "SOFT_UPDATE_NOTE",
+    "TRIGGERS",
+    "clone_and_build_why",
+    "is_keras_module",
+    "keras_root",
+    "rule_of",
+]
+
 # Modules whose `clone_model` this tool rewrites, as the fully qualified
 # import path a name resolves to (`import tensorflow as tf` makes
 # `tf.keras.models` resolve to `tensorflow.keras.models`).

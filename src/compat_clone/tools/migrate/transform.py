@@ -20,6 +20,8 @@ from compat_clone.tools.migrate.imports import drops_every_alias
 from compat_clone.tools.migrate.syntax import comment_lines, compat_clone_attr, import_compat_clone
 from compat_clone.tools.migrate.walk import Analysis
 
+__all__ = ["Transformer"]
+
 
 class Transformer(cst.CSTTransformer):
     """Rewrites a module as `analysis` says (run it on the module that was analysed).
