@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict
@@ -12,7 +13,7 @@ import pytest
 
 from compat_clone.tools import matrix as _matrix
 
-__all__ = ["CI_TABLE", "ci_project", "clean_environ", "one_env_table", "standin"]
+__all__ = ["CI_TABLE", "ci_project", "clean_environ", "matrix_in", "one_env_table", "standin"]
 
 
 def clean_environ(**extra: str) -> Dict[str, str]:
@@ -82,3 +83,15 @@ def standin(root: Path, env: Any) -> None:
     finally:
         os.environ.update(saved)
     (env_dir / ".compat-clone-stamp").write_text(stamp + "\n")
+
+
+def matrix_in(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m compat_clone matrix ARGV` run in `project`, with `clean_environ()`, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "compat_clone", "matrix", *argv],
+        cwd=project,
+        env=clean_environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

@@ -25,7 +25,7 @@ import yaml  # in every matrix environment (the table's defaults) and in .venv
 
 from compat_clone.tools import matrix as _matrix
 from compat_clone_matrix import ci
-from tests.matrix_support import CI_TABLE, ci_project, clean_environ, standin
+from tests.matrix_support import CI_TABLE, ci_project, clean_environ, matrix_in, standin
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py);
 # the plugin's claim checks (marked soak) import the environment's framework.
@@ -251,29 +251,7 @@ def test_progress_shows_running_environments_in_a_log(project: Path) -> None:
     (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == "a"]
     standin(project / ".matrix", env)
     script = "import time; print('.. [ 40%]', flush=True); time.sleep(3.5); print('2 passed in 3.5s')"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compat_clone",
-            "matrix",
-            "--table",
-            "matrix.toml",
-            "--env",
-            "a",
-            "--progress",
-            "1",
-            "--",
-            "python",
-            "-c",
-            script,
-        ],
-        cwd=project,
-        env=clean_environ(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = matrix_in(project, "--table", "matrix.toml", "--env", "a", "--progress", "1", "--", "python", "-c", script)
     assert done.returncode == 0, done.stdout + done.stderr
     ticks = [line for line in done.stdout.splitlines() if "] running 1: a " in line]
     # plain lines (not a terminal): one per second with the elapsed time and pytest's progress

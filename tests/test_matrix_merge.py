@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from compat_clone.tools import matrix as _matrix
 from compat_clone_matrix import report as _report
-from tests.matrix_support import ci_project, clean_environ, standin
+from tests.matrix_support import ci_project, matrix_in, standin
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -44,29 +43,7 @@ def _machine_run(project: Path, root: str, env_name: str) -> Path:
     """One `compat-clone matrix` run on one "machine" (its own --root); returns its results folder."""
     (env,) = [e for e in _matrix.load_table(project / "matrix.toml") if e.name == env_name]
     standin(project / root, env)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compat_clone",
-            "matrix",
-            "--table",
-            "matrix.toml",
-            "--root",
-            root,
-            "--env",
-            env_name,
-            "--",
-            "python",
-            "-c",
-            _RECORD,
-        ],
-        cwd=project,
-        env=clean_environ(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = matrix_in(project, "--table", "matrix.toml", "--root", root, "--env", env_name, "--", "python", "-c", _RECORD)
     assert done.returncode == 0, done.stdout + done.stderr
     return project / root / "_results"
 
