@@ -52,11 +52,13 @@ and imports nothing of it. The rules:
    ``_`` part in its path, no ``module._name`` read and none monkeypatched;
 10. each module's ``__all__`` is what other modules use: a public name
     imported from another module of the packages is in that module's
-    ``__all__``, which it declares (a name that is a module is not checked).
+    ``__all__``, which it declares (a name that is a module is not checked);
+11. the tools (``compat_clone.tools``, the matrix, ``__main__``) import no
+    private module of the library: its public names only.
 
 Each violation is printed as ``path:line: what``; a cycle names its members
 and every import inside it (each one a place the cycle could be cut).
-Rules 5-7 live in dev/structure_seams.py, rule 9 in dev/structure_tests.py, rule 10 in dev/structure_exports.py, the parsed tree in
+Rules 5-7 live in dev/structure_seams.py, rule 9 in dev/structure_tests.py, rules 10-11 in dev/structure_exports.py, the parsed tree in
 dev/structure_source.py; this module holds the other rules, the KNOWN list
 and the command line.
 
@@ -82,7 +84,7 @@ _DEV = str(Path(__file__).resolve().parent)
 if _DEV not in sys.path:
     sys.path.insert(0, _DEV)
 
-from structure_exports import unexported_imports  # noqa: E402
+from structure_exports import tools_reach_private_modules, unexported_imports  # noqa: E402
 from structure_seams import family_compares, in_tools, library_imports_tools, private_imports, tools_product  # noqa: E402
 from structure_source import (  # noqa: E402
     MATRIX,
@@ -239,7 +241,7 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the ten rules in ``src/<package>``, ``src/compat_clone_matrix``, ``tests/`` and ``bench/``,
+    """Every violation of the eleven rules in ``src/<package>``, ``src/compat_clone_matrix``, ``tests/`` and ``bench/``,
     known ones included."""
     modules = {**load_modules(src, package), **load_modules(src, MATRIX)}
     return (
@@ -253,6 +255,7 @@ def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
         + sizes_of_tests(load_tests(src))
         + seam_reaches(load_test_side(src.parent), modules, (package, MATRIX))
         + unexported_imports(modules)
+        + tools_reach_private_modules(modules, package)
     )
 
 

@@ -8,6 +8,10 @@ holds the KNOWN list. It reads the parsed tree of `structure_source`:
   find ``name`` in ``X.__all__``, and ``X`` must declare one (a literal list
   or tuple of strings). A name that is itself a module is not a name of
   ``X``'s and is not checked; private names are rule 6's.
+- `tools_reach_private_modules` (rule 11): the tools (``compat_clone.tools``,
+  ``compat_clone_matrix``, ``__main__``) import no private module of the
+  library (a module path with a ``_`` part outside the tools): they use the
+  library's public names only.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set
 
-from structure_source import Module, Violation, resolve
+from structure_seams import in_tools
+from structure_source import PACKAGE, Module, Violation, imports_of, resolve
 
-__all__ = ["declared_all", "unexported_imports"]
+__all__ = ["declared_all", "tools_reach_private_modules", "unexported_imports"]
 
 
 def declared_all(m: Module) -> Optional[Set[str]]:
@@ -59,4 +64,22 @@ def unexported_imports(modules: Dict[str, Module]) -> List[Violation]:
                 key = f"export {m.relpath}:{base}.{name}"
                 why = "which declares no __all__" if exported is None else "whose __all__ leaves it out"
                 found.setdefault(key, Violation(key, f"{m.relpath}:{node.lineno}", f"imports {name} from {base}, {why}"))
+    return list(found.values())
+
+
+def tools_reach_private_modules(modules: Dict[str, Module], package: str = PACKAGE) -> List[Violation]:
+    """Rule 11: a tool module importing a private module of the library."""
+    found: Dict[str, Violation] = {}
+    known = set(modules)
+    for m in modules.values():
+        if not (in_tools(m.name, package) or m.name == f"{package}.__main__"):
+            continue
+        for edge in imports_of(m, known):
+            if in_tools(edge.target, package) or not any(p.startswith("_") for p in edge.target.split(".")):
+                continue
+            key = f"tools-private {m.relpath}:{edge.target}"
+            found.setdefault(
+                key,
+                Violation(key, f"{m.relpath}:{edge.line}", f"a tool imports {edge.target}, a private module of the library"),
+            )
     return list(found.values())

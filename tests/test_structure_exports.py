@@ -1,4 +1,4 @@
-"""Rule 10 of the structure check: each module's `__all__` is what other modules use.
+"""Rules 10 and 11 of the structure check: `__all__` is what other modules use; the tools use public modules.
 
 `dev/structure_exports.py` holds the rule; tests/test_structure.py holds the
 other rules' cases (and checks that the package passes every rule).
@@ -36,4 +36,27 @@ def test_imports_of_public_names_follow_all(tmp_path: Path) -> None:
     assert [str(v) for v in check.check(src) if v.key.startswith("export")] == [
         "compat_clone/user.py:4: imports hidden from compat_clone.listed, whose __all__ leaves it out",
         "compat_clone/user.py:6: imports thing from compat_clone.bare, which declares no __all__",
+    ]
+
+
+def test_tools_import_no_private_module_of_the_library(tmp_path: Path) -> None:
+    # Found: a tool (and `__main__`) importing a library module with a `_` in
+    # its path. Not found: a tool's own private module, a public library module.
+    src = tmp_path / "src"
+    files = {
+        "__init__.py": "",
+        "_compat.py": "__all__ = ['x']\nx = 1\n",
+        "api.py": "__all__ = ['f']\nf = 1\n",
+        "__main__.py": "from compat_clone import _compat\n",
+        "tools/__init__.py": "",
+        "tools/_own.py": "__all__ = ['y']\ny = 1\n",
+        "tools/cli.py": "from compat_clone._compat import x\nfrom compat_clone.api import f\nfrom compat_clone.tools._own import y\n",
+    }
+    for name, text in files.items():
+        path = src / "compat_clone" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    assert [str(v) for v in check.check(src) if v.key.startswith("tools-private")] == [
+        "compat_clone/__main__.py:1: a tool imports compat_clone._compat, a private module of the library",
+        "compat_clone/tools/cli.py:1: a tool imports compat_clone._compat, a private module of the library",
     ]

@@ -28,6 +28,7 @@ from compat_clone.families.registry import FAMILIES
 if TYPE_CHECKING:
     from compat_clone.convert._custom_objects import custom_objects
     from compat_clone.convert._describe import describe
+    from compat_clone.convert._files import describe_file, rebuild_file
     from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
     from compat_clone.convert._io import load, save
     from compat_clone.convert._proof import OutputDiff, Proof, verify
@@ -45,6 +46,8 @@ __all__ = [
     "convert",
     "custom_objects",
     "describe",
+    "describe_file",
+    "rebuild_file",
     "save",
     "load",
     "rebuild",
@@ -64,6 +67,8 @@ _LAZY = {
     "LayerOutput": "_format",
     "LayerOutputs": "_format",
     "describe": "_describe",
+    "describe_file": "_files",
+    "rebuild_file": "_files",
     "custom_objects": "_custom_objects",
     "load": "_io",
     "save": "_io",

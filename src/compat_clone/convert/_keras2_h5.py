@@ -18,6 +18,8 @@ from typing import Any, List, Mapping, Optional
 
 from compat_clone.errors import InvalidArgumentError
 
+__all__ = ["load", "needs_own_reader"]
+
 
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)

@@ -18,7 +18,8 @@ import tempfile
 import zipfile
 from typing import Any, List, Mapping, Optional
 
-from compat_clone.convert import _keras2_h5
+from compat_clone.convert._keras2_h5 import load as load_h5_keras2
+from compat_clone.convert._keras2_h5 import needs_own_reader
 from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
 from compat_clone.families.installed import keras_module
 from compat_clone.families.registry import entry, family_for
@@ -72,8 +73,8 @@ def read_model(
     """
     objects = dict(custom_objects or {})
     try:
-        if entry(family).graph_mode and os.path.isfile(path) and _keras2_h5.needs_own_reader():
-            return _keras2_h5.load(keras, path, objects)
+        if entry(family).graph_mode and os.path.isfile(path) and needs_own_reader():
+            return load_h5_keras2(keras, path, objects)
         kwargs: Any = {}
         if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:
             kwargs["safe_mode"] = False

@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from types import ModuleType
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from compat_clone.families.registry import entry, family_for
 
-__all__ = ["installed_families", "keras_module"]
+__all__ = ["installed_families", "installed_version", "keras_module"]
 
 _KERAS_PACKAGES = {"keras": ("keras",), "tf_keras": ("tf_keras", "tf-keras")}  # module -> its distributions
 
@@ -65,15 +65,31 @@ def installed_families(versions: Optional[Mapping[str, str]] = None) -> List[Tup
     ]
 
 
-def _installed_versions() -> Dict[str, str]:
+def installed_version(distributions: Sequence[str]) -> Optional[str]:
+    """The version of the first of `distributions` installed here, read from package metadata (nothing imported).
+
+    Args:
+        distributions: distribution names, tried in order
+            (``("tensorflow", "tensorflow-cpu")``).
+
+    Returns:
+        Its version string, or None where none of them is installed.
+
+    Example:
+
+    >>> installed_version(("no-such-distribution",)) is None
+    True
+    """
     from compat_clone._compat import metadata  # here: only tools ask, and a clone never does
 
-    found: Dict[str, str] = {}
-    for module, dists in _KERAS_PACKAGES.items():
-        for dist in dists:
-            try:
-                found[module] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return found
+    for dist in distributions:
+        try:
+            return str(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _installed_versions() -> Dict[str, str]:
+    found = {module: installed_version(dists) for module, dists in _KERAS_PACKAGES.items()}
+    return {module: version for module, version in found.items() if version}

@@ -22,8 +22,7 @@ import traceback
 from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
-from compat_clone._compat import metadata
-from compat_clone.families.installed import installed_families
+from compat_clone.families.installed import installed_families, installed_version
 
 __all__ = ["add_arguments", "run", "collect", "families"]
 
@@ -44,15 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _installed() -> Dict[str, str]:
-    found: Dict[str, str] = {}
-    for name, dists in _DISTS.items():
-        for dist in dists:
-            try:
-                found[name] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return found
+    found = {name: installed_version(dists) for name, dists in _DISTS.items()}
+    return {name: version for name, version in found.items() if version}
 
 
 def families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:

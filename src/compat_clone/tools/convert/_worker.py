@@ -6,7 +6,7 @@
         --rtol R --atol A [--custom-objects module:name ...]
 
 Each step is one call of the conversion library, which owns the model and
-its files: `describe` is `compat_clone.convert._files.describe_file` (read
+its files: `describe` is `compat_clone.convert.describe_file` (read
 the saved Keras 2 model, write its description), `rebuild` is
 `rebuild_file` (rebuild in Keras 3, prove, save, load back, prove again).
 This module only turns the command line into that call in this interpreter
@@ -55,7 +55,7 @@ def _cli_terms(e: MissingCustomObjectError, given: Sequence[str]) -> str:
 
 def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
-    from compat_clone.convert._files import describe_file
+    from compat_clone.convert import describe_file
 
     return describe_file(
         args.model,
@@ -69,7 +69,7 @@ def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
 
 def _rebuild_step(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "target"
-    from compat_clone.convert._files import rebuild_file
+    from compat_clone.convert import rebuild_file
 
     return rebuild_file(
         args.description, args.out, rtol=args.rtol, atol=args.atol, custom_objects=resolve_custom_objects(args.custom_objects)
