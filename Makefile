@@ -42,18 +42,20 @@ demo: $(VENV)/.stamp
 
 # `make lint`: mypy --strict over the package and ruff over package, tests,
 # bench and dev (pyproject.toml holds both configurations), then the structure
-# check (dev/structure_check.py: module and function sizes, no import cycle).
+# check (dev/structure_check.py: module and function sizes, no import cycle, the
+# seams; mypy follows it into its sibling modules structure_seams.py and structure_source.py).
 # `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m mypy --strict dev/structure_check.py
 	$(VENV)/bin/ruff check src tests bench dev
+	$(VENV)/bin/ruff format --check src tests bench dev
 	$(VENV)/bin/python dev/structure_check.py
 
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
 # (tests/test_matrix_docs.py fails when they drift).
 docs: $(VENV)/.stamp
-	$(VENV)/bin/python -m compat_clone.tools.matrix.table_text --write docs/matrix.md
+	$(VENV)/bin/python -m compat_clone_matrix.table_text --write docs/matrix.md
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
@@ -82,7 +84,7 @@ packaging: $(VENV)/.stamp dist
 
 # `make test`: builds the wheel (make dist), checks it (make packaging), then
 # runs our suite (pytest -n auto) in every environment of the version matrix
-# (src/compat_clone/tools/matrix/matrix.toml) with THAT WHEEL installed, not
+# (src/compat_clone_matrix/matrix.toml) with THAT WHEEL installed, not
 # the checkout (src/ layout: the tree is not importable from the project root).
 # Environments are built with uv under .matrix/<env>/ and run
 # min(cores, memory GB // 4) at a time; then COMPATIBILITY.md and the README
@@ -99,14 +101,14 @@ packaging: $(VENV)/.stamp dist
 # tests/source_cache.py). 2700 s leaves it about 3.7x quiet, and about 2x under
 # the 1.5-2x that a second process busying one core of two costs; an
 # environment hung in the last one to start (~25 min into a quiet run) is
-# still reported before CI's 90 min. 1500 s was too tight: at load 6-7
-# (issue 37) it stopped tf_keras-2.16 at 95%, keras-3.15-tf at 72%; at load
+# still reported before CI's 90 min. 1500 s was too tight: at load 6-7 it
+# stopped tf_keras-2.16 at 95%, keras-3.15-tf at 72%; at load
 # 10-12 keras-2.3.1, keras-2.2.4-tf1 and tf.keras-2.12 (no limit fits a machine
 # 4-5x slower than quiet: such a run outlasts CI's 90 min anyway). An
 # environment that reaches the limit is killed and reported with the tests
 # still running and for how long (.matrix/<env>/last.log).
-# Raised to 3300 s at the integration of issues 32-37: keras-2.2.4-tf1 then wrote
-# its whole zoo in its own session (836 CPU s) and took 32 min in CI, which stopped
+# Raised to 3300 s when keras-2.2.4-tf1 wrote its whole zoo in its own session
+# (836 CPU s) and took 32 min in CI, which stopped
 # the whole run at 90 min. The zoo writers now cost a fifth of that (one
 # batch_get_value per model, a fresh TF1 graph per case; the three costliest
 # cases from two sources each in make test): in a fresh-clone run with `make bench`

@@ -93,8 +93,7 @@ class Keras2Ops(Ops):
     def refresh(self, model: Any) -> None:
         import numpy as np
 
-        self.K.backend.batch_set_value([(v, np.zeros(self.K.backend.int_shape(v), "float32"))
-                                        for v in model.weights])
+        self.K.backend.batch_set_value([(v, np.zeros(self.K.backend.int_shape(v), "float32")) for v in model.weights])
 
     def raw_copy(self, source: Any, target: Any = None) -> Callable[[], Any]:
         import tensorflow as tf  # the compat.v1 module the keras2_on_tf2 fix-up installs
@@ -131,8 +130,10 @@ class Keras2Ops(Ops):
             with tf.control_dependencies([first]):
                 passes.append(tf.raw_ops.ApplyGradientDescent(var=d, alpha=-alpha, delta=s))
         two = tf.group(*passes)
-        return {"one_pass": lambda: self.K.backend.get_session().run(floor),
-                "two_pass": lambda: self.K.backend.get_session().run(two)}
+        return {
+            "one_pass": lambda: self.K.backend.get_session().run(floor),
+            "two_pass": lambda: self.K.backend.get_session().run(two),
+        }
 
     def where(self, model: Any) -> str:
         return "default device (CPU)"
@@ -183,6 +184,7 @@ class JaxOps(Ops):
 
 class TorchOps(Ops):
     copies_into_target = True
+
     def tensors(self, model: Any) -> List[Any]:
         return [v.value.detach() for v in model.weights]
 

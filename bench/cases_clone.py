@@ -15,9 +15,10 @@ import os
 import pstats
 from typing import Any, Callable, Dict, List, Tuple
 
-import compat_clone
-from common import Ctx, interleave, relu_chain, dense_chain, shared_dag
+from common import Ctx, dense_chain, interleave, relu_chain, shared_dag
 from verdicts import GROWTH_MAX
+
+import compat_clone
 
 MODELS: Tuple[Tuple[str, str, Callable[[Any], Any]], ...] = (
     ("resnet50", "ResNet50 (weights=None)", lambda K: K.applications.ResNet50(weights=None)),
@@ -37,10 +38,8 @@ def _pairs(ctx: Ctx, build: Callable[[], Any], pairs: int) -> Tuple[Any, Dict[st
             ctx.fresh()
             box["model"] = build()
 
-    methods = {"native": lambda: ctx.K.models.clone_model(box["model"]),
-               "compat": lambda: compat_clone.clone_model(box["model"])}
-    times = interleave(methods, pairs + pairs % 2, warmup=False,
-                       before_rep=rebuild if ctx.family == "keras2" else None)
+    methods = {"native": lambda: ctx.K.models.clone_model(box["model"]), "compat": lambda: compat_clone.clone_model(box["model"])}
+    times = interleave(methods, pairs + pairs % 2, warmup=False, before_rep=rebuild if ctx.family == "keras2" else None)
     return box["model"], times
 
 
@@ -77,12 +76,19 @@ def clone_ratios(ctx: Ctx) -> List[Dict[str, Any]]:
             K.models.clone_model(model), compat_clone.clone_model(model)
     rows = []
     for key, title, build in MODELS:
-        model, times = _pairs(ctx, lambda: build(K), ctx.plan.pairs)
+        model, times = _pairs(ctx, lambda build=build: build(K), ctx.plan.pairs)
         if ctx.family == "keras2":
             ctx.fresh()
             model = build(K)
-        rows.append({"model": key, "title": title, "layers": len(model.layers), "times": times,
-                     **(count_work(ctx, model) if ctx.plan.count_calls else {})})
+        rows.append(
+            {
+                "model": key,
+                "title": title,
+                "layers": len(model.layers),
+                "times": times,
+                **(count_work(ctx, model) if ctx.plan.count_calls else {}),
+            }
+        )
         del model
     return rows
 
@@ -95,13 +101,14 @@ def growth(ctx: Ctx) -> List[Dict[str, Any]]:
     """Clone time at each chain depth; where it grows past the target, what grows (a profile)."""
     rows: List[Dict[str, Any]] = []
     for depth in ctx.plan.growth:
-        model, times = _pairs(ctx, lambda: relu_chain(ctx.K, depth), ctx.plan.pairs if depth <= 1000 else 2)
+        model, times = _pairs(ctx, lambda depth=depth: relu_chain(ctx.K, depth), ctx.plan.pairs if depth <= 1000 else 2)
         row: Dict[str, Any] = {"layers": depth, "times": times}
         if ctx.family == "tf_keras":
             # compat_clone delegates a plain tf.keras clone to the native one; with a
             # `call_function` it runs its own graph walk: timed once, for our own growth.
-            row["walk"] = interleave({"walk": lambda: compat_clone.clone_model(model, call_function=_call_layer)},
-                                     1, warmup=False)["walk"]["cpu"][0]
+            row["walk"] = interleave(
+                {"walk": lambda model=model: compat_clone.clone_model(model, call_function=_call_layer)}, 1, warmup=False
+            )["walk"]["cpu"][0]
         rows.append(row)
     first, last = rows[0]["times"]["compat"]["cpu"], rows[-1]["times"]["compat"]["cpu"]
     if len(rows) > 1 and min(last) / min(first) > GROWTH_MAX:
@@ -134,14 +141,26 @@ def profile_growth(ctx: Ctx, small: int, big: int) -> Dict[str, Any]:
         fn(models[0])  # warm-up
         sides[side] = [_function_times(fn, m) for m in models]
     (c_small, c_big), (n_small, n_big) = sides["compat"], sides["native"]
-    excess = sorted(set(c_small) | set(c_big),
-                    key=lambda f: -(c_big.get(f, (0, 0.0))[1] - scale * c_small.get(f, (0, 0.0))[1]))
+    excess = sorted(set(c_small) | set(c_big), key=lambda f: -(c_big.get(f, (0, 0.0))[1] - scale * c_small.get(f, (0, 0.0))[1]))
 
     def total(times: Dict[str, Tuple[int, float]]) -> float:
         return sum(t for _, t in times.values())
 
-    top = [{"function": f, "calls": [c_small.get(f, (0, 0.0))[0], c_big.get(f, (0, 0.0))[0]],
+    top = [
+        {
+            "function": f,
+            "calls": [c_small.get(f, (0, 0.0))[0], c_big.get(f, (0, 0.0))[0]],
             "native_calls": [n_small.get(f, (0, 0.0))[0], n_big.get(f, (0, 0.0))[0]],
-            "seconds": [c_small.get(f, (0, 0.0))[1], c_big.get(f, (0, 0.0))[1]]} for f in excess[:6]]
-    return {"profile": True, "small": small, "big": big, "linear": scale, "top": top,
-            "compat_growth": total(c_big) / total(c_small), "native_growth": total(n_big) / total(n_small)}
+            "seconds": [c_small.get(f, (0, 0.0))[1], c_big.get(f, (0, 0.0))[1]],
+        }
+        for f in excess[:6]
+    ]
+    return {
+        "profile": True,
+        "small": small,
+        "big": big,
+        "linear": scale,
+        "top": top,
+        "compat_growth": total(c_big) / total(c_small),
+        "native_growth": total(n_big) / total(n_small),
+    }

@@ -31,9 +31,10 @@ import inspect
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-import compat_clone
 from cases_weights import _built, _nbytes, _probe, _same
 from common import Ctx, dense_chain, interleave, peak_rss, rss
+
+import compat_clone
 
 GPU_TAU = 0.005  # the soft update's tau on the GPU (a DQN / DDPG target network's)
 
@@ -60,15 +61,25 @@ def _weights_rows(ctx: Ctx) -> List[Dict[str, Any]]:
     source = _built(ctx, plan.gpu_heavy_layers, plan.gpu_heavy_width)
     size = {"mb": _nbytes(source) / 1e6, "layers": plan.gpu_heavy_layers, "width": plan.gpu_heavy_width}
     rows = [dict(row, **size) for row in _copy_rows(ctx, source)]  # its target is freed on return
-    ways = {"compat": lambda: settle(compat_clone.clone_model(source, copy_weights=True)),
-            "raw": ctx.ops.raw_copy(source),
-            "native": lambda: settle(ctx.K.models.clone_model(source))}
+    ways = {
+        "compat": lambda: settle(compat_clone.clone_model(source, copy_weights=True)),
+        "raw": ctx.ops.raw_copy(source),
+        "native": lambda: settle(ctx.K.models.clone_model(source)),
+    }
     times = interleave(ways, plan.gpu_reps)
     before = rss()
     clone, peak = peak_rss(ways["compat"])
-    rows.append({"what": "clone with weights", **size, "times": times, "host_mb": max(0, peak - before) / 1e6,
-                 "exact": _equal(ctx, source, clone), "device": ctx.ops.where(clone),
-                 "raw_op": ctx.ops.raw_copy_op(False)})
+    rows.append(
+        {
+            "what": "clone with weights",
+            **size,
+            "times": times,
+            "host_mb": max(0, peak - before) / 1e6,
+            "exact": _equal(ctx, source, clone),
+            "device": ctx.ops.where(clone),
+            "raw_op": ctx.ops.raw_copy_op(False),
+        }
+    )
     return rows
 
 
@@ -77,24 +88,36 @@ def _copy_rows(ctx: Ctx, source: Any) -> List[Dict[str, Any]]:
     settle, reps = ctx.ops.settle, ctx.plan.gpu_reps
     with ctx.placed():
         target = compat_clone.clone_model(source)
-    copy = {"copy_weights": lambda: settle(compat_clone.copy_weights(source, target)),
-            "raw": ctx.ops.raw_copy(source, target)}
-    rows = [{"what": "copy", "times": interleave(copy, reps), "exact": _equal(ctx, source, target),
-             "raw_op": ctx.ops.raw_copy_op(True)}]
+    copy = {"copy_weights": lambda: settle(compat_clone.copy_weights(source, target)), "raw": ctx.ops.raw_copy(source, target)}
+    rows = [
+        {
+            "what": "copy",
+            "times": interleave(copy, reps),
+            "exact": _equal(ctx, source, target),
+            "raw_op": ctx.ops.raw_copy_op(True),
+        }
+    ]
     fused = ctx.ops.raw_blend(source, target, GPU_TAU)
     if "tau" not in inspect.signature(compat_clone.copy_weights).parameters or fused is None:
-        return rows + [{"what": "soft", "available": False,
-                        "why": "compat_clone.copy_weights has no `tau`" if fused else "no fused blend on this backend"}]
+        return rows + [
+            {
+                "what": "soft",
+                "available": False,
+                "why": "compat_clone.copy_weights has no `tau`" if fused else "no fused blend on this backend",
+            }
+        ]
     soft = {"tau": lambda: settle(compat_clone.copy_weights(source, target, tau=GPU_TAU)), "fused": fused}
-    return rows + [{"what": "soft", "available": True, "tau": GPU_TAU, "times": interleave(soft, reps),
-                    "raw_op": ctx.ops.raw_blend_op()}]
+    return rows + [
+        {"what": "soft", "available": True, "tau": GPU_TAU, "times": interleave(soft, reps), "raw_op": ctx.ops.raw_blend_op()}
+    ]
 
 
 def _equal(ctx: Ctx, a: Any, b: Any) -> bool:
     """Every variable of `a` equals `b`'s, compared on the device (no copy to the host)."""
     ops = ctx.K.ops
     return len(a.weights) == len(b.weights) and all(
-        bool(ops.all(ops.equal(x.value, y.value))) for x, y in zip(a.weights, b.weights))
+        bool(ops.all(ops.equal(x.value, y.value))) for x, y in zip(a.weights, b.weights)
+    )
 
 
 def platform(tensor: Any) -> str:
@@ -122,13 +145,19 @@ def placement(ctx: Ctx) -> Dict[str, Any]:
         "source built on the CPU": (_platforms(on_cpu), "cpu"),
         "source built on the GPU": (_platforms(on_gpu), "gpu"),
         "compat clone of the CPU source": (_platforms(compat_clone.clone_model(on_cpu, copy_weights=True)), "cpu"),
-        "native clone of the CPU source (not judged: shown beside compat_clone's)":
-            (_platforms(K.models.clone_model(on_cpu)), None),
+        "native clone of the CPU source (not judged: shown beside compat_clone's)": (
+            _platforms(K.models.clone_model(on_cpu)),
+            None,
+        ),
         "compat clone of the GPU source": (_platforms(compat_clone.clone_model(on_gpu, copy_weights=True)), "gpu"),
-        f"compat clone of the CPU source, device={ctx.device!r}":
-            (_platforms(compat_clone.clone_model(on_cpu, device=ctx.device, copy_weights=True)), "gpu"),
-        "compat clone of the GPU source, device='cpu'":
-            (_platforms(compat_clone.clone_model(on_gpu, device="cpu", copy_weights=True)), "cpu"),
+        f"compat clone of the CPU source, device={ctx.device!r}": (
+            _platforms(compat_clone.clone_model(on_cpu, device=ctx.device, copy_weights=True)),
+            "gpu",
+        ),
+        "compat clone of the GPU source, device='cpu'": (
+            _platforms(compat_clone.clone_model(on_gpu, device="cpu", copy_weights=True)),
+            "cpu",
+        ),
         "copy_weights GPU source -> CPU target": (_platforms(cpu_target), "cpu"),
     }
     records = [{"way": way, "found": found, "expected": want} for way, (found, want) in checks.items()]
@@ -153,8 +182,9 @@ def gpu(ctx: Ctx) -> List[Dict[str, Any]]:
 
         return run
 
-    pairs = interleave({"native": clone(ctx.K.models.clone_model), "compat": clone(compat_clone.clone_model)},
-                       max(6, 2 * ctx.plan.pairs))
+    pairs = interleave(
+        {"native": clone(ctx.K.models.clone_model), "compat": clone(compat_clone.clone_model)}, max(6, 2 * ctx.plan.pairs)
+    )
     rows = [{"what": "clone", "layers": ctx.plan.gpu_chain, "times": pairs}]
     if backend in ("torch", "jax"):
         rows += _weights_rows(ctx) + [placement(ctx)]
@@ -179,4 +209,3 @@ def first_clone_probe(ctx: Ctx, way: str) -> Dict[str, Any]:
         clone = fn(model)
     ctx.ops.settle(clone)
     return {"seconds": time.perf_counter() - start, "layers": len(clone.layers)}
-

@@ -28,8 +28,9 @@ import subprocess
 import sys
 from typing import Any, Callable, Dict, List, Sequence
 
-import compat_clone
 from common import QUICK, Ctx, dense_chain, interleave, peak_rss, rss
+
+import compat_clone
 
 TAU = 0.01
 COPY_WIDTH = 2048  # a Dense(2048) on 2048 inputs holds 16.8 MB of float32
@@ -70,13 +71,23 @@ def copy(ctx: Ctx) -> List[Dict[str, Any]]:
         target.set_weights(source.get_weights())
         return ops.settle(target)
 
-    methods = {"copy_weights": lambda: ops.settle(compat_clone.copy_weights(source, target)),
-               "get_set": get_set, "raw": ops.raw_copy(source, target)}
+    methods = {
+        "copy_weights": lambda: ops.settle(compat_clone.copy_weights(source, target)),
+        "get_set": get_set,
+        "raw": ops.raw_copy(source, target),
+    }
     times = interleave(methods, ctx.plan.copy_reps, before_each=lambda: ops.refresh(target))
     ops.refresh(target)
     compat_clone.copy_weights(source, target)
-    return [{"mb": _nbytes(source) / 1e6, "device": ops.where(source), "times": times,
-             "exact": _same(source, target), "raw_op": ops.raw_copy_op(True)}]
+    return [
+        {
+            "mb": _nbytes(source) / 1e6,
+            "device": ops.where(source),
+            "times": times,
+            "exact": _same(source, target),
+            "raw_op": ops.raw_copy_op(True),
+        }
+    ]
 
 
 def _clone_ways(ctx: Ctx, box: Dict[str, Any]) -> Dict[str, Callable[[], Any]]:
@@ -87,9 +98,11 @@ def _clone_ways(ctx: Ctx, box: Dict[str, Any]) -> Dict[str, Callable[[], Any]]:
         clone.set_weights(box["model"].get_weights())
         return settle(clone)
 
-    return {"compat": lambda: settle(compat_clone.clone_model(box["model"], copy_weights=True)),
-            "native_get_set": native_get_set,
-            "native": lambda: settle(K.models.clone_model(box["model"]))}
+    return {
+        "compat": lambda: settle(compat_clone.clone_model(box["model"], copy_weights=True)),
+        "native_get_set": native_get_set,
+        "native": lambda: settle(K.models.clone_model(box["model"])),
+    }
 
 
 def heavy(ctx: Ctx) -> List[Dict[str, Any]]:
@@ -107,8 +120,14 @@ def heavy(ctx: Ctx) -> List[Dict[str, Any]]:
     ways["raw"] = lambda: box["raw"]()
     times = interleave(ways, plan.heavy_reps, before_rep=build if ctx.family == "keras2" else None)
     clone = ways["compat"]()
-    row = {"mb": _nbytes(box["model"]) / 1e6, "layers": plan.heavy_layers, "width": plan.heavy_width,
-           "times": times, "exact": _same(box["model"], clone), "raw_op": ctx.ops.raw_copy_op(False)}
+    row = {
+        "mb": _nbytes(box["model"]) / 1e6,
+        "layers": plan.heavy_layers,
+        "width": plan.heavy_width,
+        "times": times,
+        "exact": _same(box["model"], clone),
+        "raw_op": ctx.ops.raw_copy_op(False),
+    }
     del clone
     box.clear()
     ctx.fresh()
@@ -118,8 +137,15 @@ def heavy(ctx: Ctx) -> List[Dict[str, Any]]:
 
 def _probe(ctx: Ctx, what: str, extra: Sequence[str] = ()) -> Dict[str, Any]:
     """Runs `bench/worker.py --probe WHAT` in a fresh interpreter of this environment."""
-    cmd = [sys.executable, os.path.join(os.path.dirname(__file__), "worker.py"), "--probe", what,
-           "--family", ctx.family, *extra] + (["--quick"] if ctx.plan == QUICK else [])
+    cmd = [
+        sys.executable,
+        os.path.join(os.path.dirname(__file__), "worker.py"),
+        "--probe",
+        what,
+        "--family",
+        ctx.family,
+        *extra,
+    ] + (["--quick"] if ctx.plan == QUICK else [])
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         lines = out.stderr.strip().splitlines()
@@ -159,14 +185,24 @@ def soft(ctx: Ctx) -> List[Dict[str, Any]]:
         target.set_weights([TAU * s + (1 - TAU) * t for s, t in zip(source.get_weights(), target.get_weights())])
 
     into = ctx.ops.copies_into_target
-    methods = {"tau": lambda: ctx.ops.settle(compat_clone.copy_weights(source, target, tau=TAU)),
-               "raw": ctx.ops.raw_copy(source, target if into else None),
-               **ctx.ops.soft_references(source, target, TAU)}
+    methods = {
+        "tau": lambda: ctx.ops.settle(compat_clone.copy_weights(source, target, tau=TAU)),
+        "raw": ctx.ops.raw_copy(source, target if into else None),
+        **ctx.ops.soft_references(source, target, TAU),
+    }
     fused = ctx.ops.raw_blend(source, target, TAU)
     if fused is not None:
         methods["fused"] = fused
     times = interleave(methods, ctx.plan.soft_reps)
     # The NumPy loop is 10-100x slower than the rest: fewer runs, on their own.
     times.update(interleave({"numpy_loop": numpy_loop}, ctx.plan.heavy_reps))
-    return [{"available": True, "mb": _nbytes(source) / 1e6, "times": times, "exact": exact,
-             "raw_op": ctx.ops.raw_copy_op(into), **({"fused_op": ctx.ops.raw_blend_op()} if fused else {})}]
+    return [
+        {
+            "available": True,
+            "mb": _nbytes(source) / 1e6,
+            "times": times,
+            "exact": exact,
+            "raw_op": ctx.ops.raw_copy_op(into),
+            **({"fused_op": ctx.ops.raw_blend_op()} if fused else {}),
+        }
+    ]

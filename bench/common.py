@@ -7,9 +7,9 @@ installed (TensorFlow is not needed for Keras 3 on JAX or torch).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
-import importlib
 import os
 import time
 from importlib import metadata
@@ -26,25 +26,38 @@ Times = Dict[str, Dict[str, List[float]]]  # method -> {"wall": [...], "cpu": [.
 class Plan:
     """How much to measure: the full run, or `QUICK` (a smoke run, not for the record)."""
 
-    pairs: int = 4                  # clone pairs per case (even: each side goes first half the time)
+    pairs: int = 4  # clone pairs per case (even: each side goes first half the time)
     growth: Tuple[int, ...] = (500, 1000, 2000, 4000)
-    copy_mb: float = 134.0          # weight copy: Dense(2048) layers holding this many MB
+    copy_mb: float = 134.0  # weight copy: Dense(2048) layers holding this many MB
     copy_reps: int = 15
-    heavy_layers: int = 8           # the weight-heavy model: heavy_layers x Dense(heavy_width)
-    heavy_width: int = 4096         # 8 x 4096 x 4096 float32: 537 MB
+    heavy_layers: int = 8  # the weight-heavy model: heavy_layers x Dense(heavy_width)
+    heavy_width: int = 4096  # 8 x 4096 x 4096 float32: 537 MB
     heavy_reps: int = 3
-    soft_reps: int = 11             # soft update on the heavy model: ~0.1-1 s a call, and noisy
-    gpu_chain: int = 300            # GPU clone overhead: a chain of Dense(64)
-    gpu_heavy_layers: int = 4       # GPU weights: gpu_heavy_layers x Dense(gpu_heavy_width) ...
-    gpu_heavy_width: int = 16384    # ... 4 x 16384 x 16384 float32: 4.3 GB
-    gpu_reps: int = 11              # GPU copies, blends and clones of that model, interleaved
+    soft_reps: int = 11  # soft update on the heavy model: ~0.1-1 s a call, and noisy
+    gpu_chain: int = 300  # GPU clone overhead: a chain of Dense(64)
+    gpu_heavy_layers: int = 4  # GPU weights: gpu_heavy_layers x Dense(gpu_heavy_width) ...
+    gpu_heavy_width: int = 16384  # ... 4 x 16384 x 16384 float32: 4.3 GB
+    gpu_reps: int = 11  # GPU copies, blends and clones of that model, interleaved
     import_runs: int = 15
-    count_calls: bool = True        # cProfile'd clones: calls ratio and compat_clone's own share
+    count_calls: bool = True  # cProfile'd clones: calls ratio and compat_clone's own share
 
 
-QUICK = Plan(pairs=2, growth=(100, 200, 400, 800), copy_mb=17.0, copy_reps=3, heavy_layers=2,
-             heavy_width=1024, heavy_reps=2, soft_reps=3, gpu_chain=30, gpu_heavy_layers=2, gpu_heavy_width=1024,
-             gpu_reps=3, import_runs=3, count_calls=False)
+QUICK = Plan(
+    pairs=2,
+    growth=(100, 200, 400, 800),
+    copy_mb=17.0,
+    copy_reps=3,
+    heavy_layers=2,
+    heavy_width=1024,
+    heavy_reps=2,
+    soft_reps=3,
+    gpu_chain=30,
+    gpu_heavy_layers=2,
+    gpu_heavy_width=1024,
+    gpu_reps=3,
+    import_runs=3,
+    count_calls=False,
+)
 
 
 # --------------------------------------------------------------------------- models
@@ -90,46 +103,52 @@ def families_here() -> List[str]:
     claimed = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if claimed:
         return [claimed]
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.installed import installed_families
 
     found: List[str] = []
-    for package in ("keras", "tf_keras"):
-        try:
-            family = family_for(package, metadata.version(package))
-        except metadata.PackageNotFoundError:
-            continue
+    for family, _, _ in installed_families():
         if family not in found:
             found.append(family)
     return found
 
 
 def keras_module(family: str) -> Any:
-    """The Keras that builds models of `family` (`tf.keras` where there is no `tf_keras`)."""
-    if family != "tf_keras":
-        return importlib.import_module("keras")
-    try:
-        return importlib.import_module("tf_keras")
-    except ImportError:
-        return importlib.import_module("tensorflow").keras
+    """The Keras that builds models of `family` in this environment (the family registry's answer)."""
+    from compat_clone.families.installed import keras_module as registry_keras_module
+
+    return registry_keras_module(family)
 
 
 def versions() -> Dict[str, str]:
     out = {}
-    for dist in ("compat-clone", "keras", "tf_keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib",
-                 "torch", "numpy", "keras_applications"):
-        try:
+    for dist in (
+        "compat-clone",
+        "keras",
+        "tf_keras",
+        "tensorflow",
+        "tensorflow-cpu",
+        "jax",
+        "jaxlib",
+        "torch",
+        "numpy",
+        "keras_applications",
+    ):
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 
 # --------------------------------------------------------------------------- timing
 
 
-def interleave(methods: Mapping[str, Callable[[], Any]], reps: int, *,
-               before_rep: Optional[Callable[[int], None]] = None,
-               before_each: Optional[Callable[[], None]] = None, warmup: bool = True) -> Times:
+def interleave(
+    methods: Mapping[str, Callable[[], Any]],
+    reps: int,
+    *,
+    before_rep: Optional[Callable[[int], None]] = None,
+    before_each: Optional[Callable[[], None]] = None,
+    warmup: bool = True,
+) -> Times:
     """Times each method `reps` times, interleaved: rep i starts at method i (A B, B A, ...).
 
     `gc.collect()` and `before_each` run untimed before every call; what a

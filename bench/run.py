@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 import report
-from compat_clone.tools.matrix import TableError, load_table, select_envs
+
+from compat_clone_matrix import TableError, load_table, select_envs
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_CASES = "clone,growth,copy,heavy,soft,import"
@@ -50,8 +51,16 @@ def _say(text: str) -> None:
 def _stream(cmd: Sequence[str], env: Dict[str, str], timeout: float) -> int:
     """Runs `cmd`, echoing its progress lines (`[bench ...]`, the matrix runner's); returns the exit status."""
     _say(" ".join(shlex.quote(c) for c in cmd))
-    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace", stdin=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+    ) as proc:
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         assert proc.stdout is not None
@@ -62,8 +71,9 @@ def _stream(cmd: Sequence[str], env: Dict[str, str], timeout: float) -> int:
         return proc.wait()
 
 
-def run_env(args: argparse.Namespace, env: str, cases: str, out: Path, extra: Sequence[str] = (),
-            environ: Optional[Dict[str, str]] = None) -> Optional[str]:
+def run_env(
+    args: argparse.Namespace, env: str, cases: str, out: Path, extra: Sequence[str] = (), environ: Optional[Dict[str, str]] = None
+) -> Optional[str]:
     """Runs the worker in one environment; returns None, or why no results came back."""
     worker = [str(ROOT / "bench" / "worker.py"), "--json", str(out), "--cases", cases, *extra]
     worker += ["--quick"] if args.quick else []
@@ -74,17 +84,34 @@ def run_env(args: argparse.Namespace, env: str, cases: str, out: Path, extra: Se
         rc = _stream([args.python, *worker, "--env-name", env], env_vars, args.timeout)
     else:
         # `make test`'s environments, our suite's needs laid over the built-in table: one build serves both
-        cmd = [sys.executable, "-m", "compat_clone", "matrix", "--env", env, "--tail", "30",
-               "--overlay", str(ROOT / "tests" / "matrix-overlay.toml"),
-               "--timeout", str(args.timeout), "--", "python", *worker]
+        cmd = [
+            sys.executable,
+            "-m",
+            "compat_clone",
+            "matrix",
+            "--env",
+            env,
+            "--tail",
+            "30",
+            "--overlay",
+            str(ROOT / "tests" / "matrix-overlay.toml"),
+            "--timeout",
+            str(args.timeout),
+            "--",
+            "python",
+            *worker,
+        ]
         rc = _stream(cmd, dict(os.environ), args.timeout + 1800)  # building an environment takes a while
         log = ROOT / ".matrix" / env / "last.log"
         for line in log.read_text(errors="replace").splitlines() if log.exists() else ():
             if line.startswith("[bench"):
                 print("    " + line, flush=True)
     if not out.exists():
-        return f"{env}: no results (exit {rc}; see the output above" + ("" if env == "default" else
-                                                                       f" and .matrix/{env}/last.log") + ")"
+        return (
+            f"{env}: no results (exit {rc}; see the output above"
+            + ("" if env == "default" else f" and .matrix/{env}/last.log")
+            + ")"
+        )
     return None
 
 
@@ -123,15 +150,21 @@ def run_gpu(args: argparse.Namespace, results: Path, meta: Dict[str, Any], reuse
             meta["skipped"].append(f"GPU mode on {backend}: {module} is not installed in {args.python}")
             continue
         # JAX takes 75% of the GPU at start-up unless told not to: the fresh first-clone processes need room.
-        failed = run_env(args, name, "gpu", results / f"{name}.json", ["--device", "gpu:0"],
-                         {"KERAS_BACKEND": backend, "COMPAT_CLONE_EXPECT_FAMILY": "keras3",
-                          "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+        failed = run_env(
+            args,
+            name,
+            "gpu",
+            results / f"{name}.json",
+            ["--device", "gpu:0"],
+            {"KERAS_BACKEND": backend, "COMPAT_CLONE_EXPECT_FAMILY": "keras3", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+        )
         meta["files"].append(f"{name}.json")
         if failed:
             meta["failures"].append(failed)
     if card is None and args.gpu != "yes" and not any(f.startswith("gpu-") for f in meta["files"]):
-        meta["skipped"].append("GPU mode: no GPU on this machine (`nvidia-smi` lists none); "
-                               "`bench/gpu_device.sh` measures it where there is one")
+        meta["skipped"].append(
+            "GPU mode: no GPU on this machine (`nvidia-smi` lists none); `bench/gpu_device.sh` measures it where there is one"
+        )
 
 
 def _keep(path: Path, meta: Dict[str, Any]) -> None:
@@ -140,8 +173,7 @@ def _keep(path: Path, meta: Dict[str, Any]) -> None:
     when = data.get("measured") or time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
     card = next((r["card"] for r in data.get("rows", []) if "card" in r), None)
     meta["files"].append(path.name)
-    meta["reused"].append(f"{path.stem}: results of {when}" + (f" ({card}, {data.get('plan', 'full')} plan)"
-                                                                if card else ""))
+    meta["reused"].append(f"{path.stem}: results of {when}" + (f" ({card}, {data.get('plan', 'full')} plan)" if card else ""))
 
 
 def machine() -> Dict[str, Any]:
@@ -152,13 +184,15 @@ def machine() -> Dict[str, Any]:
             return ""
 
     def field(text: str, key: str, sep: str) -> str:
-        return next((line.split(sep, 1)[1].strip().strip('"') for line in text.splitlines()
-                     if line.startswith(key)), "")
+        return next((line.split(sep, 1)[1].strip().strip('"') for line in text.splitlines() if line.startswith(key)), "")
 
     mem_kb = field(read("/proc/meminfo"), "MemTotal:", ":").split(" ")[0] or "0"
-    return {"cpu": field(read("/proc/cpuinfo"), "model name", ":") or platform.machine(),
-            "cores": os.cpu_count(), "ram_gb": round(int(mem_kb) / 1024**2, 1),
-            "os": f"{field(read('/etc/os-release'), 'PRETTY_NAME=', '=')} ({platform.system()} {platform.release()})"}
+    return {
+        "cpu": field(read("/proc/cpuinfo"), "model name", ":") or platform.machine(),
+        "cores": os.cpu_count(),
+        "ram_gb": round(int(mem_kb) / 1024**2, 1),
+        "os": f"{field(read('/etc/os-release'), 'PRETTY_NAME=', '=')} ({platform.system()} {platform.release()})",
+    }
 
 
 def _loadavg() -> str:
@@ -185,28 +219,41 @@ def report_path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pa
     missing = left_out(args, parser)
     if not missing:
         return ROOT / "BENCHMARKS.md"
-    _say(f"a partial run (leaves out {', '.join(missing)}): the report goes to "
-         f"{PARTIAL.relative_to(ROOT)}, not BENCHMARKS.md (pass --out BENCHMARKS.md to replace the record)")
+    _say(
+        f"a partial run (leaves out {', '.join(missing)}): the report goes to "
+        f"{PARTIAL.relative_to(ROOT)}, not BENCHMARKS.md (pass --out BENCHMARKS.md to replace the record)"
+    )
     return PARTIAL
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", default="default,keras-2.2.5", help="environments for every case")
-    parser.add_argument("--weight-envs", default="keras-3.15-jax,keras-3.15-torch",
-                        help="environments for the weight cases only ('' for none)")
+    parser.add_argument(
+        "--weight-envs", default="keras-3.15-jax,keras-3.15-torch", help="environments for the weight cases only ('' for none)"
+    )
     parser.add_argument("--cases", default=CPU_CASES + ",gpu", help="comma-separated subset (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats: a smoke run, not the record")
     parser.add_argument("--reuse", default="", metavar="ENVS", help="keep these environments' earlier results")
-    parser.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
-                        help="the GPU mode: where nvidia-smi lists a GPU (auto), always, never")
-    parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"),
-                        help="interpreter of the `default` environment and of the GPU mode")
+    parser.add_argument(
+        "--gpu",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="the GPU mode: where nvidia-smi lists a GPU (auto), always, never",
+    )
+    parser.add_argument(
+        "--python",
+        default=str(ROOT / ".venv" / "bin" / "python"),
+        help="interpreter of the `default` environment and of the GPU mode",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="per environment, seconds")
     parser.add_argument("--results", default=str(ROOT / ".bench" / "results"))
-    parser.add_argument("--out", default=None,
-                        help="the report (default: BENCHMARKS.md after a full run; a run that leaves out "
-                             f"default environments or cases writes {PARTIAL.relative_to(ROOT)})")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="the report (default: BENCHMARKS.md after a full run; a run that leaves out "
+        f"default environments or cases writes {PARTIAL.relative_to(ROOT)})",
+    )
     args = parser.parse_args(argv)
     out = report_path(args, parser)
     envs, weight_envs = ([e for e in s.split(",") if e] for s in (args.envs, args.weight_envs))
@@ -217,14 +264,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     cases = set(args.cases.split(","))
     results = Path(args.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    meta: Dict[str, Any] = {"argv": sys.argv[1:] if argv is None else argv,
-                            "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ, "started": time.strftime("%Y-%m-%d %H:%M %Z"), "load": [_loadavg()],
-                            "machine": machine(), "quick": args.quick, "files": [], "failures": [], "skipped": [],
-                            "reused": []}
+    meta: Dict[str, Any] = {
+        "argv": sys.argv[1:] if argv is None else argv,
+        "via_make": "COMPAT_CLONE_BENCH_VIA_MAKE" in os.environ,
+        "started": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "load": [_loadavg()],
+        "machine": machine(),
+        "quick": args.quick,
+        "files": [],
+        "failures": [],
+        "skipped": [],
+        "reused": [],
+    }
     start, reuse = time.monotonic(), {e for e in args.reuse.split(",") if e}
     for env in envs + [e for e in weight_envs if e not in envs]:
-        chosen = [c for c in CPU_CASES.split(",") if c in cases and (env in envs or c in WEIGHT_CASES)
-                  and (c != "import" or env == "default")]
+        chosen = [
+            c
+            for c in CPU_CASES.split(",")
+            if c in cases and (env in envs or c in WEIGHT_CASES) and (c != "import" or env == "default")
+        ]
         # Not `out`: that is the report's path, written once every environment has run.
         env_json = results / f"{env}.json"
         if not chosen:

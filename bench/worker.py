@@ -31,9 +31,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import cases_clone  # noqa: E402
 import cases_gpu  # noqa: E402
 import cases_weights  # noqa: E402
-from common import QUICK, RECURSION_LIMIT, STACK_BYTES, Ctx, Plan, dense_chain, families_here  # noqa: E402
 from backends import ops_for  # noqa: E402
-from common import keras_module, versions  # noqa: E402
+from common import QUICK, RECURSION_LIMIT, STACK_BYTES, Ctx, Plan, dense_chain, families_here, keras_module, versions  # noqa: E402  # noqa: E402
 
 CASES: Dict[str, Callable[[Ctx], List[Dict[str, Any]]]] = {
     "clone": cases_clone.clone_ratios,
@@ -58,19 +57,31 @@ print(json.dumps({"wall": wall, "cpu": cpu, "added": sorted(set(sys.modules) - b
 def import_case(runs: int) -> Dict[str, Any]:
     """`import compat_clone` in fresh interpreters (start-up excluded), and the slowest modules."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probes = [json.loads(subprocess.run([sys.executable, "-c", _IMPORT_PROBE], check=True, capture_output=True,
-                                        text=True, env=env).stdout.splitlines()[-1]) for _ in range(runs)]
-    timed = subprocess.run([sys.executable, "-X", "importtime", "-c", "import compat_clone"], check=True,
-                           capture_output=True, text=True, env=env).stderr.splitlines()
+    probes = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _IMPORT_PROBE], check=True, capture_output=True, text=True, env=env
+            ).stdout.splitlines()[-1]
+        )
+        for _ in range(runs)
+    ]
+    timed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import compat_clone"], check=True, capture_output=True, text=True, env=env
+    ).stderr.splitlines()
     slowest = []
     for line in timed:
         if line.startswith("import time:") and "self [us]" not in line:
             _, cumulative, name = line.split(":", 1)[1].split("|", 2)
             slowest.append((int(cumulative), name.strip()))
     added = probes[0]["added"]
-    return {"case": "import", "wall": [p["wall"] for p in probes], "cpu": [p["cpu"] for p in probes],
-            "added": added, "frameworks": [m for m in added if m.split(".")[0] in FRAMEWORKS],
-            "slowest": sorted(slowest, reverse=True)[:6]}
+    return {
+        "case": "import",
+        "wall": [p["wall"] for p in probes],
+        "cpu": [p["cpu"] for p in probes],
+        "added": added,
+        "frameworks": [m for m in added if m.split(".")[0] in FRAMEWORKS],
+        "slowest": sorted(slowest, reverse=True)[:6],
+    }
 
 
 def _label(ctx: Ctx) -> Dict[str, Any]:
@@ -85,9 +96,15 @@ def _label(ctx: Ctx) -> Dict[str, Any]:
 
 
 def run(args: argparse.Namespace, plan: Plan) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"env": args.env_name, "python": platform.python_version(), "versions": versions(),
-                           "plan": "quick" if plan == QUICK else "full", "rows": [], "errors": [],
-                           "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out: Dict[str, Any] = {
+        "env": args.env_name,
+        "python": platform.python_version(),
+        "versions": versions(),
+        "plan": "quick" if plan == QUICK else "full",
+        "rows": [],
+        "errors": [],
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     cases = [c for c in args.cases.split(",") if c]
 
     def attempt(what: str, fn: Callable[[], List[Dict[str, Any]]], extra: Dict[str, Any]) -> None:
@@ -135,8 +152,9 @@ def in_big_stack(fn: Callable[[], Any]) -> Any:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="OUT", help="write the results here (default: print them)")
-    parser.add_argument("--cases", default="clone,growth,copy,heavy,soft,import",
-                        help=f"comma-separated, of {', '.join(CASES)}, import")
+    parser.add_argument(
+        "--cases", default="clone,growth,copy,heavy,soft,import", help=f"comma-separated, of {', '.join(CASES)}, import"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats: a smoke run")
     parser.add_argument("--device", help="place the models there (Keras 3: gpu:0, cpu:0); default: the backend's")
     parser.add_argument("--env-name", default=os.environ.get("COMPAT_CLONE_ENV", "default"))

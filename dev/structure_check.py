@@ -1,4 +1,4 @@
-"""The structure check: sizes and the import graph of compat_clone (issue 24).
+"""The structure check: the sizes, the import graph and the seams of compat_clone.
 
 Run by `make lint` and by tests/test_structure.py; reads the source with `ast`
 and imports nothing of it. The rules:
@@ -17,16 +17,55 @@ and imports nothing of it. The rules:
    write ``from a.b.sibling import name`` instead); the parent packages
    Python imports on the way (``a`` for ``import a.b``) do not. ``importlib.import_module`` calls are not
    import statements and are not seen;
-4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``:
-   the library's face exports library names only.
+4. ``compat_clone/__init__.py`` imports nothing from ``compat_clone.tools``
+   or ``compat_clone_matrix``: the library's face exports library names only;
+5. no library module imports from ``compat_clone.tools`` or from the matrix
+   (``compat_clone_matrix``, a product of its own beside the library), by the
+   same import statements as rule 3. The library is every module of
+   ``compat_clone`` outside ``tools/``, less ``__main__.py`` (``python -m
+   compat_clone``, the door to the tools' command line, counts as a tool); the
+   package ``__init__`` is rule 4's;
+6. no module imports another module's private name: a ``from X import _name``
+   anywhere in the module, where ``_name`` has one leading underscore (not a
+   dunder) and names no module (``from compat_clone.families import _driver``
+   imports a private *module*, which this rule leaves alone). The name's
+   owner is the module that binds it itself, found by following the
+   ``from ... import`` re-exports at the top level of ``X``; a module
+   importing its own name back is no violation. Relative imports are
+   resolved as in rule 3. Reported once per importing module and name;
+7. no family-name compare outside ``compat_clone/families/``: a ``Compare``
+   one of whose operands is ``"keras3"``, ``"tf_keras"`` or ``"keras2"``,
+   one of the constants ``KERAS3``, ``TF_KERAS``, ``KERAS2`` (a name or an
+   attribute), or a tuple, list or set of those only. A package-name compare
+   that looks alike is not one: a tuple that also holds ``"keras"`` or
+   ``"tensorflow"`` is a package tuple, and an operand named ``package`` or
+   ``root`` (a name or an attribute) holds a package name, so
+   ``package == "tf_keras"`` is not reported. Dict keys, subscripts and
+   tuples assigned to a name are not compares and are not seen;
+8. no test file (``tests/**/*.py``, beside ``src/``, ``tests/support/``
+   included; not the data trees ``tests/migrate_fixtures/`` and the
+   ``tests/sample_*`` projects) over 450 lines, as rule 1, and none of its
+   functions over 80 lines, as rule 2;
+9. tests and bench reach the package's private names only through the test
+   seam, ``tests/support/internals.py``: elsewhere under ``tests/`` and
+   ``bench/`` no ``_name`` of the package is imported, no module with a
+   ``_`` part in its path, no ``module._name`` read and none monkeypatched;
+10. each module's ``__all__`` is what other modules use: a public name
+    imported from another module of the packages is in that module's
+    ``__all__``, which it declares (a name that is a module is not checked);
+11. the tools (``compat_clone.tools``, the matrix, ``__main__``) import no
+    private module of the library: its public names only.
 
 Each violation is printed as ``path:line: what``; a cycle names its members
 and every import inside it (each one a place the cycle could be cut).
+Rules 5-7 live in dev/structure_seams.py, rule 9 in dev/structure_tests.py, rules 10-11 in dev/structure_exports.py, the parsed tree in
+dev/structure_source.py; this module holds the other rules, the KNOWN list
+and the command line.
 
 This is a developer check, not part of the distribution: it lives in dev/
 beside bench/, not in the package (a user never runs it) and not in tests/
 (the suite runs in every matrix environment, Python 3.7 included, where
-``ast`` has no end lines).
+``ast`` has no end lines and no ``unparse``).
 
 Usage: python dev/structure_check.py [--src DIR] [--strict]
 """
@@ -37,62 +76,48 @@ import argparse
 import ast
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-PACKAGE = "compat_clone"
+# The sibling modules import by their own names, whether this file runs as a
+# script (dev/ is then sys.path[0]) or is imported as dev.structure_check.
+_DEV = str(Path(__file__).resolve().parent)
+if _DEV not in sys.path:
+    sys.path.insert(0, _DEV)
+
+from structure_exports import tools_reach_private_modules, unexported_imports  # noqa: E402
+from structure_seams import family_compares, in_tools, library_imports_tools, private_imports, tools_product  # noqa: E402
+from structure_source import (  # noqa: E402
+    MATRIX,
+    PACKAGE,
+    Import,
+    Module,
+    Violation,
+    import_graph,
+    imports_of,
+    load_modules,
+    load_tests,
+)
+from structure_tests import load_test_side, seam_reaches  # noqa: E402
+
+__all__ = ["KNOWN", "PACKAGE", "Violation", "check", "main", "report"]
+
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 DEFAULT_SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Violations tolerated for a while, each with the branch that removes it, so
-# lint stays green while a fix lands elsewhere. Empty since issue 24 merged:
-# keep it that way. An entry whose violation is gone fails the check, so the
-# list cannot outlive its reason. Keys are the `key` of each Violation.
+# Violations tolerated for a while, each with the reason it is tolerated, so
+# lint stays green while a fix lands elsewhere. It is empty: keep it that way.
+# An entry whose violation is gone fails the check, so the list cannot outlive
+# its reason. Keys are the `key` of each Violation.
 KNOWN: Dict[str, str] = {}
 
 
-class Violation(NamedTuple):
-    key: str  # stable across line moves: what KNOWN lists
-    where: str  # path:line
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-    def tagged(self, tag: str) -> str:
-        """The violation with `tag` before its message: ``path:line: [tag] what``."""
-        return f"{self.where}: [{tag}] {self.message}"
-
-
-class Import(NamedTuple):
-    target: str  # the package module the statement names
-    line: int
-
-
-class Module(NamedTuple):
-    name: str  # dotted: compat_clone.tools.matrix.cli
-    path: Path
-    relpath: str  # compat_clone/tools/matrix/cli.py
-    tree: ast.Module
-    lines: int
-
-
-def load_modules(src: Path, package: str = PACKAGE) -> Dict[str, Module]:
-    """Every module of ``src/<package>``, parsed, by dotted name."""
-    modules: Dict[str, Module] = {}
-    for path in sorted((src / package).rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        text = path.read_text(encoding="utf-8")
-        relpath = path.relative_to(src).as_posix()
-        modules[".".join(parts)] = Module(".".join(parts), path, relpath, ast.parse(text, str(path)), len(text.splitlines()))
-    return modules
-
-
 def module_sizes(modules: Dict[str, Module], limit: int = MAX_MODULE_LINES) -> List[Violation]:
-    return [Violation(f"module {m.relpath}", f"{m.relpath}:1", f"module has {m.lines} lines (at most {limit})")
-            for m in modules.values() if m.lines > limit]
+    return [
+        Violation(f"module {m.relpath}", f"{m.relpath}:1", f"module has {m.lines} lines (at most {limit})")
+        for m in modules.values()
+        if m.lines > limit
+    ]
 
 
 def _functions(node: ast.AST, prefix: str = "") -> Iterator[Tuple[str, ast.AST]]:
@@ -124,44 +149,20 @@ def function_sizes(modules: Dict[str, Module], limit: int = MAX_FUNCTION_LINES) 
         for name, node in _functions(m.tree):
             lines = function_lines(node)
             if lines > limit:
-                line = getattr(node, "lineno")
-                found.append(Violation(f"function {m.relpath}:{name}", f"{m.relpath}:{line}",
-                                       f"function {name} has {lines} lines without its docstring (at most {limit})"))
+                line = getattr(node, "lineno")  # noqa: B009 (ast.AST declares no lineno for mypy)
+                found.append(
+                    Violation(
+                        f"function {m.relpath}:{name}",
+                        f"{m.relpath}:{line}",
+                        f"function {name} has {lines} lines without its docstring (at most {limit})",
+                    )
+                )
     return found
 
 
-def _resolve(module: Module, level: int, name: Optional[str]) -> str:
-    """The absolute module a relative ``from`` names."""
-    if level == 0:
-        return name or ""
-    base = module.name.split(".")
-    if not module.path.name == "__init__.py":
-        base.pop()  # a plain module's package
-    if level > 1:
-        base = base[:len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
-
-
-def imports_of(module: Module, known: Set[str]) -> List[Import]:
-    """The package modules ``module``'s import statements name, anywhere in it."""
-    found: List[Import] = []
-    for node in ast.walk(module.tree):
-        if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, node.lineno) for alias in node.names if alias.name in known)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(module, node.level, node.module)
-            for alias in node.names:
-                child = f"{base}.{alias.name}"
-                if child in known:
-                    found.append(Import(child, node.lineno))
-            if base in known:
-                found.append(Import(base, node.lineno))
-    return sorted({i for i in found if i.target != module.name}, key=lambda i: (i.line, i.target))
-
-
-def import_graph(modules: Dict[str, Module]) -> Dict[str, List[Import]]:
-    known = set(modules)
-    return {name: imports_of(m, known) for name, m in modules.items()}
+def sizes_of_tests(tests: Dict[str, Module]) -> List[Violation]:
+    """Rule 8: the test files, measured as the package's modules (rule 1) and functions (rule 2)."""
+    return module_sizes(tests) + function_sizes(tests)
 
 
 def _components(graph: Dict[str, List[Import]]) -> List[List[str]]:
@@ -212,8 +213,12 @@ def import_cycles(modules: Dict[str, Module]) -> List[Violation]:
         if len(members) < 2:
             continue
         inside = set(members)
-        edges = [f"    {modules[a].relpath}:{edge.line}: imports {edge.target}"
-                 for a in members for edge in graph[a] if edge.target in inside]
+        edges = [
+            f"    {modules[a].relpath}:{edge.line}: imports {edge.target}"
+            for a in members
+            for edge in graph[a]
+            if edge.target in inside
+        ]
         first = modules[members[0]]
         message = f"import cycle among {len(members)} modules: {', '.join(members)}\n" + "\n".join(edges)
         found.append(Violation("cycle " + " ".join(members), f"{first.relpath}:1", message))
@@ -224,17 +229,34 @@ def init_imports_tools(modules: Dict[str, Module], package: str = PACKAGE) -> Li
     init = modules.get(package)
     if init is None:
         return []
-    tools = f"{package}.tools"
-    return [Violation(f"init-imports-tools {init.relpath}", f"{init.relpath}:{edge.line}",
-                      f"the package's __init__ imports {edge.target} (it may import nothing from {tools})")
-            for edge in imports_of(init, set(modules)) if edge.target == tools or edge.target.startswith(tools + ".")]
+    return [
+        Violation(
+            f"init-imports-tools {init.relpath}",
+            f"{init.relpath}:{edge.line}",
+            f"the package's __init__ imports {edge.target} (it may import nothing from {tools_product(edge.target, package)})",
+        )
+        for edge in imports_of(init, set(modules))
+        if in_tools(edge.target, package)
+    ]
 
 
 def check(src: Path = DEFAULT_SRC, package: str = PACKAGE) -> List[Violation]:
-    """Every violation of the four rules in ``src/<package>``, known ones included."""
-    modules = load_modules(src, package)
-    return (module_sizes(modules) + function_sizes(modules) + import_cycles(modules)
-            + init_imports_tools(modules, package))
+    """Every violation of the eleven rules in ``src/<package>``, ``src/compat_clone_matrix``, ``tests/`` and ``bench/``,
+    known ones included."""
+    modules = {**load_modules(src, package), **load_modules(src, MATRIX)}
+    return (
+        module_sizes(modules)
+        + function_sizes(modules)
+        + import_cycles(modules)
+        + init_imports_tools(modules, package)
+        + library_imports_tools(modules, package)
+        + private_imports(modules)
+        + family_compares(modules, package)
+        + sizes_of_tests(load_tests(src))
+        + seam_reaches(load_test_side(src.parent), modules, (package, MATRIX))
+        + unexported_imports(modules)
+        + tools_reach_private_modules(modules, package)
+    )
 
 
 def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List[str], List[str], List[str]]:
@@ -242,20 +264,34 @@ def report(violations: Sequence[Violation], known: Dict[str, str]) -> Tuple[List
     keys = {v.key for v in violations}
     new = [str(v) for v in violations if v.key not in known]
     still = [v.tagged(f"known, {known[v.key]}") for v in violations if v.key in known]
-    gone = [f"KNOWN lists {key!r} ({owner}), which is fixed: remove it from dev/structure_check.py"
-            for key, owner in known.items() if key not in keys]
+    gone = [
+        f"KNOWN lists {key!r} ({owner}), which is fixed: remove it from dev/structure_check.py"
+        for key, owner in known.items()
+        if key not in keys
+    ]
     return new, still, gone
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="structure_check", description=__doc__.split("\n\n")[0],
+        prog="structure_check",
+        description=__doc__.split("\n\n")[0],
         epilog=f"Modules at most {MAX_MODULE_LINES} lines; functions at most {MAX_FUNCTION_LINES} lines from `def` "
-               "to their last line, the docstring excluded; no import cycle among the package's modules (a static graph of "
-               "its import statements, TYPE_CHECKING and function-level ones included; `from a.b import c` imports "
-               "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools. Exit 1 on a "
-               "violation not listed in KNOWN, or on a KNOWN entry that is fixed.")
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC, help="the folder holding compat_clone/ (default: src/)")
+        "to their last line, the docstring excluded; no import cycle among the package's modules (a static graph of "
+        "its import statements, TYPE_CHECKING and function-level ones included; `from a.b import c` imports "
+        "a.b, and a.b.c where that is a module); the package __init__ imports nothing from compat_clone.tools, and no "
+        "other library module does (tools/ and __main__.py are the tools); no module imports another module's "
+        "_private name (re-exports followed to the module that binds it); no family-name compare outside "
+        "compat_clone/families/; test files (tests/**/*.py) at most as long as modules, their functions too; tests and bench reach private "
+        "names only through tests/support/internals.py. Exit 1 on a "
+        "violation not listed in KNOWN, or on a KNOWN entry that is fixed.",
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=DEFAULT_SRC,
+        help="the folder holding compat_clone/; tests/ beside it is read too (default: src/)",
+    )
     parser.add_argument("--strict", action="store_true", help="ignore the KNOWN list: report every violation")
     args = parser.parse_args(argv)
     new, still, gone = report(check(args.src), {} if args.strict else KNOWN)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Iterator, Tuple, TypeVar
+
+if sys.version_info >= (3, 8):
+    from importlib import metadata
+else:  # Python 3.7 (the TF 1.15 environments): the backport compat_clone depends on there
+    import importlib_metadata as metadata
 
 A = TypeVar("A")
 B = TypeVar("B")
 
-__all__ = ["zip_strict"]
+__all__ = ["metadata", "zip_strict"]
 
 
 def zip_strict(a: Iterable[A], b: Iterable[B]) -> Iterator[Tuple[A, B]]:

@@ -71,6 +71,7 @@ def xla_flags(*extra: str) -> str:
     """``XLA_FLAGS`` for a JAX interpreter a test starts: this process's flags with `extra` added."""
     return " ".join([os.environ.get("XLA_FLAGS", ""), *extra]).strip()
 
+
 FAMILIES = ("keras3", "tf_keras", "keras2")
 
 # The package's artifacts and the clean-venv check run once per `make test`,
@@ -78,7 +79,9 @@ FAMILIES = ("keras3", "tf_keras", "keras2")
 # environments themselves import the wheel it checked. The structure check
 # (dev/structure_check.py) reads the source tree: once, from the developer
 # environment (`make lint` and the default suite).
-collect_ignore = ["test_packaging.py", "test_structure.py"] if os.environ.get("COMPAT_CLONE_ENV") else []
+collect_ignore = (
+    ["test_packaging.py", "test_structure.py", "test_structure_exports.py"] if os.environ.get("COMPAT_CLONE_ENV") else []
+)
 
 
 def expected_family() -> str | None:
@@ -102,7 +105,7 @@ def families_under_test() -> List[str]:
     if _importable("keras"):
         import keras
 
-        from compat_clone._dispatch import family_for  # the one version -> family rule
+        from compat_clone.families.registry import family_for  # the one version -> family rule
 
         found.append(family_for("keras", keras.__version__))
     if "tf_keras" not in found and _importable("tf_keras"):
@@ -111,30 +114,10 @@ def families_under_test() -> List[str]:
 
 
 def keras_module(family: str) -> Any:
-    """The importable Keras module that serves `family` in this environment."""
-    if family == "keras3":
-        import keras
+    """The importable Keras module that serves `family` in this environment (the family registry's answer)."""
+    from compat_clone.families.installed import keras_module as registry_keras_module
 
-        return keras
-    if family == "tf_keras":
-        try:
-            import tf_keras
-
-            return tf_keras
-        except ImportError:
-            # TF 2.12-2.15: tf.keras is the `keras` 2.x package (its lazy
-            # `tensorflow.keras` front has no `__version__`); TF <= 2.5 has no
-            # `keras` package: its tf.keras is `tensorflow.keras`.
-            try:
-                import keras
-            except ImportError:
-                return importlib.import_module("tensorflow").keras
-            return keras
-    if family == "keras2":
-        import keras
-
-        return keras
-    raise ValueError(family)
+    return registry_keras_module(family)
 
 
 def pytest_configure(config: Any) -> None:
@@ -183,8 +166,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.line(line)
 
 
-def _run_host(here: str | None, same: Callable[[Any], object], *, newest: bool,
-              run: Optional[Iterable[str]] = None) -> str | None:
+def _run_host(
+    here: str | None, same: Callable[[Any], object], *, newest: bool, run: Optional[Iterable[str]] = None
+) -> str | None:
     """Of this matrix run's environments serving what `here` serves (`same` equal), the one that runs a marker's tests.
 
     The run is `run`, or ``COMPAT_CLONE_MATRIX_ENVS`` (and `here` itself),
@@ -195,7 +179,7 @@ def _run_host(here: str | None, same: Callable[[Any], object], *, newest: bool,
     if here is None or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
         return here
     try:
-        from compat_clone.tools.matrix.table import load_table
+        from compat_clone_matrix.table import load_table
 
         table = load_table(None)
     except Exception:
@@ -234,10 +218,17 @@ def _serves(env: Any) -> Tuple[object, ...]:
     decides graph or eager mode (standalone Keras 2 runs on TF 1 and TF 2).
     """
     expect = dict(env.expect)
-    majors = {req.split("==", 1)[1].split(".")[0] for req in env.packages
-              if req.split("==", 1)[0] in ("tensorflow", "tensorflow-cpu") and "==" in req}
-    return (expect.get("family"), expect.get("backend", "tensorflow"),
-            dict(env.env).get("TF_USE_LEGACY_KERAS") == "1", tuple(sorted(majors)))
+    majors = {
+        req.split("==", 1)[1].split(".")[0]
+        for req in env.packages
+        if req.split("==", 1)[0] in ("tensorflow", "tensorflow-cpu") and "==" in req
+    }
+    return (
+        expect.get("family"),
+        expect.get("backend", "tensorflow"),
+        dict(env.env).get("TF_USE_LEGACY_KERAS") == "1",
+        tuple(sorted(majors)),
+    )
 
 
 def _claim_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide: Optional[bool] = None) -> str | None:
@@ -271,19 +262,33 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     tooling_host = _tooling_host(here)
     claim_host = _claim_host(here)
     for item in items:
-        if framework_free and ({"K", "family"} & set(getattr(item, "fixturenames", ()))
-                               or any(item.get_closest_marker(fam) for fam in FAMILIES)):
-            item.add_marker(pytest.mark.skip(reason=f"{os.environ.get('COMPAT_CLONE_ENV')} runs the "
-                                                    "framework-free tests only (COMPAT_CLONE_SUITE)"))
+        if framework_free and (
+            {"K", "family"} & set(getattr(item, "fixturenames", ())) or any(item.get_closest_marker(fam) for fam in FAMILIES)
+        ):
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"{os.environ.get('COMPAT_CLONE_ENV')} runs the framework-free tests only (COMPAT_CLONE_SUITE)"
+                )
+            )
             continue
-        if (item.get_closest_marker("tooling") and tooling_host != here
-                and not any(item.get_closest_marker(m) for m in ("soak", "slow"))):
-            item.add_marker(pytest.mark.skip(reason=f"framework-free tooling test: runs in {tooling_host}, "
-                                                    "this run's environment for this Python version"))
+        if (
+            item.get_closest_marker("tooling")
+            and tooling_host != here
+            and not any(item.get_closest_marker(m) for m in ("soak", "slow"))
+        ):
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"framework-free tooling test: runs in {tooling_host}, this run's environment for this Python version"
+                )
+            )
         if item.get_closest_marker("per_claim") and claim_host != here:
-            item.add_marker(pytest.mark.skip(reason=f"runs in {claim_host}, this run's newest environment serving "
-                                                    "the same family, backend, module and TensorFlow major; "
-                                                    "everywhere in make test-wide"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"runs in {claim_host}, this run's newest environment serving "
+                    "the same family, backend, module and TensorFlow major; "
+                    "everywhere in make test-wide"
+                )
+            )
         if item.get_closest_marker("soak") and not soak_here:
             item.add_marker(pytest.mark.skip(reason="soak check: runs in the matrix envs with COMPAT_CLONE_SOAK=1"))
         for fam in FAMILIES:

@@ -51,7 +51,7 @@ def keras3_target(what: str) -> Any:
     return pytest.mark.skipif(
         HERE not in KERAS3_HOSTS if HERE is not None else not keras3_here(),
         reason=f"{what} where Keras 3 is the target: keras-3.15-tf/-jax/-torch "
-               "(or outside the matrix, in an environment with Keras 3)",
+        "(or outside the matrix, in an environment with Keras 3)",
     )
 
 
@@ -86,16 +86,19 @@ def sibling(name: str) -> Path:
     if python.exists():
         return root / name
     if HERE is not None and of_this_run:
-        pytest.fail(f"matrix environment {name!r} is part of this run but not built: no {python}. "
-                    "compat-clone matrix builds every environment before running tests; see its build log.")
-    pytest.skip(f"matrix environment {name!r} is not built in {root} (build it with "
-                f"`compat-clone matrix --env {name} -- python -V`)")
+        pytest.fail(
+            f"matrix environment {name!r} is part of this run but not built: no {python}. "
+            "compat-clone matrix builds every environment before running tests; see its build log."
+        )
+    pytest.skip(
+        f"matrix environment {name!r} is not built in {root} (build it with `compat-clone matrix --env {name} -- python -V`)"
+    )
 
 
 def _sibling_environ(env: str, env_dir: Path) -> Dict[str, str]:
     """The variables a script runs with in sibling `env`: the matrix runner's, and this run's ``PYTHONPATH``."""
-    from compat_clone.tools.matrix.runner import env_environ
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.runner import env_environ
+    from compat_clone_matrix.table import load_table
 
     (table_env,) = [e for e in load_table() if e.name == env]
     environ = env_environ(table_env, env_dir)
@@ -119,14 +122,19 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
     the test that asked for it; the whole keras-2.3.1 zoo took 632 s there for
     145 CPU seconds, which a quiet core does in about 150 s.)
     """
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     env_dir = sibling(env)
     (table_env,) = [e for e in load_table() if e.name == env]
     family = dict(table_env.expect)["family"]
     environ = _sibling_environ(env, env_dir)
-    proc = subprocess.run([str(env_dir / "bin" / "python"), str(script), str(out), family, *args],
-                          env=environ, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(env_dir / "bin" / "python"), str(script), str(out), family, *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"{script.name} in {env} failed:\n" + proc.stdout[-3000:] + proc.stderr[-3000:]
     report: Dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert str(report["keras"]).startswith(dict(table_env.expect)["version"]), (env, report)
@@ -147,15 +155,15 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
     if memo in _FAILED:  # every test that reads this entry fails with the writer's error, not a rewrite each
         raise AssertionError(f"{script.name} {' '.join(args)} in {env} failed earlier in this process:\n{_FAILED[memo]}")
     if memo not in _WRITTEN:
-        from compat_clone.tools.matrix.table import load_table
-
+        from compat_clone_matrix.table import load_table
         from tests import source_cache
 
         env_dir = sibling(env)
         (table_env,) = [e for e in load_table() if e.name == env]
         folder = env_dir.parent / ".sources" / kind / env / ",".join(args)
-        key = source_cache.writer_key(script, args, env_dir, dataclasses.asdict(table_env),
-                                      _sibling_environ(env, env_dir), folder)
+        key = source_cache.writer_key(
+            script, args, env_dir, dataclasses.asdict(table_env), _sibling_environ(env, env_dir), folder
+        )
         try:
             report = source_cache.cached(folder, key, lambda out: run_in_sibling(env, script, out, list(args)))
         except (AssertionError, subprocess.TimeoutExpired) as exc:

@@ -65,8 +65,7 @@ def dict_outputs(K: Any) -> Any:
     L = K.layers
     inputs = L.Input((6,), name="features")
     h = L.Dense(8, activation="relu", name="hidden")(inputs)
-    outputs = {"score": L.Dense(1, name="score_head")(h),
-               "probs": L.Dense(3, activation="softmax", name="probs_head")(h)}
+    outputs = {"score": L.Dense(1, name="score_head")(h), "probs": L.Dense(3, activation="softmax", name="probs_head")(h)}
     return _seeded(K.models.Model(inputs, outputs, name="scorer"), 2)
 
 
@@ -151,8 +150,7 @@ def main(out: str, family: str, cases: List[str]) -> None:
         x = (rng.integers(0, 50, size=shape) if case == "embed-h5" else rng.normal(size=shape)).astype("float32")
         ys = _outputs(model.predict(x))
         np.savez(os.path.join(out, f"{case}.npz"), x=x, **{f"y{k}": y for k, y in enumerate(ys)})
-    print(json.dumps({"keras": K.__version__, "tensorflow": __import__("tensorflow").__version__,
-                      "written": written}))
+    print(json.dumps({"keras": K.__version__, "tensorflow": __import__("tensorflow").__version__, "written": written}))
 
 
 if __name__ == "__main__":

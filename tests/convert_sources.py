@@ -94,8 +94,11 @@ def tf_ops_model(keras: Any) -> Any:
     return model
 
 
-_SMALL = {"custom-h5": ("custom.h5", custom_model), "lambda-keras": ("lambda.keras", lambda_model),
-          "tfops-h5": ("tfops.h5", tf_ops_model)}
+_SMALL = {
+    "custom-h5": ("custom.h5", custom_model),
+    "lambda-keras": ("lambda.keras", lambda_model),
+    "tfops-h5": ("tfops.h5", tf_ops_model),
+}
 
 
 def main(out: str, family: str, formats: List[str]) -> None:

@@ -43,7 +43,7 @@ def randomize(model: Any, seed: int = 0) -> Any:
 def _backend(model: Any) -> Any:
     """The backend module of `model`'s Keras 2 (standalone, tf.keras or tf_keras), by the library's own rule."""
     from compat_clone import family_of
-    from compat_clone.convert._source import keras_for
+    from tests.support.internals import keras_for
 
     return keras_for(family_of(model).family).backend
 
@@ -65,9 +65,7 @@ def mobilenet_v2(K: Any) -> Case:
     import importlib
 
     applications = importlib.import_module(K.__name__ + ".applications")
-    model = applications.MobileNetV2(
-        input_shape=(32, 32, 3), alpha=0.35, weights=None, classes=5
-    )
+    model = applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None, classes=5)
     # 50-odd float32 layers, 17 of them BatchNormalization: TF 1.15's kernels and XLA's (JAX on the CPU, its
     # reductions split by thread count) round differently. Measured on 4 random probes: max |Δ| 7e-6 to 2.4e-5,
     # max rel up to 3e-4 across runs (keras-3.15-jax, the h5+optimizer file after one training step).
@@ -276,8 +274,7 @@ def dict_outputs(K: Any) -> Case:
     L = K.layers
     features = L.Input((6,), name="features")
     h = L.Dense(8, activation="relu", name="hidden")(features)
-    outputs = {"score": L.Dense(1, name="score_head")(h),
-               "probs": L.Dense(3, activation="softmax", name="probs_head")(h)}
+    outputs = {"score": L.Dense(1, name="score_head")(h), "probs": L.Dense(3, activation="softmax", name="probs_head")(h)}
     return Case(randomize(K.models.Model(features, outputs, name="dict_outputs")))
 
 

@@ -28,10 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from compat_clone.convert import describe, save  # noqa: E402
-from compat_clone.convert._probes import output_list  # noqa: E402
-from compat_clone.convert._source import keras_for, read_model  # noqa: E402
 from tests import convert_zoo  # noqa: E402
-
+from tests.support.internals import keras_for, output_list, read_model  # noqa: E402
 
 # FORMAT -> the file's suffix. `h5+optimizer`: the model compiled (Adam) and trained one step
 # before it is saved, so the file holds a training config and the optimizer's state, as the
@@ -71,13 +69,12 @@ def _predict(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
 _UNFAITHFUL = {
     # its MultiHeadAttention: max |Δ| ~1 between the saved model and the one tf.keras 2.4 loads
     ("conv_variants", "savedmodel", "2.4."): "TensorFlow 2.4 reloads MultiHeadAttention from its own "
-                                             "SavedModel with other outputs",
+    "SavedModel with other outputs",
 }
 
 
 def _unfaithful(name: str, fmt: str, version: str) -> str:
-    return next((why for (case, f, v), why in _UNFAITHFUL.items()
-                 if case == name and f == fmt and version.startswith(v)), "")
+    return next((why for (case, f, v), why in _UNFAITHFUL.items() if case == name and f == fmt and version.startswith(v)), "")
 
 
 def main(out: str, family: str, formats: List[str]) -> None:
@@ -97,8 +94,7 @@ def main(out: str, family: str, formats: List[str]) -> None:
             continue
         K.backend.clear_session()  # a fresh graph per case: TF1 sessions slow down as one graph grows
         case = builder(K)
-        objects = {type(layer).__name__: type(layer) for layer in case.model.layers
-                   if type(layer).__name__ == "Scale"}
+        objects = {type(layer).__name__: type(layer) for layer in case.model.layers if type(layer).__name__ == "Scale"}
         entry: Dict[str, Any] = {"rtol": case.rtol, "atol": case.atol, "custom": sorted(objects), "files": {}}
         # uncompiled formats first: training changes the model
         for fmt in sorted(wanted, key=lambda f: f == "h5+optimizer"):
@@ -111,8 +107,10 @@ def main(out: str, family: str, formats: List[str]) -> None:
             loaded = read_model(K, family, path, objects, safe_mode=False)  # our own files
             description = describe(loaded, seed=3)
             probe = description.probes[0]
-            same = [np.allclose(read, built, rtol=1e-6, atol=1e-7)
-                    for built, read in zip(_predict(case.model, probe.inputs), probe.outputs)]
+            same = [
+                np.allclose(read, built, rtol=1e-6, atol=1e-7)
+                for built, read in zip(_predict(case.model, probe.inputs), probe.outputs)
+            ]
             why = _unfaithful(name, fmt, K.__version__)
             if why:
                 assert not all(same), f"{name}: the {fmt} file answers as saved now; drop it from _UNFAITHFUL"

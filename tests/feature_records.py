@@ -2,7 +2,7 @@
 
 Written to ``$COMPAT_CLONE_RESULTS/<env>.jsonl`` when the matrix runner sets
 the variable (nothing is written outside a matrix run);
-``compat_clone/tools/matrix/results.py`` reads them back for COMPATIBILITY.md.
+``compat_clone_matrix/results.py`` reads them back for COMPATIBILITY.md.
 Used by tests/test_features.py and tests/test_zoo.py.
 """
 
@@ -22,7 +22,6 @@ def write_records(K: Any, records: Iterable[Mapping[str, str]]) -> None:
     os.makedirs(folder, exist_ok=True)
     env = os.environ.get("COMPAT_CLONE_ENV", "default")
     keras = f"{K.__name__.split('.')[0]} {K.__version__}"
-    lines = [json.dumps({"env": env, **record, "detail": record.get("detail", "")[:300], "keras": keras})
-             for record in records]
+    lines = [json.dumps({"env": env, **record, "detail": record.get("detail", "")[:300], "keras": keras}) for record in records]
     with open(os.path.join(folder, f"{env}.jsonl"), "a", encoding="utf-8") as fh:
         fh.write("".join(line + "\n" for line in lines))

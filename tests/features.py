@@ -7,6 +7,10 @@ raises on failure. `NativeLacks` means the native API has no way to express
 the feature (an argument that does not exist); `NotApplicable` means the
 feature does not exist in that family / backend at all.
 
+The checks themselves are in `tests/feature_checks.py`, which registers them
+here (in `FEATURES`) when it is imported; this module holds the registry and
+the helpers the checks and other test modules share.
+
 `tests/test_features.py` runs every feature both ways, requires the
 compat_clone side to pass, and records both results for COMPATIBILITY.md.
 """
@@ -19,6 +23,25 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
+__all__ = [
+    "DESCRIPTIONS",
+    "FEATURES",
+    "NativeLacks",
+    "NotApplicable",
+    "assert_same_predictions",
+    "backend_name",
+    "data",
+    "family_name",
+    "family_name_of_model",
+    "feature",
+    "native_clone",
+    "predict",
+    "run_check",
+    "skip_without_subclassed_models",
+    "two_in_two_out_layer",
+    "weights_snapshot",
+]
+
 
 class NativeLacks(Exception):
     """The native clone_model has no argument for this feature."""
@@ -28,6 +51,7 @@ class NotApplicable(Exception):
     """The feature does not exist in this family or backend."""
 
 
+# Filled by tests/feature_checks.py when it is imported.
 FEATURES: Dict[str, Callable[[Any, Callable[..., Any]], None]] = {}
 DESCRIPTIONS: Dict[str, str] = {}
 
@@ -59,8 +83,15 @@ def native_clone(K: Any) -> Callable[..., Any]:
     """The native `clone_model` behind the compat_clone signature."""
     params = inspect.signature(K.models.clone_model).parameters
 
-    def clone(model: Any, input_tensors: Any = None, clone_function: Any = None, *,
-              copy_weights: bool = False, name: Any = None, **kwargs: Any) -> Any:
+    def clone(
+        model: Any,
+        input_tensors: Any = None,
+        clone_function: Any = None,
+        *,
+        copy_weights: bool = False,
+        name: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         if name is not None:
             raise NativeLacks("no `name` argument")
         args: Dict[str, Any] = {}
@@ -101,8 +132,8 @@ def run_check(check: Callable[[Any, Callable[..., Any]], None], K: Any, clone: C
 
 
 def family_name(K: Any) -> str:
-    """The family of Keras module `K` (`compat_clone._dispatch.family_for`: the one rule)."""
-    from compat_clone._dispatch import family_for
+    """The family of Keras module `K` (`compat_clone.families.registry.family_for`: the one rule)."""
+    from compat_clone.families.registry import family_for
 
     return family_for(K.__name__.split(".")[0], K.__version__)
 
@@ -131,9 +162,14 @@ def predict(model: Any, x: Any) -> List[np.ndarray]:
         if family == "keras3":
             import keras
 
-            out = keras.ops.convert_to_numpy(out) if not isinstance(out, (list, tuple, dict)) else (
-                {k: keras.ops.convert_to_numpy(v) for k, v in out.items()} if isinstance(out, dict)
-                else [keras.ops.convert_to_numpy(o) for o in out]
+            out = (
+                keras.ops.convert_to_numpy(out)
+                if not isinstance(out, (list, tuple, dict))
+                else (
+                    {k: keras.ops.convert_to_numpy(v) for k, v in out.items()}
+                    if isinstance(out, dict)
+                    else [keras.ops.convert_to_numpy(o) for o in out]
+                )
             )
     if isinstance(out, (list, tuple)):
         return [np.asarray(o) for o in out]
@@ -171,336 +207,3 @@ def two_in_two_out_layer(K: Any) -> Any:
             return [input_shape[0], input_shape[0]]
 
     return TwoInTwoOut
-
-
-# -- features --------------------------------------------------------------
-
-
-@feature("functional model, predictions equal after weight copy")
-def functional_basic(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((4,))
-    h = K.layers.Dense(8, activation="relu")(x)
-    m = K.models.Model(x, K.layers.Dense(2)(h))
-    c = clone(m, copy_weights=True)
-    assert c is not m and c.layers[-1] is not m.layers[-1]
-    assert_same_predictions(m, c, data((3, 4)))
-
-
-@feature("Sequential model")
-def sequential_basic(K: Any, clone: Callable[..., Any]) -> None:
-    m = K.models.Sequential([K.layers.Dense(5, input_shape=(3,)), K.layers.Dense(2)])
-    c = clone(m, copy_weights=True)
-    assert type(c).__name__ == "Sequential"
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("Sequential cloned onto given input_tensors")
-def sequential_input_tensors(K: Any, clone: Callable[..., Any]) -> None:
-    m = K.models.Sequential([K.layers.Dense(5, input_shape=(3,)), K.layers.Dense(2)])
-    given = K.Input((3,), name="given")
-    c = clone(m, input_tensors=given, copy_weights=True)
-    assert type(c).__name__ == "Sequential"
-    assert any(x is given for x in c.inputs) or c.inputs[0].name == given.name, "the clone is not built on the given tensor"
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("functional model of a Model subclass keeps its class")
-def functional_subclass(K: Any, clone: Callable[..., Any]) -> None:
-    class Scaler(K.models.Model):  # type: ignore[misc,name-defined]
-        def __init__(self, units: int = 3, **kwargs: Any) -> None:
-            x = K.Input((4,))
-            super().__init__(x, K.layers.Dense(units)(x), **kwargs)
-            self.units = units
-
-        def get_config(self) -> Dict[str, Any]:
-            return {"units": self.units, "name": self.name}
-
-    m = Scaler(units=5, name="scaler")
-    c = clone(m, copy_weights=True)
-    assert type(c) is Scaler, f"the clone is a {type(c).__name__}, not a Scaler"
-    assert c.units == 5
-    assert_same_predictions(m, c, data((2, 4)))
-
-
-@feature("RNN called with initial_state= (encoder-decoder)")
-def rnn_initial_state(K: Any, clone: Callable[..., Any]) -> None:
-    enc_in, dec_in = K.Input((5, 3)), K.Input((4, 3))
-    _, h, c = K.layers.LSTM(4, return_state=True)(enc_in)
-    out = K.layers.LSTM(4)(dec_in, initial_state=[h, c])
-    m = K.models.Model([enc_in, dec_in], out)
-    cl = clone(m, copy_weights=True)
-    assert_same_predictions(m, cl, [data((2, 5, 3), 1), data((2, 4, 3), 2)])
-
-
-@feature("layer with two outputs and no mask support (keras #12202)")
-def multi_output_no_mask(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    pair = K.layers.Lambda(lambda t: [t + 1, t], output_shape=lambda s: [s, s])(x)
-    a, b = two_in_two_out_layer(K)()(pair)
-    m = K.models.Model(x, K.layers.Concatenate()([a, b]))
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("Lambda returning [x, x] into Add (keras #12202)")
-def lambda_pair_into_add(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    pair = K.layers.Lambda(lambda t: [t, t], output_shape=lambda s: [s, s])(x)
-    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Add()(pair)))
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("Lambda with a Python lambda (Keras 3 safe mode)")
-def lambda_python_function(K: Any, clone: Callable[..., Any]) -> None:
-    scale = 3.0
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Lambda(lambda t: t * scale)(x))
-    c = clone(m)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("masks survive (Embedding mask_zero -> LSTM)")
-def mask_embedding_lstm(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((5,), dtype="int32")
-    e = K.layers.Embedding(10, 4, mask_zero=True)(x)
-    m = K.models.Model(x, K.layers.LSTM(3)(e))
-    c = clone(m, copy_weights=True)
-    ids = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
-    assert_same_predictions(m, c, ids)
-    # the mask matters: padding steps must be ignored by the clone too
-    ids2 = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], dtype="int32")
-    ids2[0, 3] = 0
-    assert_same_predictions(c, m, ids2)
-
-
-@feature("shared layers stay shared")
-def shared_layers(K: Any, clone: Callable[..., Any]) -> None:
-    a, b = K.Input((3,)), K.Input((3,))
-    dense = K.layers.Dense(4)
-    m = K.models.Model([a, b], K.layers.Add()([dense(a), dense(b)]))
-    c = clone(m, copy_weights=True)
-    denses = [layer for layer in c.layers if type(layer).__name__ == "Dense"]
-    assert len(denses) == 1, f"expected one shared Dense, found {len(denses)}"
-    assert len(c.weights) == len(m.weights)
-    assert_same_predictions(m, c, [data((2, 3), 1), data((2, 3), 2)])
-
-
-@feature("nested model")
-def nested_model(K: Any, clone: Callable[..., Any]) -> None:
-    inner_in = K.Input((3,))
-    inner = K.models.Model(inner_in, K.layers.Dense(4)(inner_in), name="inner")
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(1)(inner(x)))
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("nested Sequential keeps its name")
-def nested_sequential_name(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    seq = K.models.Sequential([K.layers.Dense(4, input_shape=(3,))], name="block_seq")
-    m = K.models.Model(x, K.layers.Dense(1)(seq(x)))
-    c = clone(m, copy_weights=True)
-    assert [layer.name for layer in c.layers] == [layer.name for layer in m.layers], [layer.name for layer in c.layers]
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("an Input made without a name keeps its layer's name (not its tensor's)")
-def input_layer_name(K: Any, clone: Callable[..., Any]) -> None:
-    x, named = K.Input((3,)), K.Input((2,), name="extra")
-    m = K.models.Model([x, named], K.layers.Concatenate()([K.layers.Dense(2)(x), named]))
-    c = clone(m, copy_weights=True)
-    assert [layer.name for layer in c.layers] == [layer.name for layer in m.layers], [layer.name for layer in c.layers]
-    assert_same_predictions(m, c, [data((2, 3), 1), data((2, 2), 2)])
-
-
-@feature("nested model holding standalone Keras 2.0-2.1 MobileNet's unregistered relu6")
-def app_unregistered_objects(K: Any, clone: Callable[..., Any]) -> None:
-    import importlib
-
-    try:
-        relu6 = importlib.import_module(K.__name__ + ".applications.mobilenet").relu6
-    except (ImportError, AttributeError):
-        raise NotApplicable("keras.applications.mobilenet has no relu6 of its own (Keras >= 2.2 has ReLU(6.))")
-    x = K.Input((3,))
-    inner = K.models.Model(x, K.layers.Activation(relu6)(K.layers.Dense(4)(x)), name="backbone")
-    y = K.Input((3,))
-    m = K.models.Model(y, K.layers.Dense(1)(inner(y)))
-    c = clone(m, copy_weights=True)
-    assert c.layers[1].layers[-1].activation is relu6
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("TimeDistributed over a nested single-output model")
-def timedistributed_nested_model(K: Any, clone: Callable[..., Any]) -> None:
-    f = K.Input((4,))
-    frame = K.models.Model(f, K.layers.Dense(3)(f), name="frame")
-    x = K.Input((2, 4))
-    try:
-        h = K.layers.TimeDistributed(frame)(x)
-    except NotImplementedError as exc:  # Keras 3.0-3.3: a Functional has no compute_output_shape
-        raise NotApplicable(f"TimeDistributed cannot wrap a model in {K.__name__} {K.__version__}") from exc
-    m = K.models.Model(x, K.layers.Dense(1)(K.layers.Flatten()(h)))
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 2, 4)))
-
-
-@feature("multi-input, multi-output")
-def multi_io(K: Any, clone: Callable[..., Any]) -> None:
-    a, b = K.Input((3,), name="a"), K.Input((2,), name="b")
-    h = K.layers.Concatenate()([a, b])
-    m = K.models.Model([a, b], [K.layers.Dense(1)(h), K.layers.Dense(2)(h)])
-    c = clone(m, copy_weights=True)
-    assert len(c.outputs) == 2
-    assert_same_predictions(m, c, [data((2, 3)), data((2, 2))])
-
-
-@feature("BatchNormalization moving statistics copied")
-def batchnorm_statistics(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    bn = K.layers.BatchNormalization()
-    m = K.models.Model(x, bn(K.layers.Dense(3)(x)))
-    # make the moving statistics differ from their initial values
-    values = bn.get_weights()
-    bn.set_weights([v + np.float32(i + 1) for i, v in enumerate(values)])
-    c = clone(m, copy_weights=True)
-    for u, v in zip(m.get_weights(), c.get_weights()):
-        np.testing.assert_array_equal(u, v)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("model.trainable = False survives")
-def trainable_false(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(x))
-    m.trainable = False
-    c = clone(m)
-    assert c.trainable is False, "clone.trainable is True"
-    assert len(c.trainable_weights) == 0
-
-
-@feature("single-input Concatenate (keras #17700)")
-def single_input_concatenate(K: Any, clone: Callable[..., Any]) -> None:
-    if family_name(K) == "keras2":
-        # Keras 2.0-2.3's Concatenate refuses a one-element list when the
-        # source model is built, before any clone.
-        raise NotApplicable("Keras 2.x cannot build Concatenate()([x])")
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Concatenate()([x])))
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("sparse=True input stays sparse")
-def sparse_input(K: Any, clone: Callable[..., Any]) -> None:
-    fam, backend = family_name(K), backend_name(K)
-    if fam == "keras2" or backend not in ("tensorflow", "jax"):
-        raise NotApplicable(f"no sparse inputs on {fam}/{backend}")
-    x = K.Input((5,), sparse=True)
-    m = K.models.Model(x, K.layers.Dense(2)(x))
-    c = clone(m)
-    tensor = c.inputs[0]
-    sparse = getattr(tensor, "sparse", None)
-    if sparse is None:  # tf.keras KerasTensor: a SparseTensorSpec
-        sparse = type(getattr(tensor, "type_spec", None)).__name__ == "SparseTensorSpec"
-    assert sparse, "the clone's input is dense"
-
-
-@feature("clone_function applied to every layer")
-def clone_function_every_layer(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2, name="d2")(K.layers.Dense(4, name="d1")(x)))
-    seen: List[str] = []
-
-    def fn(layer: Any) -> Any:
-        seen.append(layer.name)
-        return layer.__class__.from_config(layer.get_config())
-
-    clone(m, clone_function=fn)
-    assert sorted(seen) == ["d1", "d2"], seen
-
-
-@feature("recursive=True applies clone_function inside nested models")
-def recursive_nested(K: Any, clone: Callable[..., Any]) -> None:
-    i1 = K.Input((3,))
-    level1 = K.models.Model(i1, K.layers.Dense(3, name="deep")(i1), name="level1")
-    i2 = K.Input((3,))
-    level2 = K.models.Model(i2, K.layers.Dense(3, name="mid")(level1(i2)), name="level2")
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(1, name="top")(level2(x)))
-    seen: List[str] = []
-
-    def fn(layer: Any) -> Any:
-        seen.append(layer.name)
-        return layer.__class__.from_config(layer.get_config())
-
-    clone(m, clone_function=fn, recursive=True)
-    assert {"deep", "mid", "top"} <= set(seen), seen
-    assert not {"level1", "level2"} & set(seen), f"nested models passed whole: {seen}"
-    c = clone(m, recursive=True, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("call_function wraps each layer call")
-def call_function(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(K.layers.Dense(4)(x)))
-    calls: List[str] = []
-
-    def fn(layer: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(type(layer).__name__)
-        out = layer(*args, **kwargs)
-        if type(layer).__name__ == "Dense":
-            return K.layers.Dropout(0.5)(out)
-        return out
-
-    c = clone(m, call_function=fn)
-    kinds = [type(layer).__name__ for layer in c.layers]
-    assert kinds.count("Dropout") == 2, kinds
-    assert calls.count("Dense") == 2
-
-
-@feature("name= renames the clone")
-def rename(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(x), name="orig")
-    c = clone(m, name="renamed")
-    assert c.name == "renamed" and m.name == "orig"
-
-
-@feature("source untouched, clone independent")
-def source_untouched(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2, name="d")(x), name="src")
-    before = weights_snapshot(m)
-    names = [layer.name for layer in m.layers]
-    c = clone(m, copy_weights=True)
-    c.layers[-1].set_weights([w + 1 for w in c.layers[-1].get_weights()])
-    for u, v in zip(before, m.get_weights()):
-        np.testing.assert_array_equal(u, v)
-    assert [layer.name for layer in m.layers] == names and m.name == "src"
-
-
-@feature("a model compiled with an unregistered loss function clones (compile=False)")
-def compiled_custom_loss(K: Any, clone: Callable[..., Any]) -> None:
-    mean = K.ops.mean if hasattr(K, "ops") else K.backend.mean
-
-    def unregistered_loss(y_true: Any, y_pred: Any) -> Any:
-        return mean((y_true - y_pred) ** 2, axis=-1)
-
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(x))
-    m.compile(optimizer="sgd", loss=unregistered_loss, metrics=["mae"])
-    c = clone(m, copy_weights=True)
-    assert_same_predictions(m, c, data((2, 3)))
-
-
-@feature("compile=True compiles the clone like the source, fresh optimizer")
-def compile_like_source(K: Any, clone: Callable[..., Any]) -> None:
-    x = K.Input((3,))
-    m = K.models.Model(x, K.layers.Dense(2)(x))
-    m.compile(optimizer=K.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
-    c = clone(m, compile=True)
-    assert type(c.optimizer) is type(m.optimizer) and c.optimizer is not m.optimizer
-    assert c.optimizer.get_config() == m.optimizer.get_config()

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator
 
 import numpy as np
-from tests._py import zip_strict
 
+from tests._py import zip_strict
 
 
 def walk_layers(model: Any) -> Iterator[Any]:
@@ -33,9 +33,7 @@ def walk_layers(model: Any) -> Iterator[Any]:
 def fill_weights(model: Any, seed: int = 0) -> Any:
     """Sets every weight to a distinct non-trivial value (positive, so BN variances stay valid)."""
     rng = np.random.default_rng(seed)
-    model.set_weights(
-        [rng.uniform(0.5, 1.5, size=np.shape(w)).astype(np.asarray(w).dtype) for w in model.get_weights()]
-    )
+    model.set_weights([rng.uniform(0.5, 1.5, size=np.shape(w)).astype(np.asarray(w).dtype) for w in model.get_weights()])
     return model
 
 
@@ -98,9 +96,7 @@ def assert_unchanged(before: Dict[str, Any], model: Any) -> None:
 
 def weights_equal(a: Any, b: Any) -> bool:
     wa, wb = a.get_weights(), b.get_weights()
-    return len(wa) == len(wb) and all(
-        np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip_strict(wa, wb)
-    )
+    return len(wa) == len(wb) and all(np.asarray(x).tobytes() == np.asarray(y).tobytes() for x, y in zip_strict(wa, wb))
 
 
 def other_family(K: Any) -> Any:

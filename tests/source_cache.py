@@ -102,8 +102,9 @@ def _tree_digest(folder: Path) -> str:
 
 def _environment(env_dir: Path, environ: Mapping[str, str]) -> Dict[str, Any]:
     """What the writer environment at `env_dir` is: its Python, distributions and compat_clone source."""
-    probe = subprocess.run([str(env_dir / "bin" / "python"), "-c", _PROBE], env=dict(environ),
-                           capture_output=True, text=True, timeout=300)
+    probe = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", _PROBE], env=dict(environ), capture_output=True, text=True, timeout=300
+    )
     if probe.returncode != 0:
         raise RuntimeError(f"{env_dir / 'bin' / 'python'} cannot import compat_clone:\n{probe.stderr[-2000:]}")
     package, python = probe.stdout.splitlines()[:2]
@@ -111,8 +112,9 @@ def _environment(env_dir: Path, environ: Mapping[str, str]) -> Dict[str, Any]:
     return {"python": python, "distributions": dists, "compat_clone": _tree_digest(Path(package))}
 
 
-def writer_key(script: Path, args: Sequence[str], env_dir: Path, spec: Mapping[str, Any],
-               environ: Mapping[str, str], folder: Path) -> Dict[str, Any]:
+def writer_key(
+    script: Path, args: Sequence[str], env_dir: Path, spec: Mapping[str, Any], environ: Mapping[str, str], folder: Path
+) -> Dict[str, Any]:
     """The key of the entry `script ARGS`, run in the environment at `env_dir`, writes into `folder`.
 
     Args:
@@ -128,8 +130,14 @@ def writer_key(script: Path, args: Sequence[str], env_dir: Path, spec: Mapping[s
     """
     root = script.resolve().parent
     files = {str(p.relative_to(root)): _digest(p.read_bytes()) for p in script_files(script)}
-    key = {"script": script.name, "files": files, "args": list(args), "spec": dict(spec),
-           "environment": _environment(env_dir, environ), "folder": str(folder.resolve())}
+    key = {
+        "script": script.name,
+        "files": files,
+        "args": list(args),
+        "spec": dict(spec),
+        "environment": _environment(env_dir, environ),
+        "folder": str(folder.resolve()),
+    }
     # As ``key.json`` reads back (a table entry's tuples become lists), so that equal means equal.
     normal: Dict[str, Any] = json.loads(json.dumps(key))
     return normal

@@ -65,7 +65,7 @@ class Tensor:
     steps: int = 0
     masked: bool = False
 
-    def same_shape(self, other: "Tensor") -> bool:
+    def same_shape(self, other: Tensor) -> bool:
         return (self.kind, self.dim, self.steps) == (other.kind, other.dim, other.steps)
 
 
@@ -84,129 +84,170 @@ class GraphSpec:
 _N_OUT = {"split": 2, "two_two": 2}
 
 
-@st.composite
-def graph_specs(draw: Any, max_ops: int = 7) -> GraphSpec:
-    """A random functional graph (see the module docstring)."""
-    tensors: List[Tensor] = []
-    ops: List[Tuple[Any, ...]] = []
-    consumed: set = set()
-    denses: List[Tuple[int, int]] = []  # (op index, input dim) of Dense layers, for sharing
-    nested: List[Tuple[int, int]] = []  # (op index, input dim) of nested models, for sharing
+@dataclasses.dataclass
+class _Draft:
+    """The graph as it is drawn: its tensors and ops so far, and what a later op may share."""
 
-    def add(op: Tuple[Any, ...], outs: List[Tensor], uses: List[int]) -> None:
-        ops.append(op)
-        consumed.update(uses)
-        tensors.extend(outs)
+    tensors: List[Tensor] = dataclasses.field(default_factory=list)
+    ops: List[Tuple[Any, ...]] = dataclasses.field(default_factory=list)
+    consumed: set = dataclasses.field(default_factory=set)
+    denses: List[Tuple[int, int]] = dataclasses.field(default_factory=list)  # (op index, input dim) of Dense layers
+    nested: List[Tuple[int, int]] = dataclasses.field(default_factory=list)  # (op index, input dim) of nested models
 
+    def add(self, op: Tuple[Any, ...], outs: List[Tensor], uses: List[int]) -> None:
+        self.ops.append(op)
+        self.consumed.update(uses)
+        self.tensors.extend(outs)
+
+    def float_idx(self, pred: Any = lambda t: True) -> List[int]:
+        return [i for i, t in enumerate(self.tensors) if t.kind != "tok" and pred(t)]
+
+    def pairs(self) -> List[Tuple[int, int]]:
+        """Float tensors of one shape, to add (or to feed the two-in/two-out layer)."""
+        tensors, idx = self.tensors, self.float_idx()
+        return [(a, b) for a in idx for b in idx if a < b and tensors[a].same_shape(tensors[b])]
+
+    def unmasked_pairs(self) -> List[Tuple[int, int]]:
+        return [p for p in self.pairs() if not self.tensors[p[0]].masked and not self.tensors[p[1]].masked]
+
+    def cat_pairs(self) -> List[Tuple[int, int]]:
+        """Float tensors of one kind and length, to concatenate."""
+        tensors, idx = self.tensors, self.float_idx()
+        return [
+            (a, b)
+            for a in idx
+            for b in idx
+            if a < b and tensors[a].kind == tensors[b].kind and tensors[a].steps == tensors[b].steps
+        ]
+
+    def choices(self) -> List[str]:
+        """The ops that the tensors so far allow, in the order they are offered."""
+        choices = ["dense", "lambda"]
+        if self.float_idx(lambda t: not t.masked):
+            choices += ["bn", "split"]
+        if self.float_idx(lambda t: t.kind == "seq"):
+            choices += ["gap"]
+        if self.float_idx(lambda t: t.kind == "seq" and not t.masked):
+            choices += ["masking"]
+        if any(self.float_idx(lambda t, d=d: t.dim == d) for _, d in self.denses):
+            choices += ["shared"]
+        if self.float_idx(lambda t: t.kind == "vec" and not t.masked):
+            choices += ["nested"]
+        if self.pairs():
+            choices += ["add"]
+        if self.unmasked_pairs():
+            choices += ["two_two"]
+        if self.cat_pairs():
+            choices += ["concat"]
+        return choices
+
+
+def _draw_inputs(draw: Any, g: _Draft) -> Tuple[Tensor, ...]:
+    """One to three inputs; each token input embedded at once (it can only be embedded)."""
     n_inputs = draw(st.integers(1, 3))
     for _ in range(n_inputs):
         kind = draw(st.sampled_from(["vec", "vec", "seq", "tok"]))
         if kind == "tok":
-            tensors.append(Tensor("tok", draw(st.integers(3, 6)), draw(st.integers(2, 3))))
+            g.tensors.append(Tensor("tok", draw(st.integers(3, 6)), draw(st.integers(2, 3))))
         elif kind == "seq":
-            tensors.append(Tensor("seq", draw(st.integers(2, 4)), draw(st.integers(2, 3))))
+            g.tensors.append(Tensor("seq", draw(st.integers(2, 4)), draw(st.integers(2, 3))))
         else:
-            tensors.append(Tensor("vec", draw(st.integers(2, 6))))
-    inputs = tuple(tensors)
-    # token inputs can only be embedded: do it first
+            g.tensors.append(Tensor("vec", draw(st.integers(2, 6))))
+    inputs = tuple(g.tensors)
     for i, t in enumerate(inputs):
         if t.kind == "tok":
             width = draw(st.integers(2, 4))
-            add(("embed", i, t.dim, width), [Tensor("seq", width, t.steps, True)], [i])
+            g.add(("embed", i, t.dim, width), [Tensor("seq", width, t.steps, True)], [i])
+    return inputs
 
-    def float_idx(pred: Any = lambda t: True) -> List[int]:
-        return [i for i, t in enumerate(tensors) if t.kind != "tok" and pred(t)]
 
+def _draw_layer(draw: Any, g: _Draft, name: str) -> None:
+    """One op of the single-input layers: dense, shared, lambda, bn, split, masking, gap."""
+    tensors = g.tensors
+    if name == "dense":
+        i = draw(st.sampled_from(g.float_idx()))
+        t = tensors[i]
+        units = draw(st.integers(2, 6))
+        act = draw(st.sampled_from([None, "relu", "tanh"]))
+        g.denses.append((len(g.ops), t.dim))
+        g.add(("dense", i, units, act), [Tensor(t.kind, units, t.steps, t.masked)], [i])
+    elif name == "shared":
+        j, d = draw(st.sampled_from([(j, d) for j, d in g.denses if g.float_idx(lambda t, d=d: t.dim == d)]))
+        i = draw(st.sampled_from(g.float_idx(lambda t, d=d: t.dim == d)))
+        t = tensors[i]
+        g.add(("shared", j, i), [Tensor(t.kind, g.ops[j][2], t.steps, t.masked)], [i])
+    elif name == "lambda":
+        i = draw(st.sampled_from(g.float_idx()))
+        t = tensors[i]
+        # a Lambda on a masked tensor: the mask is not propagated
+        g.add(("lambda", i, draw(st.sampled_from([0.5, 2.0, -1.0]))), [dataclasses.replace(t, masked=False)], [i])
+    elif name == "bn":
+        i = draw(st.sampled_from(g.float_idx(lambda t: not t.masked)))
+        g.add(("bn", i), [tensors[i]], [i])
+    elif name == "split":
+        i = draw(st.sampled_from(g.float_idx(lambda t: not t.masked)))
+        g.add(("split", i), [tensors[i], tensors[i]], [i])
+    elif name == "masking":
+        i = draw(st.sampled_from(g.float_idx(lambda t: t.kind == "seq" and not t.masked)))
+        g.add(("masking", i), [dataclasses.replace(tensors[i], masked=True)], [i])
+    elif name == "gap":
+        i = draw(st.sampled_from(g.float_idx(lambda t: t.kind == "seq")))
+        g.add(("gap", i), [Tensor("vec", tensors[i].dim)], [i])
+
+
+def _draw_merge(draw: Any, g: _Draft, name: str) -> None:
+    """One op on two tensors: two_two, add, concat."""
+    tensors = g.tensors
+    if name == "two_two":
+        a, b = draw(st.sampled_from(g.unmasked_pairs()))
+        g.add(("two_two", a, b), [tensors[a], tensors[a]], [a, b])
+    elif name == "add":
+        a, b = draw(st.sampled_from(g.pairs()))
+        t = tensors[a]
+        g.add(("add", a, b), [dataclasses.replace(t, masked=t.masked or tensors[b].masked)], [a, b])
+    elif name == "concat":
+        a, b = draw(st.sampled_from(g.cat_pairs()))
+        ta, tb = tensors[a], tensors[b]
+        g.add(("concat", a, b), [Tensor(ta.kind, ta.dim + tb.dim, ta.steps, ta.masked or tb.masked)], [a, b])
+
+
+def _draw_nested(draw: Any, g: _Draft) -> None:
+    """A nested model on a vector: one drawn before, called again, or a new one."""
+    i = draw(st.sampled_from(g.float_idx(lambda t: t.kind == "vec" and not t.masked)))
+    d = g.tensors[i].dim
+    reuse = [j for j, dim in g.nested if dim == d]
+    if reuse and draw(st.booleans()):
+        j = draw(st.sampled_from(reuse))
+        g.add(("nested_again", j, i), [Tensor("vec", g.ops[j][4])], [i])
+    else:
+        hidden, out = draw(st.integers(2, 5)), draw(st.integers(2, 5))
+        style = draw(st.sampled_from(["functional", "functional_lambda", "sequential"]))
+        g.nested.append((len(g.ops), d))
+        g.add(("nested", i, d, hidden, out, style), [Tensor("vec", out)], [i])
+
+
+@st.composite
+def graph_specs(draw: Any, max_ops: int = 7) -> GraphSpec:
+    """A random functional graph (see the module docstring)."""
+    g = _Draft()
+    inputs = _draw_inputs(draw, g)
     n_ops = draw(st.integers(1, max_ops))
     for _ in range(n_ops):
-        choices = ["dense", "lambda"]
-        if float_idx(lambda t: not t.masked):
-            choices += ["bn", "split"]
-        if float_idx(lambda t: t.kind == "seq"):
-            choices += ["gap"]
-        if float_idx(lambda t: t.kind == "seq" and not t.masked):
-            choices += ["masking"]
-        if any(float_idx(lambda t, d=d: t.dim == d) for _, d in denses):
-            choices += ["shared"]
-        if float_idx(lambda t: t.kind == "vec" and not t.masked):
-            choices += ["nested"]
-        pairs = [(a, b) for a in float_idx() for b in float_idx() if a < b and tensors[a].same_shape(tensors[b])]
-        if pairs:
-            choices += ["add"]
-        if [p for p in pairs if not tensors[p[0]].masked and not tensors[p[1]].masked]:
-            choices += ["two_two"]
-        cat_pairs = [
-            (a, b)
-            for a in float_idx()
-            for b in float_idx()
-            if a < b and tensors[a].kind == tensors[b].kind and tensors[a].steps == tensors[b].steps
-        ]
-        if cat_pairs:
-            choices += ["concat"]
-        name = draw(st.sampled_from(choices))
-
-        if name == "dense":
-            i = draw(st.sampled_from(float_idx()))
-            t = tensors[i]
-            units = draw(st.integers(2, 6))
-            act = draw(st.sampled_from([None, "relu", "tanh"]))
-            denses.append((len(ops), t.dim))
-            add(("dense", i, units, act), [Tensor(t.kind, units, t.steps, t.masked)], [i])
-        elif name == "shared":
-            j, d = draw(st.sampled_from([(j, d) for j, d in denses if float_idx(lambda t, d=d: t.dim == d)]))
-            i = draw(st.sampled_from(float_idx(lambda t: t.dim == d)))
-            t = tensors[i]
-            add(("shared", j, i), [Tensor(t.kind, ops[j][2], t.steps, t.masked)], [i])
-        elif name == "lambda":
-            i = draw(st.sampled_from(float_idx()))
-            t = tensors[i]
-            # a Lambda on a masked tensor: the mask is not propagated
-            add(("lambda", i, draw(st.sampled_from([0.5, 2.0, -1.0]))), [dataclasses.replace(t, masked=False)], [i])
-        elif name == "bn":
-            i = draw(st.sampled_from(float_idx(lambda t: not t.masked)))
-            add(("bn", i), [tensors[i]], [i])
-        elif name == "split":
-            i = draw(st.sampled_from(float_idx(lambda t: not t.masked)))
-            add(("split", i), [tensors[i], tensors[i]], [i])
-        elif name == "two_two":
-            a, b = draw(
-                st.sampled_from([p for p in pairs if not tensors[p[0]].masked and not tensors[p[1]].masked])
-            )
-            add(("two_two", a, b), [tensors[a], tensors[a]], [a, b])
-        elif name == "add":
-            a, b = draw(st.sampled_from(pairs))
-            t = tensors[a]
-            add(("add", a, b), [dataclasses.replace(t, masked=t.masked or tensors[b].masked)], [a, b])
-        elif name == "concat":
-            a, b = draw(st.sampled_from(cat_pairs))
-            ta, tb = tensors[a], tensors[b]
-            add(("concat", a, b), [Tensor(ta.kind, ta.dim + tb.dim, ta.steps, ta.masked or tb.masked)], [a, b])
-        elif name == "masking":
-            i = draw(st.sampled_from(float_idx(lambda t: t.kind == "seq" and not t.masked)))
-            add(("masking", i), [dataclasses.replace(tensors[i], masked=True)], [i])
-        elif name == "gap":
-            i = draw(st.sampled_from(float_idx(lambda t: t.kind == "seq")))
-            add(("gap", i), [Tensor("vec", tensors[i].dim)], [i])
-        elif name == "nested":
-            i = draw(st.sampled_from(float_idx(lambda t: t.kind == "vec" and not t.masked)))
-            d = tensors[i].dim
-            reuse = [j for j, dim in nested if dim == d]
-            if reuse and draw(st.booleans()):
-                j = draw(st.sampled_from(reuse))
-                add(("nested_again", j, i), [Tensor("vec", ops[j][4])], [i])
-            else:
-                hidden, out = draw(st.integers(2, 5)), draw(st.integers(2, 5))
-                style = draw(st.sampled_from(["functional", "functional_lambda", "sequential"]))
-                nested.append((len(ops), d))
-                add(("nested", i, d, hidden, out, style), [Tensor("vec", out)], [i])
+        name = draw(st.sampled_from(g.choices()))
+        if name == "nested":
+            _draw_nested(draw, g)
+        elif name in ("two_two", "add", "concat"):
+            _draw_merge(draw, g, name)
+        else:
+            _draw_layer(draw, g, name)
 
     # every input reaches an output: an unconsumed float input gets a Dense
     for i, t in enumerate(inputs):
-        if i not in consumed:
-            add(("dense", i, 2, None), [Tensor(t.kind, 2, t.steps, t.masked)], [i])
-            denses.append((len(ops) - 1, t.dim))
-    outputs = tuple(i for i in range(len(inputs), len(tensors)) if i not in consumed)
-    return GraphSpec(inputs, tuple(ops), outputs, draw(st.booleans()), draw(st.integers(0, 2**16)))
+        if i not in g.consumed:
+            g.add(("dense", i, 2, None), [Tensor(t.kind, 2, t.steps, t.masked)], [i])
+            g.denses.append((len(g.ops) - 1, t.dim))
+    outputs = tuple(i for i in range(len(inputs), len(g.tensors)) if i not in g.consumed)
+    return GraphSpec(inputs, tuple(g.ops), outputs, draw(st.booleans()), draw(st.integers(0, 2**16)))
 
 
 # -- building ----------------------------------------------------------------
@@ -246,9 +287,7 @@ def _split(t: Any) -> Any:
 
 def _nested_model(K: Any, dim: int, hidden: int, out: int, style: str) -> Any:
     if style == "sequential":
-        return K.models.Sequential(
-            [K.layers.Dense(hidden, activation="relu", input_shape=(dim,)), K.layers.Dense(out)]
-        )
+        return K.models.Sequential([K.layers.Dense(hidden, activation="relu", input_shape=(dim,)), K.layers.Dense(out)])
     x = K.Input((dim,))
     h = K.layers.Dense(hidden, activation="relu")(x)
     if style == "functional_lambda":
@@ -345,10 +384,7 @@ def run_model(model: Any, xs: List[np.ndarray]) -> List[np.ndarray]:
 
     family = compat_clone.family_of(model).family
     feed: Any = xs if len(xs) > 1 else xs[0]
-    if family == "keras2":
-        result = model.predict(feed, batch_size=len(xs[0]))
-    else:
-        result = model(feed, training=False)
+    result = model.predict(feed, batch_size=len(xs[0])) if family == "keras2" else model(feed, training=False)
     if not isinstance(result, (list, tuple)):
         result = [result]
     if family == "keras3":
@@ -364,4 +400,3 @@ def describe(spec: GraphSpec) -> str:
     lines += [f"  {i}: {op}" for i, op in enumerate(spec.ops)]
     lines.append(f"outputs: {spec.outputs} recursive={spec.recursive} seed={spec.seed}")
     return "\n".join(lines)
-

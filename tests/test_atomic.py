@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
+from model_state import assert_unchanged, fill_weights, predict, rich_input, rich_model, snapshot, weights_equal
 
 import compat_clone
 from compat_clone import (
@@ -24,7 +25,6 @@ from compat_clone import (
     InputTensorsError,
     WeightsMismatchError,
 )
-from model_state import assert_unchanged, fill_weights, predict, rich_input, rich_model, snapshot, weights_equal
 
 
 def _default(layer: Any) -> Any:
@@ -93,18 +93,16 @@ FAILURES: Dict[str, Any] = {
     ),
     "recursive clone fails inside the nested model": (
         rich_model,
-        lambda K, m: compat_clone.clone_model(
-            m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))
-        ),
+        lambda K, m: compat_clone.clone_model(m, recursive=True, clone_function=_fail_on("_inner_dense", ValueError("x"))),
         ValueError,
     ),
     "call_function raises on the last layer": (
         rich_model,
         lambda K, m: compat_clone.clone_model(
             m,
-            call_function=lambda layer, *a, **k: (_ for _ in ()).throw(RuntimeError("x"))
-            if layer.name.endswith("_out")
-            else layer(*a, **k),
+            call_function=lambda layer, *a, **k: (
+                (_ for _ in ()).throw(RuntimeError("x")) if layer.name.endswith("_out") else layer(*a, **k)
+            ),
         ),
         RuntimeError,
     ),
@@ -239,9 +237,9 @@ def _init_flags(model: Any) -> List[Any]:
 
 
 def _uninitialized(K: Any, model: Any) -> List[str]:
-    from compat_clone.families._tf1 import tf_module
-
     from keras.backend import tensorflow_backend
+
+    from tests.support.internals import tf_module
 
     tf = tf_module()
     # Keras' own session, not through `get_session` (which would initialize them).
@@ -291,7 +289,7 @@ def test_keras2_mismatch_into_fresh_target_leaves_it_uninitialized(K: Any) -> No
 @pytest.mark.keras2
 def test_keras2_failed_run_into_fresh_target_leaves_it_uninitialized(K: Any) -> None:
     """The grouped copy fails while it runs (a source variable holds a value of another shape)."""
-    from compat_clone.families._tf1 import tf_module
+    from tests.support.internals import tf_module
 
     tf = tf_module()
     source = _source(K)

@@ -14,10 +14,10 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pytest
+from features import family_name
 
 import compat_clone
 from compat_clone import CompileError, InvalidArgumentError
-from features import family_name
 
 
 def _mean(K: Any) -> Any:
@@ -262,7 +262,9 @@ def family_name_of(model: Any) -> str:
 
 def test_sequential(K: Any) -> None:
     source = K.models.Sequential([K.layers.Dense(5, input_shape=(4,), name="s1"), K.layers.Dense(2, name="s2")])
-    source.compile(optimizer=K.optimizers.SGD(0.1, momentum=0.5), loss=squared_error(K), metrics=["mae", a_metric_object(K, "obj")])
+    source.compile(
+        optimizer=K.optimizers.SGD(0.1, momentum=0.5), loss=squared_error(K), metrics=["mae", a_metric_object(K, "obj")]
+    )
     rng = np.random.RandomState(1)
     x, y = rng.rand(12, 4).astype("float32"), rng.rand(12, 2).astype("float32")
     source.fit(x, y, batch_size=4, epochs=1, verbose=0)

@@ -16,10 +16,10 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import pytest
-
-import compat_clone
 from model_state import fill_weights, predict, rich_input, rich_model
 from threads import per_thread_session, run_in_threads
+
+import compat_clone
 
 THREADS = 8
 ROUNDS = 3
@@ -84,8 +84,18 @@ def test_eight_threads_clone_different_models(K: Any) -> None:
 
 # -- no files -----------------------------------------------------------------
 
-_WRITE_EVENTS = ("os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "os.truncate",
-                 "shutil.copyfile", "shutil.move", "os.symlink", "os.link")
+_WRITE_EVENTS = (
+    "os.mkdir",
+    "os.rename",
+    "os.remove",
+    "os.rmdir",
+    "shutil.rmtree",
+    "os.truncate",
+    "shutil.copyfile",
+    "shutil.move",
+    "os.symlink",
+    "os.link",
+)
 _RECORDING = threading.Event()
 _SEEN: List[Tuple[str, Any]] = []
 _HOOKED = []

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from features import assert_same_predictions, data, family_name
 
 import compat_clone
-from features import assert_same_predictions, data, family_name
 
 
 def _model(K: Any, forgets: str) -> Any:

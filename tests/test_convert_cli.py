@@ -23,8 +23,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from tests.convert_envs import hosted, keras3_target, only_in, run_convert, written
-from tests.convert_envs import sibling
+from tests.convert_envs import hosted, keras3_target, only_in, run_convert, sibling, written
 
 SOURCES = Path(__file__).resolve().parent / "convert_sources.py"
 CUSTOM = Path(__file__).resolve().parent / "convert_custom.py"
@@ -103,8 +102,9 @@ def _assert_predicts_and_trains(path: Path, probes: Path, custom: Any = None) ->
 
 @cross_env
 @pytest.mark.parametrize("env, fmt", _cases())
-def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: Any, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_convert_a_keras2_file_across_environments(
+    env: str, fmt: str, sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import numpy as np
 
     folder = sources(env)
@@ -120,8 +120,19 @@ def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: 
         # written. From the file alone a 2.2.4 file goes to keras-2.2.4-tf1 (the default
         # run's), the reader of the files users have (h5py 2); the zoo converts those.
         extra += ["--from", env]
-    rc, stdout, stderr = convert([str(folder / _SOURCE_FILE[fmt]), "-o", str(out), "--no-build", *extra,
-                                  "--matrix-dir", str(sibling(env).parent), *_target_args()], capsys)
+    rc, stdout, stderr = convert(
+        [
+            str(folder / _SOURCE_FILE[fmt]),
+            "-o",
+            str(out),
+            "--no-build",
+            *extra,
+            "--matrix-dir",
+            str(sibling(env).parent),
+            *_target_args(),
+        ],
+        capsys,
+    )
     assert rc == 0, stdout + stderr
     # The source's environment was found from the file alone (no --from), but for keras-2.2.4.
     assert f"in {env}: " in stdout, stdout
@@ -130,12 +141,24 @@ def test_convert_a_keras2_file_across_environments(env: str, fmt: str, sources: 
     _assert_predicts_and_trains(out, folder / f"{fmt}.npz")
 
 
-def _convert_from_tf215(sources: Any, name: str, out: Path, capsys: pytest.CaptureFixture[str],
-                        *extra: str) -> Tuple[int, str, str]:
+def _convert_from_tf215(
+    sources: Any, name: str, out: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> Tuple[int, str, str]:
     """Converts the tf.keras 2.15 source file `name` to `out` here."""
     folder = sources("tf.keras-2.15")
-    return convert([str(folder / name), "-o", str(out), "--no-build", *extra,
-                    "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()], capsys)
+    return convert(
+        [
+            str(folder / name),
+            "-o",
+            str(out),
+            "--no-build",
+            *extra,
+            "--matrix-dir",
+            str(sibling("tf.keras-2.15").parent),
+            *_target_args(),
+        ],
+        capsys,
+    )
 
 
 def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -149,13 +172,12 @@ def _keras3_custom(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @cross_env
 @only_in("keras-3.15-jax")
-def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_custom_objects_are_resolved_in_both_environments(
+    sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(CUSTOM.parent)  # the module is importable from the current folder in both envs
     out = tmp_path / "custom.keras"
-    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys,
-                                             "--custom-objects", "convert_custom:Scale")
+    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys, "--custom-objects", "convert_custom:Scale")
     assert rc == 0, stdout + stderr
     module = _keras3_custom(monkeypatch)
     _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "custom.npz", custom={"Scale": module.Scale})
@@ -163,14 +185,13 @@ def test_custom_objects_are_resolved_in_both_environments(sources: Any, tmp_path
 
 @cross_env
 @only_in("keras-3.15-torch")
-def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_proof_writes_nothing_and_prints_the_differences(
+    sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(CUSTOM.parent)
     monkeypatch.setenv("COMPAT_CLONE_TEST_WRONG_PORT", "1")  # the Keras 3 Scale computes another thing
     out = tmp_path / "custom.keras"
-    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys,
-                                             "--custom-objects", "convert_custom:Scale")
+    rc, stdout, stderr = _convert_from_tf215(sources, "custom.h5", out, capsys, "--custom-objects", "convert_custom:Scale")
     assert rc == 1, stdout + stderr
     assert "ABOVE TOLERANCE" in stdout and "MISMATCH in 'dense" in stdout, stdout
     # The wrong custom layer is named, not the Dense output after it.
@@ -182,16 +203,22 @@ def test_a_failed_proof_writes_nothing_and_prints_the_differences(sources: Any, 
 
 @cross_env
 @only_in("keras-3.15-jax")
-def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """tf.keras 2.13+ refuses a .keras file's Lambda code in safe mode: said, with the flag that allows it."""
     import keras
     import numpy as np
 
     folder = sources("tf.keras-2.15")
     out = tmp_path / "lambda.keras"
-    common = [str(folder / "lambda.keras"), "-o", str(out), "--no-build",
-              "--matrix-dir", str(sibling("tf.keras-2.15").parent), *_target_args()]
+    common = [
+        str(folder / "lambda.keras"),
+        "-o",
+        str(out),
+        "--no-build",
+        "--matrix-dir",
+        str(sibling("tf.keras-2.15").parent),
+        *_target_args(),
+    ]
     rc, stdout, stderr = convert(common, capsys)
     assert rc == 1 and "pass --no-safe-mode" in stderr and "Lambda" in stderr, stdout + stderr
     assert not out.exists()
@@ -205,8 +232,9 @@ def test_a_keras_file_with_a_lambda_needs_no_safe_mode(sources: Any, tmp_path: P
 
 @cross_env
 @only_in("keras-3.15-torch")
-def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(sources: Any, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(
+    sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`h * tf.nn.relu6(h + 3.0) / 6.0` in tf.keras 2.15 runs on torch; the file names what loads it."""
     import compat_clone.convert
 
@@ -216,8 +244,7 @@ def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(sources: Any
     assert "changed: TensorFlow functions called on Keras tensors (tf.__operators__.add x1, " in stdout, stdout
     assert "tf.nn.relu6 x1" in stdout and "compat_clone>TensorFlowOp" in stdout, stdout
     assert "note: " in stdout and "load it with keras.models.load_model(path, custom_objects=" in stdout, stdout
-    _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "tfops.npz",
-                                custom=compat_clone.convert.custom_objects())
+    _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "tfops.npz", custom=compat_clone.convert.custom_objects())
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)
@@ -230,18 +257,39 @@ def test_refusals_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
         (["missing.h5", "-o", str(tmp_path / "a.keras")], "nothing exists there"),
         ([str(not_a_model), "-o", str(tmp_path / "a.h5")], "Expected -o to name a .keras file"),
         ([str(not_a_model), "-o", str(tmp_path / "a.keras")], "neither HDF5 nor a .keras zip"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "not a module"],
-         "Expected --custom-objects as one of path/to/layers.py, my_package.layers, module:Name or NAME=module.attr"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "mypkg:"],
-         "Expected --custom-objects as module:name"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "missing/layers.py"],
-         "--custom-objects 'missing/layers.py': no such file"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "<lambda>=swish"],
-         "Expected --custom-objects NAME=module.attr"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--from", "keras-9.9"],
-         "is neither an environment of the matrix table nor a path"),
-        ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--from", "keras-2.2.4", "--no-build",
-          "--matrix-dir", str(tmp_path / "empty")], "the environment is not built"),
+        (
+            [str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "not a module"],
+            "Expected --custom-objects as one of path/to/layers.py, my_package.layers, module:Name or NAME=module.attr",
+        ),
+        (
+            [str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "mypkg:"],
+            "Expected --custom-objects as module:name",
+        ),
+        (
+            [str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "missing/layers.py"],
+            "--custom-objects 'missing/layers.py': no such file",
+        ),
+        (
+            [str(not_a_model), "-o", str(tmp_path / "a.keras"), "--custom-objects", "<lambda>=swish"],
+            "Expected --custom-objects NAME=module.attr",
+        ),
+        (
+            [str(not_a_model), "-o", str(tmp_path / "a.keras"), "--from", "keras-9.9"],
+            "is neither an environment of the matrix table nor a path",
+        ),
+        (
+            [
+                str(not_a_model),
+                "-o",
+                str(tmp_path / "a.keras"),
+                "--from",
+                "keras-2.2.4",
+                "--no-build",
+                "--matrix-dir",
+                str(tmp_path / "empty"),
+            ],
+            "the environment is not built",
+        ),
         ([str(not_a_model), "-o", str(tmp_path / "a.keras"), "--rtol", "-1"], "Expected --rtol to be a number >= 0"),
     ]
     for argv, message in cases:
@@ -270,8 +318,7 @@ def test_a_keras3_file_is_refused_as_already_keras3(tmp_path: Path, capsys: pyte
 # --------------------------------------------------------------------------- the matrix builds every env first
 
 
-def test_matrix_builds_every_env_before_running_any_command(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_matrix_builds_every_env_before_running_any_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`b` comes first and its command looks at `a`: `a`'s (failed) build already happened."""
     from compat_clone.tools import matrix as _matrix
 
@@ -285,14 +332,16 @@ def test_matrix_builds_every_env_before_running_any_command(tmp_path: Path,
     for env in envs:
         (root / env.name / "bin").mkdir(parents=True)
         (root / env.name / "bin" / "python").symlink_to(sys.executable)
-        (root / env.name / ".compat-clone-stamp").write_text(
-            (_matrix.env_stamp(env) if env.name == "b" else "stale") + "\n")
+        (root / env.name / ".compat-clone-stamp").write_text((_matrix.env_stamp(env) if env.name == "b" else "stale") + "\n")
     monkeypatch.setenv("COMPAT_CLONE_UV", "false")  # `a` is stale: its rebuild fails at once
-    script = ("import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_MATRIX_DIR']); "
-              "print('siblings', os.environ['COMPAT_CLONE_MATRIX_ENVS'], 'a-built', (d / 'a' / 'bin').exists()); "
-              "print('1 passed in 0.1s')")
-    rc = _matrix.main(["--table", str(table), "--root", str(root), "--jobs", "1", "--tail", "0",
-                       "--", sys.executable, "-c", script])
+    script = (
+        "import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_MATRIX_DIR']); "
+        "print('siblings', os.environ['COMPAT_CLONE_MATRIX_ENVS'], 'a-built', (d / 'a' / 'bin').exists()); "
+        "print('1 passed in 0.1s')"
+    )
+    rc = _matrix.main(
+        ["--table", str(table), "--root", str(root), "--jobs", "1", "--tail", "0", "--", sys.executable, "-c", script]
+    )
     assert rc == 1  # a failed to build
     log = (root / "b" / "last.log").read_text()
     assert "siblings b,a a-built False" in log, log  # a's stale folder was removed before b ran

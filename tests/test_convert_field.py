@@ -42,9 +42,17 @@ _CASES: Dict[str, Tuple[str, ...]] = {
     "lambda-h5": ("keras-3.15-torch",),
     "unfed-h5": ("keras-3.15-tf",),
 }
-_FILES = {"plain-savedmodel": "plain_savedmodel", "dict-savedmodel": "dict_savedmodel", "dict-h5": "dict.h5",
-          "embed-h5": "embed.h5", "nan-h5": "nan.h5", "custom-savedmodel": "custom_savedmodel",
-          "custom-h5": "custom.h5", "lambda-h5": "lambda.h5", "unfed-h5": "unfed.h5"}
+_FILES = {
+    "plain-savedmodel": "plain_savedmodel",
+    "dict-savedmodel": "dict_savedmodel",
+    "dict-h5": "dict.h5",
+    "embed-h5": "embed.h5",
+    "nan-h5": "nan.h5",
+    "custom-savedmodel": "custom_savedmodel",
+    "custom-h5": "custom.h5",
+    "lambda-h5": "lambda.h5",
+    "unfed-h5": "unfed.h5",
+}
 LAYERS = Path(__file__).resolve().parent / "convert_field_layers.py"
 
 
@@ -76,8 +84,18 @@ convert = run_convert
 def _common(source: Path, out: Path) -> List[str]:
     import keras
 
-    return [str(source), "-o", str(out), "--no-build", "--matrix-dir", str(sibling(WRITER).parent),
-            "--to", sys.prefix, "--backend", keras.backend.backend()]
+    return [
+        str(source),
+        "-o",
+        str(out),
+        "--no-build",
+        "--matrix-dir",
+        str(sibling(WRITER).parent),
+        "--to",
+        sys.prefix,
+        "--backend",
+        keras.backend.backend(),
+    ]
 
 
 def _outputs(model: Any, x: Any) -> List[Any]:
@@ -133,8 +151,9 @@ def test_tf24_files_convert(name: str, field: Any, tmp_path: Path, capsys: pytes
 
 @cross_env
 @pytest.mark.parametrize("name", [_case("embed-h5")])
-def test_probes_are_valid_ids_and_inputs_replace_them(name: str, field: Any, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_probes_are_valid_ids_and_inputs_replace_them(
+    name: str, field: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A float Input((40,)) feeding Embedding(50): random probes are ids in [0, 50); --inputs replaces them."""
     import numpy as np
 
@@ -147,8 +166,7 @@ def test_probes_are_valid_ids_and_inputs_replace_them(name: str, field: Any, tmp
 
     ids = np.load(folder / f"{name}.npz")["x"][:3]  # 3 samples of the user's own ids
     np.savez(tmp_path / "mine.npz", ids)
-    rc, stdout, stderr = convert(_common(source, tmp_path / "mine.keras") + ["--inputs", str(tmp_path / "mine.npz")],
-                                 capsys)
+    rc, stdout, stderr = convert(_common(source, tmp_path / "mine.keras") + ["--inputs", str(tmp_path / "mine.npz")], capsys)
     assert rc == 0, stdout + stderr
     # only the user's 3 samples: the random ones are replaced, not added to
     assert "proof: 1 output on 3 probe samples (your inputs)" in stdout and ": OK" in stdout, stdout
@@ -156,8 +174,9 @@ def test_probes_are_valid_ids_and_inputs_replace_them(name: str, field: Any, tmp
 
 @cross_env
 @pytest.mark.parametrize("name", [_case("nan-h5")])
-def test_a_source_answering_nan_is_said_and_compared(name: str, field: Any, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_source_answering_nan_is_said_and_compared(
+    name: str, field: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = field()
     out = tmp_path / "new.keras"
     rc, stdout, stderr = convert(_common(folder / _FILES[name], out), capsys)
@@ -189,8 +208,9 @@ def _package(root: Path) -> Path:
 
 @cross_env
 @pytest.mark.parametrize("name", [_case("custom-savedmodel"), _case("custom-h5")])
-def test_custom_layers_by_module_or_file(name: str, field: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_custom_layers_by_module_or_file(
+    name: str, field: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without --custom-objects: exit 2 with the command-line form; with the module (SavedModel) or the
     file (.h5) that defines the layer, imported by TF 2.4 and by Keras 3 alike: proven."""
     folder = field()
@@ -213,9 +233,9 @@ def test_custom_layers_by_module_or_file(name: str, field: Any, tmp_path: Path, 
 
 @cross_env
 @pytest.mark.parametrize("name", [_case("lambda-h5")])
-def test_an_activation_saved_as_lambda_is_named(name: str, field: Any, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_activation_saved_as_lambda_is_named(
+    name: str, field: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = field()
     source = folder / _FILES[name]
     monkeypatch.chdir(_package(tmp_path / "project"))
@@ -233,15 +253,18 @@ def test_an_activation_saved_as_lambda_is_named(name: str, field: Any, tmp_path:
 
 @cross_env
 @pytest.mark.parametrize("name", [_case("unfed-h5")])
-def test_a_model_no_probe_feeds_exits_2_with_the_reason(name: str, field: Any, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_model_no_probe_feeds_exits_2_with_the_reason(
+    name: str, field: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Input((None, 3)) -> Reshape((7, 2)): no length computes; stopped in the source, before the rebuild."""
     folder = field()
     out = tmp_path / "new.keras"
     rc, stdout, stderr = convert(_common(folder / _FILES[name], out), capsys)
     assert rc == 2, stdout + stderr
-    assert "ProbeInputError: The source model (tensorflow 2.4.4) computes none of the probe inputs tried " \
-           "for input 'frames' (None, None, 3)" in stderr, stderr
+    assert (
+        "ProbeInputError: The source model (tensorflow 2.4.4) computes none of the probe inputs tried "
+        "for input 'frames' (None, None, 3)" in stderr
+    ), stderr
     assert "5-16, 32, 64," in stderr and "--inputs FILE.npz" in stderr, stderr
     assert "keras-3.15" not in stderr and "proof:" not in stdout, stdout + stderr  # no rebuild was tried
     assert not out.exists()
@@ -269,8 +292,11 @@ def test_a_damaged_keras_file_is_called_damaged(tmp_path: Path, capsys: pytest.C
     bad_crc.write_bytes(bytes(data))
     cut = tmp_path / "cut.keras"
     cut.write_bytes(bytes(data[: len(data) // 2]))
-    for path, why in ((bad_json, "its config.json is not JSON"), (bad_crc, "the CRC of its member 'config.json'"),
-                      (cut, "not a readable zip")):
+    for path, why in (
+        (bad_json, "its config.json is not JSON"),
+        (bad_crc, "the CRC of its member 'config.json'"),
+        (cut, "not a readable zip"),
+    ):
         rc, out, err = convert([str(path), "-o", str(tmp_path / "new.keras")], capsys)
         assert rc == 2, (path, out, err)
         assert "damaged: " in err and why in err, err
@@ -288,8 +314,7 @@ def _umount(where: Path) -> None:
     subprocess.run(["umount", str(where)], capture_output=True)
 
 
-def test_a_destination_that_cannot_take_the_file_is_refused_first(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_destination_that_cannot_take_the_file_is_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Read-only or full: exit 2 before any environment is used (none is built here: --no-build)."""
     source = _keras_zip(tmp_path / "old.keras", json.dumps({"class_name": "Functional", "config": {}}).encode())
     with open(source, "ab") as f:
@@ -324,25 +349,29 @@ def test_a_destination_that_cannot_take_the_file_is_refused_first(tmp_path: Path
 
 
 def test_nan_positions_compare_equal_and_finite_values_still_decide() -> None:
-    """The proof's element rule (`compat_clone.convert._proof`), on NumPy arrays alone."""
+    """The proof's element rule (the test seam's `compare_outputs`), on NumPy arrays alone."""
     import numpy as np
 
-    from compat_clone.convert._proof import OutputDiff, _compare
+    from compat_clone.convert import OutputDiff
+    from tests.support.internals import compare_outputs
 
     source = np.array([[1.0, np.nan, np.inf], [2.0, 3.0, -np.inf]], "float32")
-    same = _compare(source.copy(), source, 1e-5, 1e-6, 0, "out")
+    same = compare_outputs(source.copy(), source, 1e-5, 1e-6, 0, "out")
     assert same.ok and same.nonfinite == 3 and same.nonfinite_differ == 0 and same.max_abs == 0.0
     finite_differs = source.copy()
     finite_differs[1, 0] = 2.5
-    off = _compare(finite_differs, source, 1e-5, 1e-6, 0, "out")
+    off = compare_outputs(finite_differs, source, 1e-5, 1e-6, 0, "out")
     assert not off.ok and off.max_abs == 0.5 and off.nonfinite == 3
     nan_moved = source.copy()
     nan_moved[0, 0] = np.nan  # NaN where the source is finite
-    moved = _compare(nan_moved, source, 1e-5, 1e-6, 0, "out")
+    moved = compare_outputs(nan_moved, source, 1e-5, 1e-6, 0, "out")
     assert not moved.ok and moved.nonfinite_differ == 1
     flipped = source.copy()
     flipped[0, 2] = -np.inf  # another infinity
-    assert _compare(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
-    text = str(OutputDiff(0, "out", moved.max_abs, moved.max_rel, moved.ok, nonfinite=moved.nonfinite,
-                          nonfinite_differ=moved.nonfinite_differ))
+    assert compare_outputs(flipped, source, 1e-5, 1e-6, 0, "out").nonfinite_differ == 1
+    text = str(
+        OutputDiff(
+            0, "out", moved.max_abs, moved.max_rel, moved.ok, nonfinite=moved.nonfinite, nonfinite_differ=moved.nonfinite_differ
+        )
+    )
     assert "MISMATCH: NaN/inf at 1 positions" in text and "the source produces NaN/inf at 3 positions" in text

@@ -25,8 +25,7 @@ from tests.convert_envs import HERE, KERAS3_HOSTS, written
 
 # (kind, script, the writer environments, the units of work of one)
 _WRITERS: Tuple[Tuple[str, Path, Tuple[str, ...], Callable[[str], List[List[str]]]], ...] = (
-    (test_convert_zoo_envs.KIND, test_convert_zoo_envs.SCRIPT, test_convert_zoo_envs.WRITERS,
-     test_convert_zoo_envs.writes),
+    (test_convert_zoo_envs.KIND, test_convert_zoo_envs.SCRIPT, test_convert_zoo_envs.WRITERS, test_convert_zoo_envs.writes),
     (test_convert_cli.KIND, test_convert_cli.SOURCES, test_convert_cli.WRITERS, test_convert_cli.writes),
     (test_convert_field.KIND, test_convert_field.SCRIPT, test_convert_field.WRITERS, test_convert_field.writes),
 )
@@ -37,7 +36,7 @@ def _params() -> List[Any]:
     for kind, script, envs, writes in _WRITERS:
         for env in envs:
             for args in writes(env):
-                mark = pytest.mark.skipif(HERE != env, reason=f"written in {env}")
+                mark = pytest.mark.skipif(env != HERE, reason=f"written in {env}")
                 out.append(pytest.param(kind, script, env, args, id=f"{kind}-{env}-{','.join(args)}", marks=mark))
     return out
 

@@ -17,7 +17,7 @@ worker does), then trained one step, which must move its weights.
 
 Each Keras 3 environment takes its share of the sources (`_SOURCES`); the
 three together cover every source and format on every backend. tf_keras
-2.16 / 2.21 models are converted in memory by tests/test_convert.py.
+2.16 / 2.21 models are converted in memory by tests/test_convert_inprocess.py.
 """
 
 from __future__ import annotations
@@ -68,14 +68,23 @@ _STANDALONE = tuple(sorted({env for env, _ in _SOURCES if env.startswith("keras-
 # GRU(reset_after=) after 2.0.
 # TensorFlow 2.4 reloads MultiHeadAttention (conv_variants) from its own SavedModel
 # with other outputs (tests/convert_zoo_sources.py checks that it still does).
-_NOT_IN = {"mixed_precision": _STANDALONE, "tf_ops": _STANDALONE, "dict_outputs": _STANDALONE,
-           "mobilenet_v2": ("keras-2.0.8-tf1", "keras-2.1.6-tf1"), "gru_both": ("keras-2.0.8-tf1",),
-           "conv_variants": ("tf.keras-2.4",)}
+_NOT_IN = {
+    "mixed_precision": _STANDALONE,
+    "tf_ops": _STANDALONE,
+    "dict_outputs": _STANDALONE,
+    "mobilenet_v2": ("keras-2.0.8-tf1", "keras-2.1.6-tf1"),
+    "gru_both": ("keras-2.0.8-tf1",),
+    "conv_variants": ("tf.keras-2.4",),
+}
 # The length-bound cases (probes the source computes: cropping, strided valid convolutions, Flatten -> Dense)
 # are files of the old releases, written in the TF1 environments; tf_keras converts them in memory
-# (tests/test_convert.py).
-_NOT_IN.update({name: tuple(sorted({env for env, _ in _SOURCES if not env.endswith("-tf1")}))
-                for name in ("cropped_residual", "strided_conv2d", "flatten_dense")})
+# (tests/test_convert_inprocess.py).
+_NOT_IN.update(
+    {
+        name: tuple(sorted({env for env, _ in _SOURCES if not env.endswith("-tf1")}))
+        for name in ("cropped_residual", "strided_conv2d", "flatten_dense")
+    }
+)
 
 
 # The three cases that take most of every writer's time (MobileNetV2: 60-80% of a TF1 unit; the two recurrent
@@ -120,9 +129,18 @@ def _params() -> List[Any]:
             mine = _share(env, fmt, name, hosts)
             if not _in_make_test(env, fmt, name):
                 whence = " and ".join(f"{e} {f}" for e, f in HEAVY_SOURCES[name])
-                out.append(pytest.param(env, fmt, name, id=f"{env}-{fmt}-{name}", marks=pytest.mark.skip(
-                    reason=f"{name} is written and rebuilt from {whence} in make test, from every source in "
-                           "make test-wide (COMPAT_CLONE_WIDE=1)")))
+                out.append(
+                    pytest.param(
+                        env,
+                        fmt,
+                        name,
+                        id=f"{env}-{fmt}-{name}",
+                        marks=pytest.mark.skip(
+                            reason=f"{name} is written and rebuilt from {whence} in make test, from every source in "
+                            "make test-wide (COMPAT_CLONE_WIDE=1)"
+                        ),
+                    )
+                )
                 continue
             out.append(hosted(env, fmt, name, id=f"{env}-{fmt}-{name}", hosts=mine, verb="rebuilt"))
     return out
@@ -168,16 +186,14 @@ def _trains(keras: Any, model: Any, inputs: List[np.ndarray], outputs: List[np.n
     assert before, "the converted model has trainable weights"
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     targets = [np.asarray(o, "float32") + 1.0 for o in outputs]
-    loss = model.train_on_batch(inputs if len(inputs) > 1 else inputs[0],
-                                targets if len(targets) > 1 else targets[0])
+    loss = model.train_on_batch(inputs if len(inputs) > 1 else inputs[0], targets if len(targets) > 1 else targets[0])
     assert np.all(np.isfinite(np.asarray(loss, dtype="float64")))
     after = [np.array(v) for v in model.trainable_weights]
     assert any(not np.array_equal(a, b) for a, b in zip(before, after)), "one training step changed no weight"
 
 
 @pytest.mark.parametrize("env, fmt, name", _params())
-def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str, described: Any,
-                                                   tmp_path: Path) -> None:
+def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str, described: Any, tmp_path: Path) -> None:
     import keras
 
     from compat_clone.convert import load, rebuild, verify
@@ -189,7 +205,7 @@ def test_zoo_file_rebuilt_proven_saved_and_trained(env: str, fmt: str, name: str
     assert description.source["family"] == ("keras2" if env.startswith("keras-2") else "tf_keras")
     custom = {"Scale": convert_zoo.keras3_scale_class(keras)} if case["custom"] else None
     tolerance = {"rtol": case["rtol"], "atol": case["atol"]}
-    if name == "pure_lambda" and description.source["python"] != "%d.%d" % sys.version_info[:2]:
+    if name == "pure_lambda" and description.source["python"] != "{}.{}".format(*sys.version_info[:2]):
         # A source environment on another Python (tf.keras-2.4: 3.8, tf.keras-2.12: 3.9): a
         # Lambda's bytecode loads only in the Python that wrote it, so it is refused by name
         # with the way out, which is then taken.
@@ -274,9 +290,25 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     report = described(env)
     description = report["cases"]["tagger"]["files"]["h5"]
     out = tmp_path / "tagger.keras"
-    proc = subprocess.run([sys.executable, "-m", "compat_clone.tools.convert._worker", "rebuild",
-                           "--description", description, "--out", str(out), "--rtol", "1e-5", "--atol", "1e-6"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compat_clone.tools.convert._worker",
+            "rebuild",
+            "--description",
+            description,
+            "--out",
+            str(out),
+            "--rtol",
+            "1e-5",
+            "--atol",
+            "1e-6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1].partition(" ")[2])
     assert result["formulas"] == ["compat_clone>keras2_hard_sigmoid"], result
@@ -289,8 +321,9 @@ def test_standalone_lstm_file_loads_in_a_fresh_process(env: str, described: Any,
     np.savez(probes, x=probe.inputs[0], y=probe.outputs[0], mask=probe.masks[0])
     seen = {}
     for mode in ("plain", "with"):
-        run = subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(out), str(probes), mode],
-                             capture_output=True, text=True, timeout=600)
+        run = subprocess.run(
+            [sys.executable, "-c", _FRESH_LOAD, str(out), str(probes), mode], capture_output=True, text=True, timeout=600
+        )
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
         seen[mode] = run.stdout
     assert seen["plain"].startswith("REFUSED") and "keras2_hard_sigmoid" in seen["plain"], seen

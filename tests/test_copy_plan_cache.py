@@ -18,11 +18,11 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import skip_without_subclassed_models
 
 import compat_clone
 from compat_clone import WeightsMismatchError
-from features import skip_without_subclassed_models
+from tests._py import zip_strict
 
 
 def _functional(K: Any, seed: int, units: int = 3, prefix: str = "") -> Any:
@@ -276,4 +276,3 @@ def test_cache_keeps_no_model_alive(K: Any) -> None:
     gc.collect()
     assert refs["source"]() is None, "the source model outlived every reference to it"
     assert refs["target"]() is None, "the target model outlived every reference to it"
-

@@ -8,15 +8,15 @@ import sys
 
 import pytest
 
-from compat_clone.tools import doctor as _doctor
 from compat_clone.known_issues import KNOWN_ISSUES, issues_for
+from compat_clone.tools import doctor as _doctor
 
 
 def test_families_from_metadata_only() -> None:
-    fams = _doctor._families({"keras": "3.15.1", "tf_keras": "2.21.0"})
+    fams = _doctor.families({"keras": "3.15.1", "tf_keras": "2.21.0"})
     assert fams == [("keras3", "keras", "3.15.1"), ("tf_keras", "tf_keras", "2.21.0")]
-    assert _doctor._families({"keras": "2.2.4"}) == [("keras2", "keras", "2.2.4")]
-    assert _doctor._families({"keras": "2.12.0"}) == [("tf_keras", "keras", "2.12.0")]
+    assert _doctor.families({"keras": "2.2.4"}) == [("keras2", "keras", "2.2.4")]
+    assert _doctor.families({"keras": "2.12.0"}) == [("tf_keras", "keras", "2.12.0")]
 
 
 def test_known_issue_table_by_version() -> None:
@@ -33,7 +33,9 @@ def test_doctor_json_self_check() -> None:
     """The real command, in a subprocess: every family here passes through compat_clone."""
     out = subprocess.run(
         [sys.executable, "-m", "compat_clone", "doctor", "--json"],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     report = json.loads(out.stdout)

@@ -20,10 +20,10 @@ import os
 from typing import Any
 
 import pytest
+from conftest import families_under_test, keras_module
 
 import compat_clone
-from compat_clone.tools.matrix.claim import version_matches  # the plugin's rule, not a copy
-from conftest import families_under_test, keras_module
+from compat_clone_matrix.claim import version_matches  # the plugin's rule, not a copy
 
 FAMILY = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
 VERSION = os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or None
@@ -39,8 +39,7 @@ def _tiny_model(K: Any) -> Any:
 def test_some_family_is_importable() -> None:
     families = families_under_test()
     assert families, (
-        "No Keras family is importable in this environment: install keras, "
-        "tensorflow or tf_keras (see requirements/default.txt)."
+        "No Keras family is importable in this environment: install keras, tensorflow or tf_keras (see requirements/default.txt)."
     )
 
 
@@ -66,9 +65,7 @@ def test_loaded_family_is_the_claimed_one(fam: str) -> None:
             f"{where}: loaded {info.package} {info.version}, the table claims version {VERSION} ({info})"
         )
     if BACKEND:
-        assert info.backend == BACKEND, (
-            f"{where}: runs on backend {info.backend!r}, the table claims {BACKEND!r} ({info})"
-        )
+        assert info.backend == BACKEND, f"{where}: runs on backend {info.backend!r}, the table claims {BACKEND!r} ({info})"
 
 
 @pytest.mark.skipif(FAMILY not in ("tf_keras", "keras3"), reason="needs a tf_keras or keras3 claim")
@@ -121,15 +118,20 @@ def test_compat_clone_is_the_installed_wheel_where_make_test_installed_one() -> 
 def test_per_claim_tests_run_once_per_claim_in_make_test(monkeypatch: Any) -> None:
     """`make test` runs the `per_claim` tests in the newest environment serving each family, backend, module, TF major."""
     import conftest
-    from compat_clone.tools.matrix.table import load_table
+
+    from compat_clone_matrix.table import load_table
 
     monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)
     enabled = [env.name for env in load_table(None) if env.enabled]
     hosts = {name: conftest._claim_host(name, run=enabled, wide=False) for name in enabled}
     assert set(hosts.values()) == {
-        "keras-2.3.1", "keras-2.2.4-tf1",  # standalone Keras 2 on TF 2 (its fix-up) and on TF 1 (graph mode)
-        "tf.keras-2.15", "tf_keras-2.21",  # the Keras inside TensorFlow, and tf_keras under TF_USE_LEGACY_KERAS
-        "keras-3.15-tf", "keras-3.15-jax", "keras-3.15-torch",
+        "keras-2.3.1",
+        "keras-2.2.4-tf1",  # standalone Keras 2 on TF 2 (its fix-up) and on TF 1 (graph mode)
+        "tf.keras-2.15",
+        "tf_keras-2.21",  # the Keras inside TensorFlow, and tf_keras under TF_USE_LEGACY_KERAS
+        "keras-3.15-tf",
+        "keras-3.15-jax",
+        "keras-3.15-torch",
     }, hosts
     assert hosts["keras-2.1.6-tf1"] == "keras-2.2.4-tf1" and hosts["tf.keras-2.12"] == "tf.keras-2.15"
     assert hosts["tf_keras-2.16"] == "tf_keras-2.21" and hosts["keras-3.0-tf"] == "keras-3.15-tf"

@@ -9,11 +9,12 @@ Keras.
 from __future__ import annotations
 
 import inspect
-
 from typing import Any
 
 import numpy as np
 import pytest
+from features import NativeLacks, family_name, native_clone, skip_without_subclassed_models
+from model_state import other_family, other_family_input
 
 import compat_clone
 from compat_clone import (
@@ -28,8 +29,6 @@ from compat_clone import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
-from features import NativeLacks, family_name, native_clone, skip_without_subclassed_models
-from model_state import other_family, other_family_input
 
 
 def dense_model(K: Any, units: int = 2, name: str = "d") -> Any:
@@ -385,8 +384,14 @@ def test_copy_weights_other_family(K: Any) -> None:
 def test_every_error_is_the_packages(K: Any) -> None:
     # The hierarchy: one base, plus the built-in a native caller catches.
     assert issubclass(NotAModelError, TypeError)
-    for cls in (InvalidArgumentError, InputTensorsError, CloneFunctionError, UnsupportedModelError,
-                WeightsMismatchError, DeviceNotFoundError):
+    for cls in (
+        InvalidArgumentError,
+        InputTensorsError,
+        CloneFunctionError,
+        UnsupportedModelError,
+        WeightsMismatchError,
+        DeviceNotFoundError,
+    ):
         assert issubclass(cls, CompatCloneError) and issubclass(cls, ValueError)
     assert issubclass(UnsupportedFeatureError, CompatCloneError) and issubclass(UnsupportedFeatureError, NotImplementedError)
     assert issubclass(WeightsUnreadableError, CompatCloneError) and issubclass(WeightsUnreadableError, RuntimeError)

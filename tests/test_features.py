@@ -10,15 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from feature_checks import DESCRIPTIONS, FEATURES
+from feature_records import write_records
+from features import native_clone, run_check
 
 import compat_clone
-from features import DESCRIPTIONS, FEATURES, native_clone, run_check
-from feature_records import write_records
 
 
 def _record(feature: str, K: Any, side: str, outcome: str, detail: str = "") -> None:
-    write_records(K, [{"feature": feature, "description": DESCRIPTIONS[feature], "side": side, "outcome": outcome,
-                       "detail": detail}])
+    write_records(
+        K, [{"feature": feature, "description": DESCRIPTIONS[feature], "side": side, "outcome": outcome, "detail": detail}]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FEATURES))

@@ -23,11 +23,11 @@ from typing import Any, Callable, List, Tuple
 
 import numpy as np
 import pytest
-
-import compat_clone
 from feature_records import write_records
 from features import NotApplicable, family_name
 from holdings import DESCRIPTIONS, KINDS, outputs
+
+import compat_clone
 
 # Kinds no clone can get right, refused with the reason (`tf-keras-revived-layer`): a layer revived
 # from a SavedModel without its class has a config that cannot rebuild its computation.
@@ -48,7 +48,7 @@ def _flags(model: Any) -> List[Tuple[str, bool]]:
     flatten = getattr(model, "_flatten_layers", None)
     layers = list(flatten(include_self=False)) if callable(flatten) else []
     if not layers:  # standalone Keras 2: its nested models' layers
-        from compat_clone._walk import walk
+        from tests.support.internals import walk
 
         layers = [layer for _, layer in walk(model, models=True)]
     return [("<model>", bool(model.trainable))] + [(type(x).__name__, bool(x.trainable)) for x in layers]
@@ -106,8 +106,18 @@ def _side(name: str, K: Any, folder: Any, clone: Callable[[Any, Any], Any]) -> T
 def _record(name: str, K: Any, side: str, outcome: str, detail: str) -> None:
     recorded = {"pass": "pass", "n/a": "n/a"}.get(outcome, "fail")
     detail = f"silently wrong: {detail}" if outcome == "wrong" else detail
-    write_records(K, [{"feature": f"holding_{name}", "description": f"holds: {DESCRIPTIONS[name]}", "side": side,
-                       "outcome": recorded, "detail": detail}])
+    write_records(
+        K,
+        [
+            {
+                "feature": f"holding_{name}",
+                "description": f"holds: {DESCRIPTIONS[name]}",
+                "side": side,
+                "outcome": recorded,
+                "detail": detail,
+            }
+        ],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

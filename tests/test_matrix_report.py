@@ -9,8 +9,8 @@ from typing import Any, List
 import pytest
 
 from compat_clone.tools import matrix as _matrix
-from compat_clone.tools.matrix import report as _report
-from compat_clone.tools.matrix import results as _results
+from compat_clone_matrix import report as _report
+from compat_clone_matrix import results as _results
 
 # Framework-free: one matrix environment per Python version runs them (tests/conftest.py).
 pytestmark = pytest.mark.tooling
@@ -20,21 +20,45 @@ def _records(env: str, rows: List[Any]) -> str:
     lines = []
     for feature, native, compat, detail in rows:
         for side, outcome in (("native", native), ("compat_clone", compat)):
-            lines.append(json.dumps({"env": env, "feature": feature, "description": f"{feature} works",
-                                     "side": side, "outcome": outcome, "detail": detail if outcome != "pass" else "",
-                                     "keras": "keras 3.15.1"}))
+            lines.append(
+                json.dumps(
+                    {
+                        "env": env,
+                        "feature": feature,
+                        "description": f"{feature} works",
+                        "side": side,
+                        "outcome": outcome,
+                        "detail": detail if outcome != "pass" else "",
+                        "keras": "keras 3.15.1",
+                    }
+                )
+            )
     return "\n".join(lines) + "\n"
 
 
 def test_report_aggregates_envs_into_tables(tmp_path: Path) -> None:
     results = tmp_path / "_results"
     results.mkdir()
-    (results / "keras-3.15-jax.jsonl").write_text(_records("keras-3.15-jax", [
-        ("sequential", "pass", "pass", ""), ("rename", "missing", "pass", "no `name` argument"),
-    ]))
-    (results / "tf_keras-2.21.jsonl").write_text(_records("tf_keras-2.21", [
-        ("sequential", "fail", "pass", "ValueError: boom"), ("torch_device", "n/a", "n/a", "no torch"),
-    ]) + json.dumps({"env": "tf_keras-2.21", "feature": "sequential", "native": "pass", "compat": "pass"}) + "\n")
+    (results / "keras-3.15-jax.jsonl").write_text(
+        _records(
+            "keras-3.15-jax",
+            [
+                ("sequential", "pass", "pass", ""),
+                ("rename", "missing", "pass", "no `name` argument"),
+            ],
+        )
+    )
+    (results / "tf_keras-2.21.jsonl").write_text(
+        _records(
+            "tf_keras-2.21",
+            [
+                ("sequential", "fail", "pass", "ValueError: boom"),
+                ("torch_device", "n/a", "n/a", "no torch"),
+            ],
+        )
+        + json.dumps({"env": "tf_keras-2.21", "feature": "sequential", "native": "pass", "compat": "pass"})
+        + "\n"
+    )
     envs = [e for e in _matrix.load_table() if e.name in ("tf_keras-2.21", "keras-3.15-jax", "keras-2.2.4")]
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{_report.START_MARKER}\nold table\n{_report.END_MARKER}\n\nrest\n")
@@ -61,12 +85,19 @@ def test_report_aggregates_envs_into_tables(tmp_path: Path) -> None:
 def test_readme_collapses_the_zoo_into_one_row_per_env(tmp_path: Path) -> None:
     results = tmp_path / "_results"
     results.mkdir()
-    (results / "keras-3.15-jax.jsonl").write_text(_records("keras-3.15-jax", [
-        ("sequential", "pass", "pass", ""),
-        ("zoo_bert.class", "fail", "pass", "Functional"), ("zoo_bert.outputs", "pass", "pass", ""),
-        ("zoo_gru.class", "pass", "pass", ""), ("zoo_gru.outputs", "pass", "fail", "differs"),
-        ("zoo_vit.class", "n/a", "n/a", "not in this family"),
-    ]))
+    (results / "keras-3.15-jax.jsonl").write_text(
+        _records(
+            "keras-3.15-jax",
+            [
+                ("sequential", "pass", "pass", ""),
+                ("zoo_bert.class", "fail", "pass", "Functional"),
+                ("zoo_bert.outputs", "pass", "pass", ""),
+                ("zoo_gru.class", "pass", "pass", ""),
+                ("zoo_gru.outputs", "pass", "fail", "differs"),
+                ("zoo_vit.class", "n/a", "n/a", "not in this family"),
+            ],
+        )
+    )
     (results / "keras-3.5-tf.jsonl").write_text(_records("keras-3.5-tf", [("sequential", "pass", "pass", "")]))
     envs = [e for e in _matrix.load_table() if e.name in ("keras-3.15-jax", "keras-3.5-tf")]
     assert [e.enabled for e in envs] == [False, True]  # 3.5: the wide matrix only
@@ -106,15 +137,26 @@ def test_report_rejects_malformed_lines(tmp_path: Path) -> None:
         _results.load_results(tmp_path)
 
 
-
-
 # --------------------------------------------------------------------------- columns kept, tables, wording
 
 
 def _tests(env: str, table: str, produced: str, outcomes: List[Any]) -> str:
-    return "".join(json.dumps({"env": env, "feature": f"tests/test_lib.py::{name}", "side": "test", "outcome": o,
-                               "detail": "AssertionError: no" if o == "fail" else "", "keras": f"keras of {env}",
-                               "table": table, "produced": produced}) + "\n" for name, o in outcomes)
+    return "".join(
+        json.dumps(
+            {
+                "env": env,
+                "feature": f"tests/test_lib.py::{name}",
+                "side": "test",
+                "outcome": o,
+                "detail": "AssertionError: no" if o == "fail" else "",
+                "keras": f"keras of {env}",
+                "table": table,
+                "produced": produced,
+            }
+        )
+        + "\n"
+        for name, o in outcomes
+    )
 
 
 def _user_envs(*names: str) -> List[Any]:
@@ -124,20 +166,29 @@ def _user_envs(*names: str) -> List[Any]:
 def test_report_reads_back_what_it_wrote(tmp_path: Path) -> None:
     results = tmp_path / "r"
     results.mkdir()
-    (results / "keras-3.15-jax.jsonl").write_text(_records("keras-3.15-jax", [
-        ("sequential", "pass", "pass", ""), ("rename", "missing", "pass", "no `name` argument"),
-        ("trainable", "fail", "pass", "AssertionError: flags differ\nsecond line"),
-    ]))
-    (results / "b.tests.jsonl").write_text(_tests("b", "built-in", "2026-11-20T08:00:00Z",
-                                                  [("test_a", "pass"), ("test_b", "fail"), ("test_c", "n/a")]))
+    (results / "keras-3.15-jax.jsonl").write_text(
+        _records(
+            "keras-3.15-jax",
+            [
+                ("sequential", "pass", "pass", ""),
+                ("rename", "missing", "pass", "no `name` argument"),
+                ("trainable", "fail", "pass", "AssertionError: flags differ\nsecond line"),
+            ],
+        )
+    )
+    (results / "b.tests.jsonl").write_text(
+        _tests("b", "built-in", "2026-11-20T08:00:00Z", [("test_a", "pass"), ("test_b", "fail"), ("test_c", "n/a")])
+    )
     report = tmp_path / "C.md"
     _report.write(results, [e for e in _matrix.load_table() if e.name == "keras-3.15-jax"], report)
     back = _report.parse_report(report.read_text())
     run_results, descriptions, versions = _results.load_results(results)
     assert back.table == "built-in"
     for env, cells in run_results.items():  # every outcome, and each failure's first line
-        assert {f: {side: (o, d.splitlines()[0][:200] if o in ("fail", "missing") else "") for side, (o, d) in c.items()}
-                for f, c in cells.items()} == back.results[env]
+        assert {
+            f: {side: (o, d.splitlines()[0][:200] if o in ("fail", "missing") else "") for side, (o, d) in c.items()}
+            for f, c in cells.items()
+        } == back.results[env]
     assert back.descriptions == descriptions and back.versions == versions
     assert back.dates["b"] == "2026-11-20T08:00"
 
@@ -162,8 +213,7 @@ def test_a_run_updates_its_columns_and_keeps_the_others_dated(tmp_path: Path) ->
     assert "Missing, no results for: `c` (BUILD FAILED)." in text
     assert notes == ["kept 1 column(s) of the earlier C.md with no newer results: b"]
     # An environment this run selected but got nothing new from is said so, its old column kept.
-    _report.write(tmp_path / "nothing", envs, report, table="t.toml", expected=["b"],
-                  statuses={"b": "FAILED"})
+    _report.write(tmp_path / "nothing", envs, report, table="t.toml", expected=["b"], statuses={"b": "FAILED"})
     assert "No new results from this run for: `b` (FAILED); their columns are kept" in report.read_text()
     # An environment no longer in the table loses its column; a report of another table keeps none.
     _report.write(tmp_path / "nothing", _user_envs("a"), report, table="t.toml")
@@ -174,9 +224,11 @@ def test_a_run_updates_its_columns_and_keeps_the_others_dated(tmp_path: Path) ->
 
 def test_an_older_report_without_a_table_name_is_the_builtin_tables(tmp_path: Path) -> None:
     report = tmp_path / "COMPATIBILITY.md"
-    report.write_text("<!-- Generated by `compat-clone matrix --report` (`make test`) ... -->\n# Compatibility\n\n"
-                      "| feature | `keras-3.15-jax` |\n|---|:-:|\n| `sequential` | ✅ ✅ |\n\n## Environments\n\n"
-                      "| env | loaded | pins |\n|---|---|---|\n| `keras-3.15-jax` | keras 3.15.1 | `keras==3.15.1` |\n")
+    report.write_text(
+        "<!-- Generated by `compat-clone matrix --report` (`make test`) ... -->\n# Compatibility\n\n"
+        "| feature | `keras-3.15-jax` |\n|---|:-:|\n| `sequential` | ✅ ✅ |\n\n## Environments\n\n"
+        "| env | loaded | pins |\n|---|---|---|\n| `keras-3.15-jax` | keras 3.15.1 | `keras==3.15.1` |\n"
+    )
     _report.write(tmp_path / "none", _matrix.load_table(), report)
     text = report.read_text()
     assert "| `sequential` | ✅ ✅ |" in text and "| `keras-3.15-jax` | keras 3.15.1 |  |" in text
@@ -204,8 +256,9 @@ def test_report_ignores_results_and_statuses_of_another_table(tmp_path: Path) ->
 def test_report_of_a_users_suite_speaks_of_that_suite(tmp_path: Path) -> None:
     results = tmp_path / "r"
     results.mkdir()
-    (results / "x.tests.jsonl").write_text(_tests("x", "ci/matrix.toml", "2026-11-27T09:00:00Z",
-                                                  [("test_x", "pass"), ("test_y", "n/a")]))
+    (results / "x.tests.jsonl").write_text(
+        _tests("x", "ci/matrix.toml", "2026-11-27T09:00:00Z", [("test_x", "pass"), ("test_y", "n/a")])
+    )
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "matrix.toml").write_text("")
     report = tmp_path / "C.md"
@@ -230,7 +283,9 @@ def test_make_tests_report_keeps_the_wide_only_columns_of_the_committed_file(tmp
     results.mkdir()
     (results / "keras-3.15-jax.jsonl").write_text(
         _records("keras-3.15-jax", [("sequential_basic", "pass", "pass", "")]).replace(
-            '"keras": "keras 3.15.1"}', '"keras": "keras 3.15.1", "produced": "2099-01-01T00:00:00Z"}'))
+            '"keras": "keras 3.15.1"}', '"keras": "keras 3.15.1", "produced": "2099-01-01T00:00:00Z"}'
+        )
+    )
     default = [e.name for e in table if e.enabled]
     _report.write(results, table, report, expected=default)
     after = _report.parse_report(report.read_text(encoding="utf-8"))

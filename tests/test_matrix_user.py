@@ -34,8 +34,10 @@ _HOSTS = (None, "keras-3.15-tf")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("COMPAT_CLONE_ENV") not in _HOSTS,
-                       reason="builds two TensorFlow environments: runs outside the matrix and in keras-3.15-tf only"),
+    pytest.mark.skipif(
+        os.environ.get("COMPAT_CLONE_ENV") not in _HOSTS,
+        reason="builds two TensorFlow environments: runs outside the matrix and in keras-3.15-tf only",
+    ),
 ]
 
 
@@ -54,22 +56,35 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def _matrix(project: Path, *args: str, timeout: int = 1800) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([sys.executable, "-m", "compat_clone", "matrix", "--jobs", "2", *args], cwd=project,
-                          env=_environ(), capture_output=True, text=True, timeout=timeout)
+def _matrix(project: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compat_clone", "matrix", "--jobs", "2", *args],
+        cwd=project,
+        env=_environ(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_a_tensorflow_keras_library_its_claims_and_its_reports(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    good = _matrix(project, "--table", "matrix.toml", "--report", "COMPATIBILITY.md", "--", "python", "-m", "pytest",
-                   "-q")
+    good = _matrix(project, "--table", "matrix.toml", "--report", "COMPATIBILITY.md", "--", "python", "-m", "pytest", "-q")
     out = good.stdout + good.stderr
     assert good.returncode == 0, out
     # the proof of what the library's tests ran on, in the summary whatever pytest's -q hides
-    assert re.search(r"^tf-2\.21-legacy\s+built\s+4\s+0\s+0\s+ok\s+.*tf_keras 2\.21\.0 on tensorflow via "
-                     r"tensorflow\.keras$", good.stdout, re.M), out
-    assert re.search(r"^tf-2\.21-keras3\s+built\s+4\s+0\s+0\s+ok\s+.*keras 3\.15\.1 on tensorflow via "
-                     r"tensorflow\.keras$", good.stdout, re.M), out
+    assert re.search(
+        r"^tf-2\.21-legacy\s+built\s+4\s+0\s+0\s+ok\s+.*tf_keras 2\.21\.0 on tensorflow via "
+        r"tensorflow\.keras$",
+        good.stdout,
+        re.M,
+    ), out
+    assert re.search(
+        r"^tf-2\.21-keras3\s+built\s+4\s+0\s+0\s+ok\s+.*keras 3\.15\.1 on tensorflow via "
+        r"tensorflow\.keras$",
+        good.stdout,
+        re.M,
+    ), out
     log = (project / ".matrix" / "tf-2.21-legacy" / "last.log").read_text()
     assert "compat-clone matrix: tf-2.21-legacy loaded tf_keras 2.21.0 on tensorflow via tensorflow.keras" in log
     # the report: the library's own tests, in words about any suite, naming its table
@@ -85,11 +100,11 @@ def test_a_tensorflow_keras_library_its_claims_and_its_reports(tmp_path: Path) -
     for name in ("tf-2.21-legacy", "tf-2.21-keras3"):
         assert re.search(rf"^{re.escape(name)}\s+reused\s+-\s+-\s+-\s+MISLABELED", liar.stdout, re.M), liar.stdout
     legacy = (project / ".matrix" / "tf-2.21-legacy" / "last.log").read_text()
-    assert ("`tensorflow.keras` loads family 'tf_keras' (tf_keras 2.21.0 on tensorflow), the table claims 'keras3'"
-            in legacy), legacy  # its `keras` is 3.15: the check before this one passed it
+    assert "`tensorflow.keras` loads family 'tf_keras' (tf_keras 2.21.0 on tensorflow), the table claims 'keras3'" in legacy, (
+        legacy
+    )  # its `keras` is 3.15: the check before this one passed it
     keras3 = (project / ".matrix" / "tf-2.21-keras3" / "last.log").read_text()
-    assert ("`tensorflow.keras` loads family 'keras3' (keras 3.15.1 on tensorflow), the table claims 'tf_keras'"
-            in keras3), keras3
+    assert "`tensorflow.keras` loads family 'keras3' (keras 3.15.1 on tensorflow), the table claims 'tf_keras'" in keras3, keras3
     assert "matrix: 2 environment(s) MISLABELED" in liar.stdout
 
     # One results folder, two tables with the same environment names: each report shows its own.
@@ -116,11 +131,15 @@ def test_the_emitted_workflows_install_and_plan_steps_run_here(tmp_path: Path) -
     project = _project(tmp_path)
     # The library vendors compat_clone (a copy of its source tree) and pins it in its requirements.
     vendored = project / "vendor" / "compat-clone"
-    shutil.copytree(REPO, vendored, ignore=shutil.ignore_patterns(
-        ".*", "__pycache__", "tests", "bench", "docs", "build", "dist", "*.egg-info", "COMPATIBILITY.md"))
+    shutil.copytree(
+        REPO,
+        vendored,
+        ignore=shutil.ignore_patterns(
+            ".*", "__pycache__", "tests", "bench", "docs", "build", "dist", "*.egg-info", "COMPATIBILITY.md"
+        ),
+    )
     (project / "requirements-dev.txt").write_text("pytest>=7\n-e ./vendor/compat-clone\n")
-    emitted = _matrix(project, "--table", "matrix.toml", "--emit", "workflow", "--", "python", "-m", "pytest", "-q",
-                      timeout=300)
+    emitted = _matrix(project, "--table", "matrix.toml", "--emit", "workflow", "--", "python", "-m", "pytest", "-q", timeout=300)
     assert emitted.returncode == 0, emitted.stderr
     steps = _steps(emitted.stdout)
     install = [run for run in steps["test"] if "pip install" in run]
@@ -133,26 +152,41 @@ def test_the_emitted_workflows_install_and_plan_steps_run_here(tmp_path: Path) -
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("COMPAT_CLONE_", "PYTHON", "VIRTUAL_ENV"))}
     environ["PATH"] = f"{venv / 'bin'}{os.pathsep}{environ.get('PATH', '')}"
     environ["GITHUB_OUTPUT"] = str(tmp_path / "github_output")
-    done = subprocess.run(["bash", "-e", "-c", install[0]], cwd=project, env=environ, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(["bash", "-e", "-c", install[0]], cwd=project, env=environ, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    done = subprocess.run(["bash", "-e", "-c", plan], cwd=project, env=environ, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(["bash", "-e", "-c", plan], cwd=project, env=environ, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     output = (tmp_path / "github_output").read_text()
     assert output.startswith("matrix=") and output.count("\n") == 1
-    entries = json.loads(output[len("matrix="):])["include"]
+    entries = json.loads(output[len("matrix=") :])["include"]
     assert [e["name"] for e in entries] == ["tf-2.21-legacy", "tf-2.21-keras3"]
     assert shlex.split(entries[0]["command"]) == [
-        "compat-clone", "matrix", "--env", "tf-2.21-legacy", "--table", "matrix.toml", "--",
-        "python", "-m", "pytest", "--compat-results", "-q"]
+        "compat-clone",
+        "matrix",
+        "--env",
+        "tf-2.21-legacy",
+        "--table",
+        "matrix.toml",
+        "--",
+        "python",
+        "-m",
+        "pytest",
+        "--compat-results",
+        "-q",
+    ]
     # the installed one is the vendored copy
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import compat_clone; print(compat_clone.__file__)"],
-                           cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120)
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import compat_clone; print(compat_clone.__file__)"],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert where.returncode == 0 and "site-packages" in where.stdout, where.stdout + where.stderr
 
 
-_USER_TEST = '''import numpy as np
+_USER_TEST = """import numpy as np
 {imports}
 import compat_clone
 
@@ -162,7 +196,7 @@ def test_clone_keeps_the_outputs():
     clone = compat_clone.clone_model(model, copy_weights=True)
     x = np.ones((1, 3), "float32")
     assert np.allclose(clone.predict(x, verbose=0), model.predict(x, verbose=0))
-'''
+"""
 
 
 def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) -> None:
@@ -171,10 +205,11 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     (project / "tests").mkdir(parents=True)
     test = project / "tests" / "test_clone.py"
 
-    def run(imports: str) -> "subprocess.CompletedProcess[str]":
+    def run(imports: str) -> subprocess.CompletedProcess[str]:
         test.write_text(_USER_TEST.format(imports=imports))
-        return _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q",
-                       "-p", "no:cacheprovider")
+        return _matrix(
+            project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q", "-p", "no:cacheprovider"
+        )
 
     # `import keras` there is Keras 3.15 (TensorFlow 2.21's dependency): the claim check before the tests passes
     # (tensorflow.keras and tf_keras are tf_keras 2.21), the tests' own models say otherwise
@@ -183,11 +218,17 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     assert liar.returncode == 3, out
     assert re.search(r"^tf_keras-2\.21\s+\S+\s+1\s+0\s+0\s+MISLABELED", liar.stdout, re.M), out
     # the `loaded` column says what the tests used, not the tf_keras the claim check loaded before them
-    assert re.search(r"^tf_keras-2\.21 .*MISLABELED .*tests used keras 3\.15\.\d+ \(keras3\), not tf_keras 2\.21",
-                     liar.stdout, re.M), out
+    assert re.search(
+        r"^tf_keras-2\.21 .*MISLABELED .*tests used keras 3\.15\.\d+ \(keras3\), not tf_keras 2\.21", liar.stdout, re.M
+    ), out
     why = next(line for line in liar.stdout.splitlines() if line.startswith("matrix: tf_keras-2.21 MISLABELED: "))
-    for part in ("models of keras3 (keras 3.15.1, imported from `keras`", "the table claims tf_keras",
-                 "import `tf_keras`", "TF_USE_LEGACY_KERAS=1", "`expect.module`"):
+    for part in (
+        "models of keras3 (keras 3.15.1, imported from `keras`",
+        "the table claims tf_keras",
+        "import `tf_keras`",
+        "TF_USE_LEGACY_KERAS=1",
+        "`expect.module`",
+    ):
         assert part in why, (part, why)
     log = (project / ".matrix" / "tf_keras-2.21" / "last.log").read_text()
     assert "compat-clone matrix: tf_keras-2.21 is MISLABELED: the tests cloned models of keras3" in log
@@ -202,14 +243,18 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     test.write_text("def test_arithmetic():\n    assert 1 + 1 == 2\n")
     none = _matrix(project, "--env", "tf_keras-2.21", "--tail", "0", "--", "python", "-m", "pytest", "-q")
     assert none.returncode == 1, none.stdout + none.stderr
-    assert re.search(r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+NO KERAS .*tests used no Keras, not tf_keras 2\.21",
-                     none.stdout, re.M), none.stdout
+    assert re.search(
+        r"^tf_keras-2\.21\s+reused\s+1\s+0\s+0\s+NO KERAS .*tests used no Keras, not tf_keras 2\.21", none.stdout, re.M
+    ), none.stdout
     assert "matrix: tf_keras-2.21 NO KERAS: the tests imported no Keras" in none.stdout
     # the user's environment holds the Keras pins and pytest, nothing of compat_clone's own tests
     uv = _environ().get("COMPAT_CLONE_UV") or shutil.which("uv") or "uv"
-    listed = subprocess.run([uv, "pip", "list", "--format", "json", "--python",
-                             str(project / ".matrix" / "tf_keras-2.21" / "bin" / "python")],
-                            capture_output=True, text=True, timeout=300)
+    listed = subprocess.run(
+        [uv, "pip", "list", "--format", "json", "--python", str(project / ".matrix" / "tf_keras-2.21" / "bin" / "python")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert listed.returncode == 0, listed.stderr
     names = {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)}
     assert {"tensorflow-cpu", "tf-keras", "pytest", "compat-clone"} <= names, names

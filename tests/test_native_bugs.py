@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from feature_checks import FEATURES
+from features import family_name, native_clone, run_check
+
 import compat_clone
 from compat_clone.known_issues import KNOWN_ISSUES, KnownIssue, affects
-from features import FEATURES, family_name, native_clone, run_check
 
 CASES = [(row, check) for row in KNOWN_ISSUES for check in row.checks]
 

@@ -152,9 +152,7 @@ def test_iter_layers_depth_does_not_grow_with_nesting(K: Any) -> None:
 def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
     import keras
 
-    from compat_clone import _dispatch
-    from compat_clone.families._cloner import Cloner
-    from compat_clone.families._types import CloneRequest
+    from tests.support.internals import Cloner, CloneRequest, new_family
 
     model = _deep_chain(keras)
     inputs = keras.Input((4,))
@@ -166,7 +164,7 @@ def test_core_walk_handles_a_chain_deeper_than_the_limit() -> None:
         return new
 
     assert sys.getrecursionlimit() < DEEP
-    family = _dispatch.adapter_for(compat_clone.family_of(model))
+    family = new_family(compat_clone.family_of(model))
     cloner = Cloner(family, CloneRequest(clone_function=clone_layer, call_function=_identity_call))
     outputs = cloner.walk(model, [inputs])
     assert len(cloned) == DEEP

@@ -64,14 +64,24 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, Path]:
 
 
 def _source_files() -> List[str]:
-    """Every file of the package in the tree (tracked by git where it can tell), as package paths."""
+    """Every file of the two packages (the library and tools, the matrix) in the tree (tracked by git where it
+    can tell), as package paths."""
     try:
-        listed = subprocess.run(["git", "ls-files", "src/compat_clone"], cwd=REPO, check=True,
-                                capture_output=True, text=True).stdout.split()
+        listed = subprocess.run(
+            ["git", "ls-files", "src/compat_clone", "src/compat_clone_matrix"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         paths = [Path(p).relative_to("src").as_posix() for p in listed]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout (an unpacked sdist)
-        paths = [p.relative_to(SRC).as_posix() for p in (SRC / "compat_clone").rglob("*")
-                 if p.is_file() and "__pycache__" not in p.parts]
+        paths = [
+            p.relative_to(SRC).as_posix()
+            for package in ("compat_clone", "compat_clone_matrix")
+            for p in (SRC / package).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        ]
     assert len(paths) > 50, paths
     return sorted(paths)
 
@@ -79,18 +89,19 @@ def _source_files() -> List[str]:
 def test_every_module_and_data_file_is_in_both_artifacts(artifacts: Tuple[Path, Path]) -> None:
     sdist, wheel = artifacts
     source = _source_files()
-    assert "compat_clone/py.typed" in source and "compat_clone/tools/matrix/matrix.toml" in source
+    assert "compat_clone/py.typed" in source and "compat_clone_matrix/matrix.toml" in source
+    assert "compat_clone_matrix/py.typed" in source
     with zipfile.ZipFile(wheel) as w:
         in_wheel = set(w.namelist())
     with tarfile.open(sdist) as s:
         top = s.getnames()[0].split("/")[0]
-        in_sdist = {name[len(top) + 1:] for name in s.getnames()}
+        in_sdist = {name[len(top) + 1 :] for name in s.getnames()}
     missing_wheel = [p for p in source if p not in in_wheel]
     missing_sdist = [p for p in source if f"src/{p}" not in in_sdist]
     assert not missing_wheel, f"{wheel.name} lacks {missing_wheel}"
     assert not missing_sdist, f"{sdist.name} lacks {missing_sdist}"
-    # Nothing else ships in the wheel: the package and its metadata (license included).
-    stray = sorted(n for n in in_wheel if not n.startswith(("compat_clone/", "compat_clone-")))
+    # Nothing else ships in the wheel: the two packages and their metadata (license included).
+    stray = sorted(n for n in in_wheel if not n.startswith(("compat_clone/", "compat_clone_matrix/", "compat_clone-")))
     assert not stray, stray
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in in_wheel)
     for needed in ("pyproject.toml", "README.md", "LICENSE"):
@@ -122,14 +133,17 @@ def _minor(version: str) -> Tuple[int, int]:
 
 def test_requires_python_tells_the_truth() -> None:
     """Every Python from the declared floor up is a matrix environment's interpreter, and a classifier."""
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     project = _pyproject()["project"]
     assert isinstance(project, dict)
     floor = re.fullmatch(r">=\s*(\d+\.\d+)", str(project["requires-python"]))
     assert floor, project["requires-python"]
-    declared = sorted(_minor(c.rsplit(" :: ", 1)[1]) for c in project["classifiers"]
-                      if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    declared = sorted(
+        _minor(c.rsplit(" :: ", 1)[1])
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    )
     assert declared[0] == _minor(floor.group(1)), (declared, floor.group(1))
     assert declared == [(3, m) for m in range(declared[0][1], declared[-1][1] + 1)], declared
     used = {_minor(Path(e.python).name.replace("python", "") or e.python) for e in load_table()}
@@ -147,8 +161,9 @@ def clean_venv(artifacts: Tuple[Path, Path], tmp_path_factory: pytest.TempPathFa
     venv = tmp_path_factory.mktemp("clean") / "venv"
     uv = _uv()
     subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True, timeout=300)
-    subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *_pip_args(), str(wheel)],
-                   check=True, timeout=600)
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *_pip_args(), str(wheel)], check=True, timeout=600
+    )
     return venv
 
 
@@ -161,12 +176,15 @@ def _clean_environ(venv: Path) -> Dict[str, str]:
 
 
 def test_clean_venv_holds_only_the_wheel_and_its_dependencies(clean_venv: Path) -> None:
-    listed = subprocess.run([_uv(), "pip", "list", "--format", "json", "--python", str(clean_venv / "bin" / "python")],
-                            check=True, capture_output=True, text=True).stdout
+    listed = subprocess.run(
+        [_uv(), "pip", "list", "--format", "json", "--python", str(clean_venv / "bin" / "python")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     names = {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
     assert "compat-clone" in names
-    assert not names & {"tensorflow", "tensorflow-cpu", "keras", "tf-keras", "jax", "torch", "numpy", "libcst",
-                        "pytest"}, names
+    assert not names & {"tensorflow", "tensorflow-cpu", "keras", "tf-keras", "jax", "torch", "numpy", "libcst", "pytest"}, names
 
 
 def test_clean_venv_command_line(clean_venv: Path, tmp_path: Path) -> None:
@@ -197,12 +215,21 @@ def test_clean_venv_command_line(clean_venv: Path, tmp_path: Path) -> None:
     listed = _run([cli, "matrix", "--list"], tmp_path, env)
     assert listed.returncode == 0 and "keras-3.15-tf" in listed.stdout, listed.stderr
 
-    imported = _run([python, "-c", (
-        "import sys, compat_clone, compat_clone.convert, compat_clone.tools.cli\n"
-        "loaded = sorted(m for m in ('tensorflow', 'keras', 'tf_keras', 'jax', 'torch', 'numpy') if m in sys.modules)\n"
-        "assert not loaded, loaded\n"
-        "assert callable(compat_clone.convert) and compat_clone.__version__\n"
-        "print(compat_clone.__file__)\n")], tmp_path, env)
+    imported = _run(
+        [
+            python,
+            "-c",
+            (
+                "import sys, compat_clone, compat_clone.convert, compat_clone.tools.cli\n"
+                "loaded = sorted(m for m in ('tensorflow', 'keras', 'tf_keras', 'jax', 'torch', 'numpy') if m in sys.modules)\n"
+                "assert not loaded, loaded\n"
+                "assert callable(compat_clone.convert.convert) and compat_clone.__version__\n"
+                "print(compat_clone.__file__)\n"
+            ),
+        ],
+        tmp_path,
+        env,
+    )
     assert imported.returncode == 0, imported.stderr
     assert "site-packages" in imported.stdout
     # Nothing was created in the folder the commands ran in (no .matrix/, no .tools/).
@@ -211,15 +238,18 @@ def test_clean_venv_command_line(clean_venv: Path, tmp_path: Path) -> None:
 
 def test_clean_venv_loads_the_pytest_plugin(clean_venv: Path, tmp_path: Path) -> None:
     """Once pytest is installed next to the wheel, its plugin (an entry point) loads."""
-    subprocess.run([_uv(), "pip", "install", "-q", "--python", str(clean_venv / "bin" / "python"), *_pip_args(),
-                    "pytest"], check=True, timeout=600)
+    subprocess.run(
+        [_uv(), "pip", "install", "-q", "--python", str(clean_venv / "bin" / "python"), *_pip_args(), "pytest"],
+        check=True,
+        timeout=600,
+    )
     env = _clean_environ(clean_venv)
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
     helped = _run([str(clean_venv / "bin" / "pytest"), "--help"], tmp_path, env)
     assert helped.returncode == 0 and "--compat-results" in helped.stdout, helped.stderr
     ran = _run([str(clean_venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", "--trace-config"], tmp_path, env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "compat_clone.tools.matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
+    assert "compat_clone_matrix.pytest_plugin" in ran.stdout and "1 passed" in ran.stdout, ran.stdout
 
 
 def _has_tf_keras_and_keras3() -> bool:
@@ -228,8 +258,10 @@ def _has_tf_keras_and_keras3() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("tf_keras", "keras", "h5py"))
 
 
-@pytest.mark.skipif(not _has_tf_keras_and_keras3(), reason="writes a tf_keras .h5 and rebuilds it with Keras 3: needs "
-                    "both here (the developer environment, .venv)")
+@pytest.mark.skipif(
+    not _has_tf_keras_and_keras3(),
+    reason="writes a tf_keras .h5 and rebuilds it with Keras 3: needs both here (the developer environment, .venv)",
+)
 def test_convert_after_the_documented_install(artifacts: Tuple[Path, Path], clean_venv: Path, tmp_path: Path) -> None:
     """README's "Install": the wheel, then with its `convert` extra; `compat-clone convert old.h5 -o new.keras` from a
     folder that is not the checkout (both halves in this interpreter's environment: --from / --to, as `make demo`)."""
@@ -241,16 +273,21 @@ def test_convert_after_the_documented_install(artifacts: Tuple[Path, Path], clea
     convert = [cli, "convert", ".demo/old.h5", "-o", "new.keras"]
     refused = _run(convert, tmp_path, env)  # the wheel alone: no h5py, and the error says what to install
     assert refused.returncode == 2 and "compat-clone[convert]" in refused.stderr and "pip install h5py" in refused.stderr, (
-        refused.stdout + refused.stderr)
-    subprocess.run([_uv(), "pip", "install", "-q", "--python", str(clean_venv / "bin" / "python"), *_pip_args(),
-                    f"{wheel}[convert]"], check=True, timeout=600)
+        refused.stdout + refused.stderr
+    )
+    subprocess.run(
+        [_uv(), "pip", "install", "-q", "--python", str(clean_venv / "bin" / "python"), *_pip_args(), f"{wheel}[convert]"],
+        check=True,
+        timeout=600,
+    )
     done = _run(convert + ["--from", sys.prefix, "--to", sys.prefix], tmp_path, env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "new.keras").is_file() and "OK" in done.stdout, done.stdout
 
 
-def test_the_emitted_workflows_install_step_runs_as_written(artifacts: Tuple[Path, Path], clean_venv: Path,
-                                                            tmp_path: Path) -> None:
+def test_the_emitted_workflows_install_step_runs_as_written(
+    artifacts: Tuple[Path, Path], clean_venv: Path, tmp_path: Path
+) -> None:
     """A project that keeps the wheel (no index serves compat-clone yet): the emitted workflow installs from it by
     default, and its install step, run as written in a fresh venv, installs a working compat-clone."""
     yaml = pytest.importorskip("yaml")
@@ -259,8 +296,9 @@ def test_the_emitted_workflows_install_step_runs_as_written(artifacts: Tuple[Pat
     (project / "vendor").mkdir(parents=True)
     shutil.copy(wheel, project / "vendor" / wheel.name)
     env = _clean_environ(clean_venv)
-    emitted = _run([str(clean_venv / "bin" / "compat-clone"), "matrix", "--emit", "workflow", "--env", "keras-3.15-jax"],
-                   project, env)
+    emitted = _run(
+        [str(clean_venv / "bin" / "compat-clone"), "matrix", "--emit", "workflow", "--env", "keras-3.15-jax"], project, env
+    )
     assert emitted.returncode == 0, emitted.stderr
     runs = [step.get("run", "") for step in yaml.safe_load(emitted.stdout)["jobs"]["plan"]["steps"]]
     (install,) = [run for run in runs if "pip install" in run]
@@ -268,11 +306,9 @@ def test_the_emitted_workflows_install_step_runs_as_written(artifacts: Tuple[Pat
     runner = tmp_path / "runner"  # stands in for the CI runner's Python
     subprocess.run([sys.executable, "-m", "venv", str(runner)], check=True, timeout=300)
     runner_env = _clean_environ(runner)
-    done = subprocess.run(["bash", "-e", "-c", install], cwd=project, env=runner_env, capture_output=True, text=True,
-                          timeout=900)
+    done = subprocess.run(["bash", "-e", "-c", install], cwd=project, env=runner_env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    listed = _run([str(runner / "bin" / "compat-clone"), "matrix", "--list", "--env", "keras-3.15-jax"], project,
-                  runner_env)
+    listed = _run([str(runner / "bin" / "compat-clone"), "matrix", "--list", "--env", "keras-3.15-jax"], project, runner_env)
     assert listed.returncode == 0 and "keras-3.15-jax" in listed.stdout, listed.stdout + listed.stderr
     # with nothing in the project, the default refuses (exit 2) instead of naming a package no index serves
     (project / "vendor" / wheel.name).unlink()

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import compat_clone
-from compat_clone import _native, _patch
+from tests.support.internals import is_ours, routed_modules
 
 ROOTS = ("keras", "tf_keras", "tensorflow")
 
@@ -52,7 +52,7 @@ def _model(K: Any) -> Any:
 def _nothing_left_patched(K: Any) -> Any:
     before = _keras_aliases()
     yield
-    assert not _patch.routed_modules(), "a test left compat_clone.patch() active"
+    assert not routed_modules(), "a test left compat_clone.patch() active"
     assert _keras_aliases() == before, "a test left a Keras module rebound"
 
 
@@ -66,7 +66,7 @@ def test_patch_routes_every_alias_and_unpatch_restores_them(K: Any) -> None:
         for name, original in before.items():
             now = after[name]
             if name in handle.modules:
-                assert _native.is_ours(now) and now.__wrapped__ is original, name
+                assert is_ours(now) and now.__wrapped__ is original, name
             else:  # only the module that defines it keeps the native function
                 assert now is original and getattr(original, "__module__", None) == name, name
         # the public name clones through compat_clone: an argument only compat_clone has
@@ -156,9 +156,8 @@ def test_routed_name_lets_the_users_exception_through(K: Any) -> None:
         with pytest.raises(RuntimeError) as native:
             K.models.clone_model(model, clone_function=refuse)
         assert native.value is error
-    with compat_clone.patched():
-        with pytest.raises(RuntimeError) as routed:
-            K.models.clone_model(model, clone_function=refuse)
+    with compat_clone.patched(), pytest.raises(RuntimeError) as routed:
+        K.models.clone_model(model, clone_function=refuse)
     assert routed.value is error
 
 
@@ -177,10 +176,8 @@ def test_patch_and_clone_from_several_threads(K: Any) -> None:
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    if compat_clone.family_of(model).family == "keras2":
-        work_threads = 1  # standalone Keras 2: one TF1 graph per thread; the lock is tested elsewhere
-    else:
-        work_threads = 4
+    # Standalone Keras 2: one TF1 graph per thread; the lock is tested elsewhere.
+    work_threads = 1 if compat_clone.family_of(model).family == "keras2" else 4
     barrier = threading.Barrier(work_threads)
     threads = [threading.Thread(target=work) for _ in range(work_threads)]
     for thread in threads:
@@ -222,7 +219,10 @@ def test_a_keras_imported_after_patch_is_routed(K: Any) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_FRESH), K.__name__],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-6000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])

@@ -18,15 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import event, example, given, reject
-
-import compat_clone
 from features import family_name
+from hypothesis import event, example, given, reject
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS, GraphSpec, Tensor, build_model, describe, graph_specs, run_model, sample_inputs
 from sweeps import Skips
-from tests._py import zip_strict
 
+import compat_clone
+from tests._py import zip_strict
 
 # The source models a release cannot run natively, by kind: a kind and why
 # its examples are skipped (nothing to compare a clone with), not failed.
@@ -45,8 +44,16 @@ NATIVE_FAILURES = {
 # where it applies and the clone is checked everywhere else.
 MASKED_CONCAT = GraphSpec(
     inputs=(Tensor("tok", 4, 3, False),),
-    ops=(("embed", 0, 4, 4), ("dense", 1, 3, "relu"), ("lambda", 1, -1.0), ("concat", 1, 2), ("masking", 3),
-         ("lambda", 4, -1.0), ("dense", 2, 5, None), ("bn", 6)),
+    ops=(
+        ("embed", 0, 4, 4),
+        ("dense", 1, 3, "relu"),
+        ("lambda", 1, -1.0),
+        ("concat", 1, 2),
+        ("masking", 3),
+        ("lambda", 4, -1.0),
+        ("dense", 2, 5, None),
+        ("bn", 6),
+    ),
     outputs=(5, 7, 8),
     recursive=False,
     seed=0,
@@ -57,9 +64,13 @@ def _native_failure(K: Any, spec: Any, exc: Exception) -> str:
     """The kind of a source's failure to run natively (a key of NATIVE_FAILURES), or a new kind."""
     from packaging.version import Version
 
-    if (family_name(K) == "keras3" and Version("3.4") <= Version(K.__version__) < Version("3.12")
-            and isinstance(exc, ValueError) and "BroadcastTo" in str(exc)
-            and any(op[0] == "concat" for op in spec.ops)):
+    if (
+        family_name(K) == "keras3"
+        and Version("3.4") <= Version(K.__version__) < Version("3.12")
+        and isinstance(exc, ValueError)
+        and "BroadcastTo" in str(exc)
+        and any(op[0] == "concat" for op in spec.ops)
+    ):
         return "keras3.4-3.11-masked-concatenate"
     return f"{family_name(K)} {K.__version__}: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
 

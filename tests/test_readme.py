@@ -16,7 +16,7 @@ must apply to at least one environment of `make test` (the enabled
 environments of the built-in table), so that every block runs somewhere.
 
 Also checked here: the README's length, its generated compatibility table
-(the markers ``compat_clone/tools/matrix/report.py`` rewrites), relative links
+(the markers ``compat_clone_matrix/report.py`` rewrites), relative links
 in README.md and docs/, that docs/architecture.md's file map names every
 file of the package, no more and no less, and that each command's manual in
 docs/ mentions every option of that command.
@@ -36,14 +36,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-TABLE = ROOT / "src" / "compat_clone" / "tools" / "matrix" / "matrix.toml"
+TABLE = ROOT / "src" / "compat_clone_matrix" / "matrix.toml"
 MAX_LINES = 250
 
 FAMILIES = ("keras2", "tf_keras", "keras3")
 _MARKER = re.compile(r"^<!--\s*readme-test:\s*(?P<spec>.*?)\s*-->$")
-_REQUIREMENT = re.compile(
-    r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~][^ ]*)?)(?:\s+backend=(?P<backend>[a-z]+))?$"
-)
+_REQUIREMENT = re.compile(r"^(?P<family>[a-z_0-9]+)\s*(?P<versions>(?:[<>=!~][^ ]*)?)(?:\s+backend=(?P<backend>[a-z]+))?$")
 _FENCE = re.compile(r"^```(?P<lang>\S*)\s*$")
 _LANGUAGES = {"python", "bash", "console", "text"}
 
@@ -77,7 +75,7 @@ def _blocks(path: Path) -> List[Block]:
             if marker is not None:
                 requirement = marker[1]
                 marker = None
-            blocks.append(Block(i + 1, fence.group("lang"), "\n".join(lines[i + 1:end]) + "\n", requirement))
+            blocks.append(Block(i + 1, fence.group("lang"), "\n".join(lines[i + 1 : end]) + "\n", requirement))
             i = end + 1
             continue
         if stripped and marker is not None:
@@ -131,11 +129,16 @@ def _served_here() -> List[Served]:
         return []
     family = os.environ.get("COMPAT_CLONE_EXPECT_FAMILY")
     if family:
-        return [Served(family, os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
-                       os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow")]
+        return [
+            Served(
+                family,
+                os.environ.get("COMPAT_CLONE_EXPECT_VERSION") or "0",
+                os.environ.get("COMPAT_CLONE_EXPECT_BACKEND") or "tensorflow",
+            )
+        ]
     from importlib import metadata  # the default .venv (Python >= 3.8)
 
-    from compat_clone._dispatch import family_for
+    from compat_clone.families.registry import family_for
 
     served = []
     for package, dists in (("keras", ("keras",)), ("tf_keras", ("tf_keras", "tf-keras"))):
@@ -153,7 +156,7 @@ def _served_here() -> List[Served]:
 
 def _make_test_envs() -> List[Tuple[str, Served]]:
     """Every environment `make test` runs (the enabled ones), with its claim."""
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     envs = []
     for env in load_table(TABLE):
@@ -184,11 +187,14 @@ def test_readme_python_block_runs(block: Block, tmp_path: Path) -> None:
     # A relative PYTHONPATH entry (`PYTHONPATH=. pytest`) still means the checkout.
     environ = dict(os.environ)
     if environ.get("PYTHONPATH"):
-        environ["PYTHONPATH"] = os.pathsep.join(
-            os.path.abspath(p) if p else p for p in environ["PYTHONPATH"].split(os.pathsep)
-        )
+        environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p for p in environ["PYTHONPATH"].split(os.pathsep))
     proc = subprocess.run(
-        [sys.executable, "-c", block.code], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=900,
+        [sys.executable, "-c", block.code],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, (
         f"README.md line {block.line}: the block failed (exit {proc.returncode}):\n"
@@ -247,7 +253,7 @@ def test_the_readme_is_short() -> None:
 
 
 def test_the_compatibility_table_is_generated(tmp_path: Path) -> None:
-    from compat_clone.tools.matrix import report
+    from compat_clone_matrix import report
 
     text = README.read_text(encoding="utf-8")
     assert text.count(report.START_MARKER) == 1 and text.count(report.END_MARKER) == 1, (
@@ -264,7 +270,7 @@ def test_the_compatibility_table_is_generated(tmp_path: Path) -> None:
     assert report.update_readme(copy, "| feature | `env` |\n|---|:-:|\n| `x` | ✅ ✅ |\n")
     new = copy.read_text(encoding="utf-8")
     assert new[: start + len(report.START_MARKER)] == text[: start + len(report.START_MARKER)]
-    assert new[new.index(report.END_MARKER):] == text[end:]
+    assert new[new.index(report.END_MARKER) :] == text[end:]
     assert "| `x` | ✅ ✅ |" in new
 
 
@@ -292,8 +298,7 @@ _FILE_NAME = re.compile(r"^(?:[\w.]+\.(?:py|toml|typed)|[\w.]+/)$")
 
 def _file_map() -> List[str]:
     """The package paths docs/architecture.md's file map names (files, not folders)."""
-    block = next((b for b in _blocks(DOCS / "architecture.md")
-                  if b.lang == "text" and b.code.startswith("compat_clone/")), None)
+    block = next((b for b in _blocks(DOCS / "architecture.md") if b.lang == "text" and b.code.startswith("compat_clone/")), None)
     assert block is not None, "docs/architecture.md has no ```text block starting with `compat_clone/`"
     stack: List[Tuple[int, str]] = []
     paths: List[str] = []
@@ -311,14 +316,15 @@ def _file_map() -> List[str]:
                 stack.append((indent, token))
             else:
                 paths.append(prefix + token)
-    return [p for p in paths if p.startswith("compat_clone/")]
+    return [p for p in paths if p.startswith(("compat_clone/", "compat_clone_matrix/"))]
 
 
 def test_the_file_map_names_every_module() -> None:
     named = set(_file_map())
-    package = ROOT / "src" / "compat_clone"  # the src/ layout
+    packages = [ROOT / "src" / "compat_clone", ROOT / "src" / "compat_clone_matrix"]  # the src/ layout
     actual = {
         p.relative_to(ROOT / "src").as_posix()
+        for package in packages
         for p in package.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
@@ -328,7 +334,7 @@ def test_the_file_map_names_every_module() -> None:
 
 
 _MANUALS = [
-    ("compat_clone.tools.matrix.cli", "matrix.md"),
+    ("compat_clone_matrix.cli", "matrix.md"),
     ("compat_clone.tools.convert.cli", "convert.md"),
     ("compat_clone.tools.migrate.cli", "migrate.md"),
 ]

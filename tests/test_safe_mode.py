@@ -28,9 +28,7 @@ LOADS = 6
 def _lambda_models(keras: Any) -> List[Any]:
     inputs = keras.Input((3, 4))
     plain = keras.layers.Lambda(lambda t: t * 3.0, name="plain_lambda")(inputs)
-    wrapped = keras.layers.TimeDistributed(
-        keras.layers.Lambda(lambda t: t + 1.0), name="wrapped_lambda"
-    )(plain)
+    wrapped = keras.layers.TimeDistributed(keras.layers.Lambda(lambda t: t + 1.0), name="wrapped_lambda")(plain)
     both = keras.Model(inputs, wrapped)
     seq = keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda t: -t), keras.layers.Dense(2)])
     return [both, seq]
@@ -74,9 +72,7 @@ def test_clone_of_lambda_models_works_and_keeps_safe_mode() -> None:
         assert _in_safe_mode() == before
         shape = (2, 3, 4) if len(model.inputs[0].shape) == 3 else (2, 4)
         x = np.random.default_rng(0).standard_normal(shape).astype("float32")
-        np.testing.assert_array_equal(
-            keras.ops.convert_to_numpy(clone(x)), keras.ops.convert_to_numpy(model(x))
-        )
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(clone(x)), keras.ops.convert_to_numpy(model(x)))
 
 
 def test_load_in_the_cloning_thread_right_after_a_clone_is_refused(untrusted_file: str) -> None:

@@ -58,7 +58,7 @@ def saved_once(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _claim(env_name: str) -> Dict[str, str]:
-    from compat_clone.tools.matrix.table import load_table
+    from compat_clone_matrix.table import load_table
 
     (env,) = [e for e in load_table() if e.name == env_name]
     return dict(env.expect)
@@ -103,8 +103,7 @@ def test_detection_imports_no_framework(K: Any, family: str, saved_once: Any) ->
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["loaded"] == []
-    assert sorted(report["found"]) == sorted(
-        [str(p), family, detect(p).version, detect(p).env] for p in saved.values())
+    assert sorted(report["found"]) == sorted([str(p), family, detect(p).version, detect(p).env] for p in saved.values())
 
 
 def test_weights_files_and_strangers_say_why(K: Any, family: str, tmp_path: Path) -> None:
@@ -166,16 +165,26 @@ def test_env_for_picks_the_nearest_environment(family: str, version: Any, env: s
 
 
 def test_env_for_refuses_a_family_without_environment() -> None:
-    from compat_clone.tools.matrix.table import parse_table
+    from compat_clone_matrix.table import parse_table
 
-    table = parse_table({"env": [{"name": "only3", "packages": ["keras==3.15.1"],
-                                  "expect": {"family": "keras3", "version": "3.15", "backend": "tensorflow"}}]})
+    table = parse_table(
+        {
+            "env": [
+                {
+                    "name": "only3",
+                    "packages": ["keras==3.15.1"],
+                    "expect": {"family": "keras3", "version": "3.15", "backend": "tensorflow"},
+                }
+            ]
+        }
+    )
     with pytest.raises(UnreadableModelFileError, match="no environment of family 'keras2'"):
         env_for("keras2", "2.2.4", table)
 
 
-def test_migrate_models_lists_commands(K: Any, family: str, tmp_path: Path, saved_once: Any,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_migrate_models_lists_commands(
+    K: Any, family: str, tmp_path: Path, saved_once: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shutil
 
     originals = saved_once(K, family)
@@ -203,7 +212,6 @@ def test_migrate_models_lists_commands(K: Any, family: str, tmp_path: Path, save
     outputs = [text.split(" -o ")[1].split()[0] for text in lines if " -o " in text]
     assert len(outputs) == len(set(outputs))  # no two models are sent to one file
     n = 0 if family == "keras3" else len(saved)
-    assert lines[-1] == (f"{n} Keras 2 model(s) to convert, {len(saved) - n} already Keras 3, "
-                         "1 not convertible.")
+    assert lines[-1] == (f"{n} Keras 2 model(s) to convert, {len(saved) - n} already Keras 3, 1 not convertible.")
     assert cli_main(["migrate", "--models", str(tmp_path / "nowhere")]) == 2
     assert "no such file or folder" in capsys.readouterr().err

@@ -14,10 +14,10 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import data, predict
 
 import compat_clone
-from features import data, predict
+from tests._py import zip_strict
 
 
 def _counting_model(K: Any, calls: List[int]) -> Any:
@@ -77,6 +77,7 @@ def test_skipping_is_limited_to_the_clone(K: Any) -> None:
     def clone_with(layer: Any) -> Any:
         new = layer.__class__.from_config(layer.get_config())
         if not seen:  # while the clone is being made: another thread builds a layer
+
             def other() -> None:
                 try:
                     dense = K.layers.Dense(4, kernel_initializer="ones")
@@ -197,6 +198,7 @@ def test_clone_layer_with_other_names_gets_the_right_values(K: Any) -> None:
         return layer.__class__.from_config(config)
 
     clone = compat_clone.clone_model(model, clone_function=swapped, copy_weights=True)
+
     def names(m: Any) -> List[str]:
         return [v.name.split("/")[-1].split(":")[0] for v in m.get_layer("own").weights]
 
@@ -256,7 +258,7 @@ def test_clone_with_weights_under_a_distribution_is_exact(K: Any) -> None:
 def _committed(array: Any) -> bool:
     flag = getattr(array, "committed", None)
     if flag is None:
-        flag = getattr(array, "_committed")
+        flag = array._committed
     return bool(flag)
 
 

@@ -41,8 +41,7 @@ def _writer(folder: Path) -> Path:
     (folder / "helper.py").write_text("VALUE = 1\n")
     (folder / "other.py").write_text("from tests import helper\n")
     script = folder / "writer.py"
-    script.write_text("import sys, json\nfrom tests import other\nimport helper\n"
-                      "print(json.dumps({'args': sys.argv[1:]}))\n")
+    script.write_text("import sys, json\nfrom tests import other\nimport helper\nprint(json.dumps({'args': sys.argv[1:]}))\n")
     return script
 
 
@@ -123,11 +122,15 @@ def test_an_interrupted_write_is_no_entry(tmp_path: Path) -> None:
 def test_two_processes_asking_at_once_write_it_once(tmp_path: Path) -> None:
     folder = tmp_path / "entry"
     key = {"k": 1}
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from tests import source_cache; from pathlib import Path\n"
-            "def write(out):\n    time.sleep(1.5); (out / 'f').write_text('x'); return {'pid': __import__('os').getpid()}\n"
-            "print(source_cache.cached(Path(sys.argv[2]), {'k': 1}, write)['pid'])")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(TESTS.parent), str(folder)], stdout=subprocess.PIPE,
-                              text=True) for _ in range(2)]
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); from tests import source_cache; from pathlib import Path\n"
+        "def write(out):\n    time.sleep(1.5); (out / 'f').write_text('x'); return {'pid': __import__('os').getpid()}\n"
+        "print(source_cache.cached(Path(sys.argv[2]), {'k': 1}, write)['pid'])"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(TESTS.parent), str(folder)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     pids = {p.communicate(timeout=60)[0].strip() for p in procs}
     assert len(pids) == 1 and all(p.returncode == 0 for p in procs), pids
     # Threads of one process each take the lock too (one open file each).

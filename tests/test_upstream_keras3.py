@@ -10,7 +10,8 @@ of those rows must still differ.
 
 Outside Keras 3 (standalone Keras 2, tf.keras, tf_keras environments) the
 module skips: those packages ship no tests, and `tests/test_native_guarantees.py`
-covers what their native clone guarantees.
+with `test_native_behaviours.py` and `test_native_input_tensors.py` cover what
+their native clone guarantees.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import pytest
-
 from conftest import families_under_test
 from upstream_expected import EXPECTED_DIFFERENCES, ExpectedDifference
 
@@ -52,21 +52,33 @@ def _run_side(side: str, module: Path, site: Path, workdir: Path) -> Dict[str, A
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     # the plugin (tests/) and compat_clone (the checkout) importable in the child
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")) if p)
     cmd = [
-        sys.executable, "-m", "pytest", str(module),
-        "-p", "upstream_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
-        "-c", str(ini), "--rootdir", str(site), "--confcutdir", str(module.parent),
-        "-q", "-rfE", "-W", "ignore::DeprecationWarning",
+        sys.executable,
+        "-m",
+        "pytest",
+        str(module),
+        "-p",
+        "upstream_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(site),
+        "--confcutdir",
+        str(module.parent),
+        "-q",
+        "-rfE",
+        "-W",
+        "ignore::DeprecationWarning",
     ]
-    proc = subprocess.run(cmd, cwd=str(workdir), env=env, capture_output=True, text=True,
-                          timeout=SUBPROCESS_TIMEOUT_S)
+    proc = subprocess.run(cmd, cwd=str(workdir), env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     (workdir / f"{side}.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     assert report.exists(), (
-        f"the {side} run of {module} wrote no report (exit {proc.returncode}):\n"
-        f"{(proc.stdout + proc.stderr)[-3000:]}"
+        f"the {side} run of {module} wrote no report (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}"
     )
     data: Dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
     data["returncode"] = proc.returncode
@@ -85,7 +97,7 @@ def _run_upstream(workdir: Path) -> Dict[str, Any]:
             pytest.skip(
                 f"the Keras {keras.__version__} wheel ships no tests at all (no *_test.py under "
                 f"{package / 'src'}): no upstream cloning_test.py to run; "
-                "tests/test_native_guarantees.py covers this version"
+                "tests/test_native_*.py cover this version"
             )
         raise AssertionError(f"this Keras 3 wheel ships {len(shipped)} test modules but no {module}")
     site = package.parent
@@ -122,14 +134,16 @@ def judge(native: Dict[str, Any], compat: Dict[str, Any], rows: Sequence[Expecte
     if not any(outcome == "passed" for outcome, _ in native["outcomes"].values()):
         problems.append("no upstream test passed natively")
     if sorted(compat["outcomes"]) != sorted(native["outcomes"]):
-        problems.append(f"the runs collected different tests: native {sorted(native['outcomes'])}, "
-                        f"compat_clone {sorted(compat['outcomes'])}")
+        problems.append(
+            f"the runs collected different tests: native {sorted(native['outcomes'])}, compat_clone {sorted(compat['outcomes'])}"
+        )
     # the substitution was reached: compat_clone stood in for every name and was called
     patched = compat.get("patched", [])
     if not any(p.endswith("cloning_test.clone_model") for p in patched):
         problems.append(f"the test module's clone_model was not replaced (replaced: {patched})")
     missed = sorted(
-        test for test, calls in native.get("calls", {}).items()
+        test
+        for test, calls in native.get("calls", {}).items()
         if calls and _outcome(compat, test) == "passed" and not compat.get("calls", {}).get(test)
     )
     if missed:
@@ -138,8 +152,7 @@ def judge(native: Dict[str, Any], compat: Dict[str, Any], rows: Sequence[Expecte
     excused = {row.test for row in applicable if row.fails == "compat"}
     for test in sorted(native["outcomes"]):
         if _outcome(native, test) == "passed" and _outcome(compat, test) != "passed" and test not in excused:
-            problems.append(f"passes natively, {_outcome(compat, test)} through compat_clone: {test}: "
-                            f"{_detail(compat, test)}")
+            problems.append(f"passes natively, {_outcome(compat, test)} through compat_clone: {test}: {_detail(compat, test)}")
     for row in applicable:
         if row.test not in native["outcomes"]:
             problems.append(f"expected difference names no upstream test here: {row.test}")
@@ -163,7 +176,8 @@ def test_upstream_cloning_tests_pass_through_compat_clone(tmp_path: Path) -> Non
         print(f"Keras {run['keras']} ({run['backend']}) {UPSTREAM_MODULE[-1]}, {run['side']}: {_counts(run)}")
     problems = judge(native, compat, EXPECTED_DIFFERENCES)
     assert not problems, (
-        f"Keras {native['keras']} ({native['backend']}), {runs['module']}:\n" + "\n".join(problems)
+        f"Keras {native['keras']} ({native['backend']}), {runs['module']}:\n"
+        + "\n".join(problems)
         + f"\n(full logs: {runs['workdir']})"
     )
 
@@ -179,11 +193,13 @@ def test_expected_differences_are_well_formed() -> None:
 
 def _report(side: str, outcomes: Dict[str, str], calls: int = 1) -> Dict[str, Any]:
     return {
-        "side": side, "exitstatus": 0 if all(o == "passed" for o in outcomes.values()) else 1,
+        "side": side,
+        "exitstatus": 0 if all(o == "passed" for o in outcomes.values()) else 1,
         "outcomes": {t: [o, "detail"] for t, o in outcomes.items()},
         "calls": {t: calls for t in outcomes},
         "patched": ["keras.src.models.cloning_test.clone_model"],
-        "keras": "3.15.1", "backend": "jax",
+        "keras": "3.15.1",
+        "backend": "jax",
     }
 
 

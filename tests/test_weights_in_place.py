@@ -1,4 +1,4 @@
-"""Repeated weight updates write into the target's own buffers (issue 36).
+"""Repeated weight updates write into the target's own buffers, not new ones.
 
 * JAX: the soft update donates each target array that only its variable
   holds: the blend is written into that buffer (no new allocation per step),
@@ -21,10 +21,10 @@ from typing import Any, List
 
 import numpy as np
 import pytest
-from tests._py import zip_strict
+from features import backend_name, family_name
 
 import compat_clone
-from features import backend_name, family_name
+from tests._py import zip_strict
 
 
 def _needs(K: Any, backend: str) -> None:

@@ -21,12 +21,12 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
+from feature_records import write_records
+from features import NotApplicable, backend_name, family_name, native_clone
+from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 import compat_clone
-from features import NotApplicable, backend_name, family_name, native_clone
-from feature_records import write_records
 from tests.conftest import WIDE
-from zoo import ASPECTS, CASES, Case, SideResult, run_side, side_context
 
 _ASPECT_TEXT = {
     "class": "both clones, and every layer inside them, of the source's classes",
@@ -37,10 +37,19 @@ _ASPECT_TEXT = {
 
 
 def _record(case: Case, K: Any, side: str, verdicts: Dict[str, Any]) -> None:
-    write_records(K, [{"feature": f"zoo_{case.name}.{aspect}",
-                       "description": f"{case.description}: {_ASPECT_TEXT[aspect]}",
-                       "side": side, "outcome": outcome, "detail": detail}
-                      for aspect, (outcome, detail) in verdicts.items()])
+    write_records(
+        K,
+        [
+            {
+                "feature": f"zoo_{case.name}.{aspect}",
+                "description": f"{case.description}: {_ASPECT_TEXT[aspect]}",
+                "side": side,
+                "outcome": outcome,
+                "detail": detail,
+            }
+            for aspect, (outcome, detail) in verdicts.items()
+        ],
+    )
 
 
 def _judge_refusal(case: Case, native: SideResult, compat: SideResult) -> List[str]:
@@ -50,15 +59,19 @@ def _judge_refusal(case: Case, native: SideResult, compat: SideResult) -> List[s
         problems.append(f"the native clone now rebuilds {case.name}: drop `refused` and check it fully")
     err = compat.clone_error
     if err is None:  # compat_clone rebuilt it: then every aspect must hold
-        problems += [f"compat_clone fails {aspect}: {detail}"
-                     for aspect, (outcome, detail) in compat.aspects.items() if outcome != "pass"]
+        problems += [
+            f"compat_clone fails {aspect}: {detail}" for aspect, (outcome, detail) in compat.aspects.items() if outcome != "pass"
+        ]
     elif not isinstance(err, compat_clone.UnsupportedModelError) and (
-            native.clone_error is None or type(err) is not type(native.clone_error)):
+        native.clone_error is None or type(err) is not type(native.clone_error)
+    ):
         # `native-exception-type`: a failed native round trip goes on as the
         # native call's own exception type, explained in a note.
         native_type = type(native.clone_error).__name__ if native.clone_error is not None else None
-        problems.append(f"compat_clone was expected to refuse {case.name} with UnsupportedModelError "
-                        f"or the native {native_type}; it raised {type(err).__name__}: {err}")
+        problems.append(
+            f"compat_clone was expected to refuse {case.name} with UnsupportedModelError "
+            f"or the native {native_type}; it raised {type(err).__name__}: {err}"
+        )
     else:
         message = "\n".join([str(err), *getattr(err, "__notes__", [])])
         for needed in (repr(case.refused), "clone_function"):
@@ -78,8 +91,9 @@ def _judge(case: Case, K: Any, native: SideResult, compat: SideResult) -> List[s
         outcome, detail = native.aspects[aspect]
         if outcome != expected:
             why = f" (recorded: {known[0]})" if known is not None and expected == "fail" else ""
-            problems.append(f"the native clone was expected to {expected} {aspect}{why}, "
-                            f"it did {outcome}{': ' + detail if detail else ''}")
+            problems.append(
+                f"the native clone was expected to {expected} {aspect}{why}, it did {outcome}{': ' + detail if detail else ''}"
+            )
     return problems
 
 

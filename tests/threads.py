@@ -4,7 +4,7 @@
 what its family needs to use models built on the main thread
 (`session_scope`), and fails the test when a thread hangs or raises, naming
 the first failing thread. Used by tests/test_concurrency.py and
-tests/test_soft_update.py.
+tests/test_soft_update_cache.py.
 """
 
 from __future__ import annotations

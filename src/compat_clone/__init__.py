@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone._patch import Patch, patch, patched
-from compat_clone._dispatch import FamilyInfo
+from compat_clone.api import clone_model, copy_weights, family_of
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -26,14 +25,15 @@ from compat_clone.errors import (
     WeightsMismatchError,
     WeightsUnreadableError,
 )
+from compat_clone.families.registry import FamilyInfo
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion, loaded on
-    # first use. The subpackage is itself callable (`convert(model, ...)`):
-    # once imported, Python binds the name to it, so both spellings agree.
+    # `compat_clone.convert`: the Keras 2 -> Keras 3 conversion subpackage,
+    # loaded on first use (`compat_clone.convert.convert(model)` converts).
+    # Once imported, Python binds the name to it, so both spellings agree.
     if name == "convert":
         import compat_clone.convert as convert_package
 

@@ -31,6 +31,7 @@ names are restored when the last handle is undone.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import types
@@ -49,7 +50,7 @@ _holders = 0
 _routed: Dict[str, Tuple[types.ModuleType, Callable[..., Any], Callable[..., Any]]] = {}
 # native function -> its router (one router per native function)
 _routers: Dict[int, Callable[..., Any]] = {}
-_finder: Optional["_Finder"] = None
+_finder: Optional[_Finder] = None
 
 
 def _root(name: str) -> str:
@@ -100,9 +101,9 @@ def _router_for(native: Callable[..., Any]) -> Callable[..., Any]:
         return router
 
     def clone_model(*args: Any, **kwargs: Any) -> Any:
-        from compat_clone._dispatch import family_of
         from compat_clone.api import clone_model as compat_clone_model
         from compat_clone.errors import NotAModelError
+        from compat_clone.families.registry import family_of
 
         if len(args) > len(_POSITIONAL) or not set(kwargs) <= _KEYWORDS:
             # An argument of this Keras that compat_clone does not take
@@ -135,7 +136,7 @@ def _route(module: types.ModuleType) -> None:
     if native is None:
         return
     router = _router_for(native)
-    setattr(module, "clone_model", router)
+    setattr(module, "clone_model", router)  # noqa: B010 (ModuleType declares no clone_model for mypy)
     _routed[module.__name__] = (module, native, router)
 
 
@@ -146,13 +147,13 @@ def _route_loaded() -> None:
 
 
 def _restore() -> None:
-    for name, (module, native, router) in list(_routed.items()):
+    for module, native, router in list(_routed.values()):
         try:
             current = vars(module).get("clone_model")
         except TypeError:
             current = None
         if current is router:  # a name rebound since by someone else stays theirs
-            setattr(module, "clone_model", native)
+            setattr(module, "clone_model", native)  # noqa: B010 (ModuleType declares no clone_model for mypy)
     _routed.clear()
 
 
@@ -227,8 +228,7 @@ class Patch:
 
     @property
     def modules(self) -> Tuple[str, ...]:
-        with _LOCK:
-            return tuple(sorted(_routed))
+        return tuple(routed_modules())
 
     def unpatch(self) -> None:
         """Undoes this handle's `patch()`; the last handle restores every name.
@@ -245,14 +245,12 @@ class Patch:
             if _holders:
                 return
             if _finder is not None:
-                try:
+                with contextlib.suppress(ValueError):  # removed by someone else
                     sys.meta_path.remove(_finder)
-                except ValueError:  # removed by someone else
-                    pass
                 _finder = None
             _restore()
 
-    def __enter__(self) -> "Patch":
+    def __enter__(self) -> Patch:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -274,7 +272,8 @@ def patch() -> Patch:
     `clone_model` is still the native function; a library that bound the
     function to a name of its own before the call (`from keras.models import
     clone_model`) keeps the native one: call `patch()` before importing it.
-    Idempotent and thread-safe; imports no framework.
+    Idempotent and thread-safe; imports no framework. `compat_clone.patched`
+    is this same function, an alias kept for existing code.
 
     Returns:
         A `Patch` handle: `handle.unpatch()` (or leaving its `with` block)
@@ -290,6 +289,9 @@ def patch() -> Patch:
     >>> handle.unpatch()
     >>> keras.models.clone_model.__module__
     'keras.src.models.cloning'
+    >>> with compat_clone.patch() as handle:
+    ...     "keras.models" in handle.modules
+    True
     """
     global _holders, _finder
     # Loaded before the lock: `_native` and `api` import nothing else later.
@@ -307,24 +309,17 @@ def patch() -> Patch:
     return Patch()
 
 
-def patched() -> Patch:
-    """`with compat_clone.patched(): ...`: `patch()` for the block, undone on exit.
-
-    Returns:
-        The `Patch` handle (a context manager).
-
-    Example:
-
-    >>> import keras
-    >>> import compat_clone
-    >>> with compat_clone.patched() as handle:
-    ...     "keras.models" in handle.modules
-    True
-    """
-    return patch()
+#: The same function as `patch` (`patched is patch`): an alias kept for code
+#: written as `with compat_clone.patched(): ...`.
+patched = patch
 
 
 def routed_modules() -> List[str]:
-    """The modules whose `clone_model` is routed now (for tests and `doctor`)."""
+    """The names of the modules whose `clone_model` is routed now, sorted.
+
+    Empty while no `Patch` handle is active. Not public API (not in
+    `__all__`): `Patch.modules` reads it, and the test suite checks with it
+    that no test left `patch()` active, without a handle of its own.
+    """
     with _LOCK:
         return sorted(_routed)

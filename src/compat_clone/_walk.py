@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from typing import Any, Iterator, List, Sequence, Tuple
 
-__all__ = ["MODEL_CLASS_NAMES", "is_model", "sublayers", "walk"]
+__all__ = ["MODEL_CLASS_NAMES", "OWNER_PACKAGES", "is_model", "sublayers", "walk"]
 
 #: class names that mark "this object is a model", in every family
 MODEL_CLASS_NAMES = frozenset({"Model", "Network", "Functional", "Sequential"})
+
+#: top-level packages whose classes can own a Keras model, in the order they
+#: are tried for one class's module; `tensorflow` covers the old in-tree
+#: `tensorflow.python.keras` (TF <= 2.5), served by the tf.keras family.
+OWNER_PACKAGES = ("keras", "tf_keras", "tensorflow")
 
 # Attributes of a wrapper layer that hold the layer it wraps (TimeDistributed, Bidirectional).
 _WRAPPED = "layer"

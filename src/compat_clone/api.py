@@ -9,10 +9,10 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, Optional
 
-from compat_clone._dispatch import family_of
 from compat_clone.errors import InvalidArgumentError, NotAModelError
 from compat_clone.families import _driver
 from compat_clone.families._types import CloneRequest
+from compat_clone.families.registry import family_of
 
 __all__ = ["clone_model", "copy_weights", "family_of"]
 
@@ -28,8 +28,7 @@ def _check_callable(value: Any, argname: str) -> None:
 def _check_bool(value: Any, argname: str) -> None:
     if not isinstance(value, bool):
         raise InvalidArgumentError(
-            f"Expected `{argname}` to be True or False. Received: "
-            f"{argname}={value!r} of type {type(value).__name__}."
+            f"Expected `{argname}` to be True or False. Received: {argname}={value!r} of type {type(value).__name__}."
         )
 
 
@@ -150,9 +149,7 @@ def clone_model(
     _check_bool(copy_weights, "copy_weights")
     _check_bool(compile, "compile")
     if name is not None and (not isinstance(name, str) or not name):
-        raise InvalidArgumentError(
-            f"Expected `name` to be a non-empty string or None. Received: name={name!r}."
-        )
+        raise InvalidArgumentError(f"Expected `name` to be a non-empty string or None. Received: name={name!r}.")
     request = CloneRequest(
         input_tensors=input_tensors,
         clone_function=clone_function,
@@ -258,4 +255,3 @@ def copy_weights(source: Any, target: Any, *, tau: float = 1.0) -> Any:
         )
     _driver.copy_weights(source, target, src_info, tau)
     return target
-

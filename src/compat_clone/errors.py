@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Set
 
-from compat_clone._walk import sublayers
+from compat_clone._walk import OWNER_PACKAGES, sublayers
 
 __all__ = [
     "CompatCloneError",
@@ -35,6 +35,8 @@ __all__ = [
     "subclassed_rebuild_error",
     "subclassed_rebuild_note",
     "add_note",
+    "CompileError",
+    "revived_text",
 ]
 
 
@@ -227,11 +229,7 @@ def _layer_rebuild_text(layer: object, exc: BaseException, register_hint: str) -
     """The advice for a layer that could not be rebuilt, the same in every family."""
     cls = type(layer)
     name = getattr(layer, "name", "?")
-    nested = (
-        " pass `recursive=True` to clone this nested model layer by layer;"
-        if hasattr(layer, "layers")
-        else ""
-    )
+    nested = " pass `recursive=True` to clone this nested model layer by layer;" if hasattr(layer, "layers") else ""
     custom = _custom_classes_inside(layer)
     names = f" ({', '.join(custom)})" if custom else ""
     return (
@@ -256,7 +254,7 @@ def _custom_classes_inside(layer: object) -> List[str]:
         seen.add(id(sub))
         klass = type(sub)
         root = klass.__module__.partition(".")[0]
-        if root not in ("keras", "tf_keras", "tensorflow") and klass.__name__ not in found:
+        if root not in OWNER_PACKAGES and klass.__name__ not in found:
             found.append(klass.__name__)
         stack.append(getattr(sub, "layer", None))
         stack.extend(sublayers(sub))  # the one "is a model" rule (`_walk`)

@@ -4,7 +4,7 @@ Data, not code. One row per upstream problem: an id (cited by the code that
 handles it, in a comment), the family, the versions where the native call
 misbehaves (a `packaging` specifier over the owning package's version), the
 symptom, the place that handles it, and the feature checks that show it
-(named checks of the test suite's `tests/features.py`).
+(named checks of the test suite's `tests/feature_checks.py`).
 
 The table is the only place a version claim about a native bug is written:
 `compat-clone doctor` prints the rows that apply to the installed versions,
@@ -35,7 +35,7 @@ class KnownIssue:
             problem fixed, then brought back by a later patch).
         symptom: what the user sees.
         handled_by: the module (and function) of compat_clone that fixes it.
-        checks: the feature checks (``tests/features.py``) that show it.
+        checks: the feature checks (``tests/feature_checks.py``) that show it.
         upstream: the upstream report, where there is one.
     """
 
@@ -55,100 +55,153 @@ _CORE = "compat_clone.families._cloner"
 
 KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
-        "keras2-12202-masks", "keras2", "<2.2.5",
+        "keras2-12202-masks",
+        "keras2",
+        "<2.2.5",
         "a layer with several outputs and no mask support gets one mask for all of "
         "them; the clone fails with 'Could not compute output'",
-        f"{_K2}._map_arguments (masks recomputed per output by the core walk)",
+        "compat_clone.families._keras2_parts.map_arguments (masks recomputed per output by the core walk)",
         ("multi_output_no_mask", "lambda_pair_into_add"),
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
-        "keras2-rnn-state-twice", "keras2", ">=2.1,<2.2.5",
+        "keras2-rnn-state-twice",
+        "keras2",
+        ">=2.1,<2.2.5",
         "an RNN called with `initial_state=` is called again with its states both in "
         "its input list and as `initial_state=`: the clone fails an assertion",
-        f"{_K2}.Keras2.arguments", ("rnn_initial_state",),
+        f"{_K2}.Keras2.arguments",
+        ("rnn_initial_state",),
     ),
     KnownIssue(
-        "keras2-subclass-lost", "keras2", "<2.4",
-        "a functional model of a `Model` subclass with its own `get_config` comes back "
-        "as a plain Model",
-        f"{_K2}.Keras2.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
+        "keras2-subclass-lost",
+        "keras2",
+        "<2.4",
+        "a functional model of a `Model` subclass with its own `get_config` comes back as a plain Model",
+        f"{_K2}.Keras2.clone_functional_whole (rebuilt from its config)",
+        ("functional_subclass",),
     ),
     KnownIssue(
-        "keras2-no-clone-function", "keras2", "<2.4",
-        "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only "
-        "for functional models)",
-        f"{_CORE}.Cloner.clone_layer", ("clone_function_every_layer",),
+        "keras2-no-clone-function",
+        "keras2",
+        "<2.4",
+        "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only for functional models)",
+        f"{_CORE}.Cloner.clone_layer",
+        ("clone_function_every_layer",),
     ),
     KnownIssue(
-        "no-call-function", "keras2", "<2.4",
-        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+        "no-call-function",
+        "keras2",
+        "<2.4",
+        "no `call_function` argument",
+        f"{_CORE}.Cloner.call",
+        ("call_function",),
     ),
     KnownIssue(
-        "no-call-function", "tf_keras", ">=2.0",
-        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+        "no-call-function",
+        "tf_keras",
+        ">=2.0",
+        "no `call_function` argument",
+        f"{_CORE}.Cloner.call",
+        ("call_function",),
     ),
     KnownIssue(
-        "no-call-function", "keras3", "<3.3.3",
-        "no `call_function` argument", f"{_CORE}.Cloner.call", ("call_function",),
+        "no-call-function",
+        "keras3",
+        "<3.3.3",
+        "no `call_function` argument",
+        f"{_CORE}.Cloner.call",
+        ("call_function",),
     ),
     KnownIssue(
-        "no-recursive", "keras2", "<2.4",
-        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        "no-recursive",
+        "keras2",
+        "<2.4",
+        "no `recursive` argument: nested models are one unit",
+        f"{_CORE}.Cloner.clone_layer",
         ("recursive_nested",),
     ),
     KnownIssue(
-        "no-recursive", "tf_keras", ">=2.0",
-        "no `recursive` argument: nested models are one unit", f"{_CORE}.Cloner.clone_layer",
+        "no-recursive",
+        "tf_keras",
+        ">=2.0",
+        "no `recursive` argument: nested models are one unit",
+        f"{_CORE}.Cloner.clone_layer",
         ("recursive_nested",),
     ),
     KnownIssue(
-        "no-recursive", "keras3", "<3.14",
-        "no `recursive` argument before 3.3.3, and it stops after the first nesting "
-        "level before 3.14", f"{_CORE}.Cloner.clone_layer", ("recursive_nested",),
+        "no-recursive",
+        "keras3",
+        "<3.14",
+        "no `recursive` argument before 3.3.3, and it stops after the first nesting level before 3.14",
+        f"{_CORE}.Cloner.clone_layer",
+        ("recursive_nested",),
     ),
     KnownIssue(
-        "keras2-sequential-name", "keras2", "<2.2",
-        "a nested Sequential comes back renamed (`sequential_N`): its config is "
-        "the bare list of its layers, without the name", f"{_K2}.Keras2.config_round_trip",
+        "keras2-sequential-name",
+        "keras2",
+        "<2.2",
+        "a nested Sequential comes back renamed (`sequential_N`): its config is the bare list of its layers, without the name",
+        f"{_K2}.Keras2.config_round_trip",
         ("nested_sequential_name",),
     ),
     KnownIssue(
-        "keras3-input-layer-name", "keras3", ">=3.3",
+        "keras3-input-layer-name",
+        "keras3",
+        ">=3.3",
         "an Input made without a name comes back named after its tensor (`keras_tensor_N`), "
         "not its layer (`input_layer_N`): the clone's layer names differ from the source's "
         "(3.0-3.2 rebuild a plain clone from its config, which keeps them)",
-        f"{_K3}.Keras3.input_specs", ("input_layer_name", "nested_sequential_name"),
+        f"{_K3}.Keras3.input_specs",
+        ("input_layer_name", "nested_sequential_name"),
     ),
     KnownIssue(
-        "keras2-app-unregistered", "keras2", "<2.2",
+        "keras2-app-unregistered",
+        "keras2",
+        "<2.2",
         "a model holding keras.applications' MobileNet (2.0-2.1: its `relu6` activation and, "
         "before 2.1.5, its DepthwiseConv2D) fails the clone with 'Unknown activation function:relu6': "
-        "Keras does not register them", f"{_K2}.Keras2.config_round_trip", ("app_unregistered_objects",),
+        "Keras does not register them",
+        f"{_K2}.Keras2.config_round_trip",
+        ("app_unregistered_objects",),
     ),
     KnownIssue(
-        "trainable-model", "keras2", "<2.4",
-        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        "trainable-model",
+        "keras2",
+        "<2.4",
+        "`model.trainable = False` is lost by the clone",
+        f"{_CORE}.restore_trainable",
         ("trainable_false",),
     ),
     KnownIssue(
-        "trainable-model", "tf_keras", ">=2.0",
-        "`model.trainable = False` is lost by the clone", f"{_CORE}.restore_trainable",
+        "trainable-model",
+        "tf_keras",
+        ">=2.0",
+        "`model.trainable = False` is lost by the clone",
+        f"{_CORE}.restore_trainable",
         ("trainable_false",),
     ),
     KnownIssue(
-        "trainable-model", "keras3", ">=3.3",
+        "trainable-model",
+        "keras3",
+        ">=3.3",
         "`model.trainable = False` on a functional model is lost by the clone",
-        f"{_CORE}.restore_trainable", ("trainable_false",),
+        f"{_CORE}.restore_trainable",
+        ("trainable_false",),
     ),
     KnownIssue(
-        "tf-keras-single-list-call", "tf_keras", ">=2.0",
+        "tf-keras-single-list-call",
+        "tf_keras",
+        ">=2.0",
         "a layer called on a one-element list (`Concatenate()([x])`) fails to clone",
         f"{_TF}.TfKeras.clone_functional_whole (the core walk keeps the call's structure)",
-        ("single_input_concatenate",), "keras-team/keras #17700",
+        ("single_input_concatenate",),
+        "keras-team/keras #17700",
     ),
     KnownIssue(
-        "lambda-safe-mode", "keras3", "<3.3 | ==3.12.4 | >=3.15.1",
+        "lambda-safe-mode",
+        "keras3",
+        "<3.3 | ==3.12.4 | >=3.15.1",
         "a `Lambda` holding a Python lambda is refused by the config round trip "
         "(safe-mode deserialization, enforced again by the 3.12.4 and 3.15.1 "
         "patches); turning safe mode off globally would be unsafe",
@@ -156,31 +209,44 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
     ),
     KnownIssue(
-        "keras3-sequential-input-tensors", "keras3", "<3.7",
-        "cloning a Sequential model onto `input_tensors` fails with 'A symbolic "
-        "KerasTensor cannot be used as a boolean'",
-        f"{_K3}.Keras3._sequential_on", ("sequential_input_tensors",),
+        "keras3-sequential-input-tensors",
+        "keras3",
+        "<3.7",
+        "cloning a Sequential model onto `input_tensors` fails with 'A symbolic KerasTensor cannot be used as a boolean'",
+        f"{_K3}.Keras3._sequential_on",
+        ("sequential_input_tensors",),
     ),
     KnownIssue(
-        "keras3-functional-output-list", "keras3", "==3.4.*",
+        "keras3-functional-output-list",
+        "keras3",
+        "==3.4.*",
         "a nested single-output Functional model comes back from `from_config` with a "
         "one-element list as its output, so a clone of `TimeDistributed(<model>)` "
         "fails with \"Cannot convert '3' to a shape\"",
-        f"{_K3}.Keras3.config_round_trip (_restore_single_outputs)", ("timedistributed_nested_model",),
+        f"{_K3}.Keras3.config_round_trip (_restore_single_outputs)",
+        ("timedistributed_nested_model",),
     ),
     KnownIssue(
-        "keras3-subclass-lost", "keras3", ">=3.3",
+        "keras3-subclass-lost",
+        "keras3",
+        ">=3.3",
         "a functional model of a `Model` subclass with its own constructor (keras_hub "
         "backbones and tasks, a user's subclass) comes back as a plain Functional",
-        f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)", ("functional_subclass",),
+        f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)",
+        ("functional_subclass",),
     ),
     KnownIssue(
-        "keras3-sparse-inputs", "keras3", ">=3.3",
+        "keras3-sparse-inputs",
+        "keras3",
+        ">=3.3",
         "`sparse=True` / `ragged=True` inputs come back dense",
-        f"{_K3}.Keras3.input_specs", ("sparse_input",),
+        f"{_K3}.Keras3.input_specs",
+        ("sparse_input",),
     ),
     KnownIssue(
-        "keras3-compiled-clone-config", "keras3", "<3.3 | >=3.9",
+        "keras3-compiled-clone-config",
+        "keras3",
+        "<3.3 | >=3.9",
         "cloning a compiled model compiles the clone from the source's serialized compile "
         "config: an unregistered loss, metric or optimizer class fails the whole clone "
         "with TypeError 'Could not locate function'",
@@ -188,37 +254,51 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ("compiled_custom_loss",),
     ),
     # The models users hold (tests/test_holdings.py shows each beside the native recipe; no
-    # feature check of tests/features.py: the kinds live in tests/holdings.py).
+    # feature check of tests/feature_checks.py: the kinds live in tests/holdings.py).
     KnownIssue(
-        "subclass-clone-unbuilt", "tf_keras", ">=2.0",
+        "subclass-clone-unbuilt",
+        "tf_keras",
+        ">=2.0",
         "a subclassed model rebuilt from its config has no variables until it is called: "
         "`set_weights` / a weight copy into the clone fails until the user calls it once",
-        f"{_CORE}.Cloner._clone_subclassed ({_TF}.TfKeras.build_like: the first call's input "
-        "signature, traced)", (),
+        f"{_CORE}.Cloner._clone_subclassed ({_TF}.TfKeras.build_like: the first call's input signature, traced)",
+        (),
     ),
     KnownIssue(
-        "subclass-layers-in-constructor", "keras3", ">=3.0",
+        "subclass-layers-in-constructor",
+        "keras3",
+        ">=3.0",
         "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
         "cannot be cloned: its config cannot hold a layer (NotImplementedError / TypeError)",
-        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)", (),
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)",
+        (),
     ),
     KnownIssue(
-        "subclass-layers-in-constructor", "tf_keras", ">=2.0",
+        "subclass-layers-in-constructor",
+        "tf_keras",
+        ">=2.0",
         "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
         "cannot be cloned: its config cannot hold a layer (TypeError)",
-        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)", (),
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)",
+        (),
     ),
     KnownIssue(
-        "subclass-plain-attribute-lost", "tf_keras", ">=2.0",
+        "subclass-plain-attribute-lost",
+        "tf_keras",
+        ">=2.0",
         "a plain attribute set on a subclassed model after construction (`model.temperature "
         "= 4.0`) is lost by the clone, which computes other outputs, silently",
-        "compat_clone.families._structure.copy_plain_attributes", (),
+        "compat_clone.families._structure.copy_plain_attributes",
+        (),
     ),
     KnownIssue(
-        "tf-keras-revived-layer", "tf_keras", ">=2.0",
+        "tf-keras-revived-layer",
+        "tf_keras",
+        ">=2.0",
         "a layer revived from a SavedModel loaded without its class cannot be rebuilt from "
         "its config: the clone fails or computes something else",
-        f"{_CORE}.Cloner._refuse_revived (refused, the native exception with the reason)", (),
+        f"{_CORE}.Cloner._refuse_revived (refused, the native exception with the reason)",
+        (),
     ),
 )
 
@@ -252,8 +332,7 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "Keras 3.15): the wrapper called the public name it had replaced",
         "compat_clone._native.clone_model_of (the native function from its defining module); "
         "compat_clone._patch never rebinds a defining module that compat_clone calls",
-        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses",
-         "tests/test_patch.py"),
+        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses", "tests/test_patch.py"),
     ),
     WrapperRule(
         "wrapped-user-exception",
@@ -262,8 +341,10 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "missing QuantizeConfig) no longer caught it; the native call lets it through",
         "compat_clone.families._cloner.Cloner._user_clone / _user_call (the same "
         "object re-raised, a note naming the layer added with compat_clone.errors.add_note)",
-        ("tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
-         "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively"),
+        (
+            "tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
+            "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively",
+        ),
     ),
     WrapperRule(
         "native-exception-type",
@@ -281,8 +362,10 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "the latter asks the native call, on the failure path only, whether it fails alike); "
         "Family.clone_lambda and Keras3.config_round_trip keep UnsupportedModelError for "
         "their own steps",
-        ("tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
-         "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument"),
+        (
+            "tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
+            "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument",
+        ),
     ),
     WrapperRule(
         "copy-shared-variable",
@@ -292,8 +375,10 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "source.get_weights())` reads every value first",
         "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
         "compat_clone.placement.torch (_tensors, _assign_torch): aliased sources read before any write",
-        ("tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
-         "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights"),
+        (
+            "tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
+            "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights",
+        ),
     ),
 )
 
@@ -336,6 +421,4 @@ def affects(row: KnownIssue, version: str) -> bool:
     from packaging.version import Version
 
     parsed = Version(version)
-    return any(
-        SpecifierSet(part.strip()).contains(parsed, prereleases=True) for part in row.versions.split("|")
-    )
+    return any(SpecifierSet(part.strip()).contains(parsed, prereleases=True) for part in row.versions.split("|"))

@@ -21,7 +21,12 @@ from compat_clone._walk import walk
 from compat_clone.errors import WeightsMismatchError
 
 __all__ = [
-    "LayerMap", "plan_copy", "plan_copy_cached", "iter_layers", "refresh_derived_state", "tracked_pairs",
+    "LayerMap",
+    "plan_copy",
+    "plan_copy_cached",
+    "iter_layers",
+    "refresh_derived_state",
+    "tracked_pairs",
     "untracked_weights",
 ]
 
@@ -144,8 +149,10 @@ def _checked(variables: List[Tuple[Any, Any]], spec: Spec, target: Any) -> List[
         tgt_shape, tgt_dtype = spec(tgt_var)
         if src_shape != tgt_shape or src_dtype != tgt_dtype:
             name = getattr(tgt_var, "path", None) or getattr(tgt_var, "name", "?")
-            owner = next((layer.name for layer in iter_layers(target) if any(v is tgt_var for v in _own_weights(layer))),
-                         getattr(target, "name", "?"))
+            owner = next(
+                (layer.name for layer in iter_layers(target) if any(v is tgt_var for v in _own_weights(layer))),
+                getattr(target, "name", "?"),
+            )
             raise WeightsMismatchError(
                 f"Variable {name!r} of layer {owner!r}: the source "
                 f"has shape={src_shape} dtype={src_dtype}, the target expects "

@@ -25,7 +25,4 @@ def ensemble(model: Any, n: int, *, same_weights: bool = True) -> List[Any]:
     """
     if n < 1:
         raise ValueError(f"Expected n >= 1. Received: n={n!r}.")
-    return [
-        compat_clone.clone_model(model, copy_weights=same_weights, name=f"{model.name}_{i}")
-        for i in range(n)
-    ]
+    return [compat_clone.clone_model(model, copy_weights=same_weights, name=f"{model.name}_{i}") for i in range(n)]

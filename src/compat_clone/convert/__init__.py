@@ -12,27 +12,25 @@ tf.keras <= 2.15 cannot share a process with Keras 3:
   that computes a Keras 2 formula Keras 3 changed (standalone Keras 2's
   LSTM / GRU ``hard_sigmoid``).
 
-`convert(model)` does all of it in one process, where both Kerases import.
-The package is callable: `compat_clone.convert(model)` is `convert(model)`.
-Importing this package imports no framework.
+`convert(model)` does all of it in one process, where both Kerases import
+(`compat_clone.convert.convert(model)`, or `from compat_clone.convert import
+convert`). Importing this package imports no framework.
 """
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any, List, Mapping, Optional, Tuple, Union
-
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
 from compat_clone.errors import InvalidArgumentError
+from compat_clone.families.registry import FAMILIES
 
 if TYPE_CHECKING:
-    from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord, describe
     from compat_clone.convert._custom_objects import custom_objects
+    from compat_clone.convert._describe import describe
+    from compat_clone.convert._files import describe_file, rebuild_file
+    from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
     from compat_clone.convert._io import load, save
-    from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
     from compat_clone.convert._proof import OutputDiff, Proof, verify
     from compat_clone.convert._rebuild import rebuild
 
@@ -48,22 +46,36 @@ __all__ = [
     "convert",
     "custom_objects",
     "describe",
+    "describe_file",
+    "rebuild_file",
     "save",
     "load",
     "rebuild",
     "verify",
 ]
 
-_TARGETS = ("keras3",)
+_TARGETS = tuple(name for name, found in FAMILIES.items() if found.conversion_target)
 
 # Public name -> the module that defines it, imported on first use: the
 # conversion's modules need NumPy (and a framework to do anything), so
 # `import compat_clone.convert` works in an environment that has neither.
 _LAZY = {
-    "FORMAT": "_describe", "Description": "_describe", "ProbeSet": "_describe", "WeightRecord": "_describe",
-    "LayerOutput": "_layer_outputs", "LayerOutputs": "_layer_outputs",
-    "describe": "_describe", "custom_objects": "_custom_objects", "load": "_io", "save": "_io",
-    "OutputDiff": "_proof", "Proof": "_proof", "verify": "_proof", "rebuild": "_rebuild",
+    "FORMAT": "_format",
+    "Description": "_format",
+    "ProbeSet": "_format",
+    "WeightRecord": "_format",
+    "LayerOutput": "_format",
+    "LayerOutputs": "_format",
+    "describe": "_describe",
+    "describe_file": "_files",
+    "rebuild_file": "_files",
+    "custom_objects": "_custom_objects",
+    "load": "_io",
+    "save": "_io",
+    "OutputDiff": "_proof",
+    "Proof": "_proof",
+    "verify": "_proof",
+    "rebuild": "_rebuild",
 }
 
 
@@ -133,17 +145,15 @@ def convert(
     Example:
 
     >>> import tf_keras
-    >>> import compat_clone
+    >>> from compat_clone.convert import convert
     >>> inputs = tf_keras.Input((3,))
     >>> source = tf_keras.Model(inputs, tf_keras.layers.Dense(2)(inputs))
-    >>> model, proof = compat_clone.convert(source, return_proof=True)
+    >>> model, proof = convert(source, return_proof=True)
     >>> type(model).__module__.split(".")[0], proof.ok
     ('keras', True)
     """
     if to not in _TARGETS:
-        raise InvalidArgumentError(
-            f"Expected `to` to be one of {list(_TARGETS)}. Received: to={to!r}."
-        )
+        raise InvalidArgumentError(f"Expected `to` to be one of {list(_TARGETS)}. Received: to={to!r}.")
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
         raise InvalidArgumentError(
             "Expected `custom_objects` to be a dict of names to Keras 3 classes or functions. "
@@ -158,20 +168,3 @@ def convert(
     converted = rebuild(description, custom_objects=custom_objects, changes=changes)
     proof = verify(description, converted, rtol=rtol, atol=atol, changes=changes)
     return (converted, proof) if return_proof else converted
-
-
-class _CallablePackage(types.ModuleType):
-    """This package's module type: calling it calls `convert`."""
-
-    def __call__(
-        self, model: Any, to: str = "keras3", **kwargs: Any
-    ) -> Union[Any, Tuple[Any, Proof]]:
-        return convert(model, to, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:  # the module-level lazy names, for this module type too
-        return __getattr__(name)
-
-
-# `compat_clone.convert` names this package once it is imported (Python binds
-# a subpackage to its parent's attribute): make that name do the conversion.
-sys.modules[__name__].__class__ = _CallablePackage

@@ -2,115 +2,27 @@
 
 `describe(model)` runs in the model's own environment (standalone Keras
 2.0-2.3 in TF1 graph mode, tf.keras 2.x, `tf_keras`) and returns a
-`Description`: plain JSON-able data and NumPy arrays, nothing of the source
-framework. `compat_clone.convert._rebuild.rebuild` turns it into a Keras 3
-model in another process (or the same one), and `_proof.verify` checks the
-result against the source's outputs recorded here.
+`Description` (the conversion's format, `_format`): plain JSON-able data and
+NumPy arrays, nothing of the source framework. `rebuild` (`_rebuild`) turns
+it into a Keras 3 model in another process (or the same one), and `verify`
+(`_proof`) checks the result against the source's outputs recorded here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2, TF_KERAS, family_of
 from compat_clone._walk import walk
-from compat_clone.convert._layer_outputs import LayerOutputs, record
+from compat_clone.convert._format import Description, ProbeSet, WeightRecord
+from compat_clone.convert._layer_outputs import record
 from compat_clone.convert._probes import output_masks, predict, random_probe, user_inputs
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
+from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, entry, family_of
 
-__all__ = ["Description", "ProbeSet", "WeightRecord", "describe", "FORMAT"]
-
-#: the version of the description's layout; `_io.load` refuses any other
-FORMAT = "compat_clone.convert/1"
-
-
-@dataclasses.dataclass
-class WeightRecord:
-    """One weight of one layer, as the source names it.
-
-    Attributes:
-        layer: the layer's path from the top model, ``"/"``-joined names
-            (``"encoder/dense"`` for a layer of the nested model ``encoder``).
-        index: its position in the layer's ``weights`` list.
-        name: the source's variable name (``"dense/kernel:0"``).
-        value: the value, a NumPy array.
-    """
-
-    layer: str
-    index: int
-    name: str
-    value: np.ndarray
-
-
-@dataclasses.dataclass
-class ProbeSet:
-    """Inputs given to the source model, and what it answered.
-
-    Attributes:
-        origin: ``"random"`` (drawn by `describe`) or ``"user"``.
-        inputs: one array per model input, in the model's input order.
-        outputs: one array per model output, in the model's output order.
-        masks: per output, the Keras mask the source computed for it (a
-            boolean array over its leading dimensions, e.g. batch x steps),
-            or None where the output carries no mask (empty: no output
-            carries one). Values at masked
-            positions mean nothing to Keras, and the families disagree on
-            them (an RNN's masked steps hold zeros or the previous step's
-            output), so `verify` compares only the unmasked positions.
-    """
-
-    origin: str
-    inputs: List[np.ndarray]
-    outputs: List[np.ndarray]
-    masks: List[Optional[np.ndarray]] = dataclasses.field(default_factory=list)
-
-    def mask_of(self, k: int) -> Optional[np.ndarray]:
-        """The mask of output `k`, or None."""
-        return self.masks[k] if k < len(self.masks) else None
-
-
-@dataclasses.dataclass
-class Description:
-    """A Keras 2 model as neutral data: architecture, weights, probes, notes.
-
-    Attributes:
-        source: ``family``, ``package``, ``version``, ``backend`` of the
-            model (`compat_clone.family_of`), and ``python``.
-        architecture: ``{"class_name": ..., "config": ...}``, the model's
-            config as its Keras writes it to JSON (per-layer class names,
-            configs and inbound nodes, nested models inside).
-        weights: every weight of every layer (`WeightRecord`), nested models'
-            layers under their path.
-        probes: inputs and the source's outputs on them (`ProbeSet`).
-        notes: what could not be described as data, one dict per finding:
-            ``{"kind": ..., "layer": ..., "detail": ...}`` (e.g. a `Lambda`
-            whose function uses TensorFlow).
-        format: the layout version, `FORMAT`.
-        layer_outputs: each layer's outputs on the first sample of the
-            first probe set, in graph order, within a byte budget
-            (`LayerOutputs`): where a failed proof names the layer whose
-            outputs first differ.
-    """
-
-    source: Dict[str, str]
-    architecture: Dict[str, Any]
-    weights: List[WeightRecord]
-    probes: List[ProbeSet]
-    notes: List[Dict[str, Any]]
-    format: str = FORMAT
-    layer_outputs: LayerOutputs = dataclasses.field(default_factory=LayerOutputs)
-
-    def weights_of(self, layer: str) -> List[WeightRecord]:
-        """The weights of the layer at path `layer`, in their source order."""
-        return sorted((w for w in self.weights if w.layer == layer), key=lambda w: w.index)
-
-    def notes_for(self, layer: str) -> List[Dict[str, Any]]:
-        """The notes about the layer at path `layer`."""
-        return [n for n in self.notes if n.get("layer") == layer]
+__all__ = ["describe"]
 
 
 def describe(
@@ -158,7 +70,7 @@ def describe(
     ('tf_keras', 2, (4, 2))
     """
     info = family_of(model)
-    if info.family not in (KERAS2, TF_KERAS):
+    if not entry(info.family).conversion_source:
         raise InvalidArgumentError(
             f"Expected a Keras 2 model (standalone keras 2.x, tf.keras or tf_keras) to "
             f"describe. Received a model of {info.package} {info.version} "
@@ -166,9 +78,7 @@ def describe(
             "`compat_clone.clone_model` to copy it."
         )
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
-        raise InvalidArgumentError(
-            f"Expected `samples` to be a positive integer. Received: samples={samples!r}."
-        )
+        raise InvalidArgumentError(f"Expected `samples` to be a positive integer. Received: samples={samples!r}.")
     architecture = _architecture(model)
     weights: List[WeightRecord] = []
     notes: List[Dict[str, Any]] = []
@@ -182,7 +92,7 @@ def describe(
     for probe in probes:
         masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
-    layer_outputs = record(model, probes[0].inputs, info.family == KERAS2)
+    layer_outputs = record(model, probes[0].inputs, entry(info.family).graph_mode)
     import sys
 
     return Description(
@@ -191,7 +101,7 @@ def describe(
             "package": info.package,
             "version": info.version,
             "backend": str(info.backend),
-            "python": "%d.%d" % sys.version_info[:2],
+            "python": "{}.{}".format(*sys.version_info[:2]),
         },
         architecture=architecture,
         weights=weights,
@@ -247,10 +157,10 @@ def _has_graph(model: Any) -> bool:
     )
 
 
-def _batch_reader(info: Any) -> Any:
+def _batch_reader(info: FamilyInfo) -> Any:
     """Standalone Keras 2's `backend.batch_get_value` (`info`: the model's `FamilyInfo`), or None for the
     other families (eager reads)."""
-    if info.family != KERAS2:
+    if not entry(info.family).graph_mode:
         return None
     import sys
 
@@ -258,7 +168,7 @@ def _batch_reader(info: Any) -> Any:
     return getattr(backend, "batch_get_value", None)
 
 
-def _record_layers(model: Any, info: Any, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
+def _record_layers(model: Any, info: FamilyInfo, weights: List[WeightRecord], notes: List[Dict[str, Any]]) -> None:
     """Records the weights (and the notes) of every layer under `model` (of family `info`), by path."""
     layers = list(walk(model))
     read = _batch_reader(info)
@@ -276,8 +186,7 @@ def _record_layers(model: Any, info: Any, weights: List[WeightRecord], notes: Li
         if ".applications." in module:
             # a layer class of a `keras.applications` model (ConvNeXt's
             # LayerScale): Keras 3's applications may have its counterpart
-            notes.append({"kind": "application_class", "layer": path,
-                          "class": type(sub).__name__, "module": module})
+            notes.append({"kind": "application_class", "layer": path, "class": type(sub).__name__, "module": module})
 
 
 def _code_names(code: Any) -> List[str]:
@@ -294,40 +203,47 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
     fn = layer.function
     code = getattr(fn, "__code__", None)
     if code is None:
-        return [{"kind": "lambda_opaque", "layer": path,
-                 "detail": f"function {fn!r} has no Python code to carry over"}]
+        return [{"kind": "lambda_opaque", "layer": path, "detail": f"function {fn!r} has no Python code to carry over"}]
     scope = getattr(fn, "__globals__", {})
     found: List[Dict[str, Any]] = []
     import builtins
 
     # Names read from the function's module, then those its closure holds
     # (the closure's values are what Keras 2 writes into the config).
-    bound: List[Tuple[str, Any, bool]] = [
-        (name, scope[name], False) for name in sorted(set(_code_names(code))) if name in scope
-    ]
+    bound: List[Tuple[str, Any, bool]] = [(name, scope[name], False) for name in sorted(set(_code_names(code))) if name in scope]
     cells = getattr(fn, "__closure__", None) or ()
     bound.extend((name, cell.cell_contents, True) for name, cell in zip(code.co_freevars, cells))
     for name, value, in_closure in bound:
-        module = getattr(value, "__name__", "") if _is_module(value) else getattr(
-            value, "__module__", None
-        )
+        module = getattr(value, "__name__", "") if _is_module(value) else getattr(value, "__module__", None)
         root = (module or "").partition(".")[0]
-        if root in ("tensorflow", "keras", "tf_keras"):
-            found.append({"kind": "lambda_framework", "layer": path, "name": name,
-                          "module": module, "function": getattr(fn, "__qualname__", "?")})
+        if root in OWNER_PACKAGES:
+            found.append(
+                {
+                    "kind": "lambda_framework",
+                    "layer": path,
+                    "name": name,
+                    "module": module,
+                    "function": getattr(fn, "__qualname__", "?"),
+                }
+            )
         elif _is_module(value):
-            found.append({"kind": "lambda_module", "layer": path, "name": name,
-                          "module": module})
+            found.append({"kind": "lambda_module", "layer": path, "name": name, "module": module})
         elif in_closure and _is_module(value):
-            found.append({"kind": "lambda_global", "layer": path, "name": name,
-                          "detail": f"the module {module!r}, held by the function's closure"})
+            found.append(
+                {
+                    "kind": "lambda_global",
+                    "layer": path,
+                    "name": name,
+                    "detail": f"the module {module!r}, held by the function's closure",
+                }
+            )
         elif isinstance(value, (int, float, str, bool)) or value is None:
             if not in_closure:  # closure constants travel in the config itself
-                found.append({"kind": "lambda_constant", "layer": path, "name": name,
-                              "value": value})
+                found.append({"kind": "lambda_constant", "layer": path, "name": name, "value": value})
         elif in_closure or not hasattr(builtins, name):
-            found.append({"kind": "lambda_global", "layer": path, "name": name,
-                          "detail": f"{type(value).__name__} from module {module!r}"})
+            found.append(
+                {"kind": "lambda_global", "layer": path, "name": name, "detail": f"{type(value).__name__} from module {module!r}"}
+            )
     return found
 
 
@@ -335,5 +251,3 @@ def _is_module(value: Any) -> bool:
     import types
 
     return isinstance(value, types.ModuleType)
-
-

@@ -21,8 +21,15 @@ from compat_clone.errors import ConversionMismatchError
 __all__ = ["describe_file", "rebuild_file"]
 
 
-def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[str] = None,
-                  custom_objects: Optional[Mapping[str, Any]] = None, safe_mode: bool = True) -> Dict[str, Any]:
+def describe_file(
+    model_path: str,
+    out: str,
+    *,
+    family: str,
+    inputs: Optional[str] = None,
+    custom_objects: Optional[Mapping[str, Any]] = None,
+    safe_mode: bool = True,
+) -> Dict[str, Any]:
     """Describes the saved Keras 2 model at `model_path` into the description file `out`.
 
     Args:
@@ -41,10 +48,10 @@ def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[st
         InvalidArgumentError: this environment has another Keras family, or
             Keras could not load the file.
     """
-    from compat_clone._dispatch import family_of
     from compat_clone.convert._describe import describe
     from compat_clone.convert._io import save
     from compat_clone.convert._source import keras_for, read_inputs, read_model
+    from compat_clone.families.registry import family_of
 
     keras = keras_for(family)
     model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
@@ -54,8 +61,9 @@ def describe_file(model_path: str, out: str, *, family: str, inputs: Optional[st
     return {"family": info.family, "version": info.version, "backend": info.backend, "layers": len(model.layers)}
 
 
-def rebuild_file(description_path: str, out: str, *, rtol: float, atol: float,
-                 custom_objects: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def rebuild_file(
+    description_path: str, out: str, *, rtol: float, atol: float, custom_objects: Optional[Mapping[str, Any]] = None
+) -> Dict[str, Any]:
     """Rebuilds a description file in Keras 3 and writes the proven model to `out`.
 
     The model is proven in memory, saved, loaded back from `out` and proven
@@ -98,24 +106,34 @@ def rebuild_file(description_path: str, out: str, *, rtol: float, atol: float,
         # Lambda layers' code is the source's, which the user chose to convert).
         step = "read back from its file"
         try:
-            reloaded = keras.models.load_model(out, custom_objects=_by_own_names(custom_objects), compile=False,
-                                               safe_mode=not lambdas)
+            reloaded = keras.models.load_model(
+                out, custom_objects=_by_own_names(custom_objects), compile=False, safe_mode=not lambdas
+            )
         except Exception as e:
-            raise ConversionMismatchError(f"Keras {keras.__version__} cannot load the file it wrote: "
-                                          f"{type(e).__name__}: {str(e).strip()[:600]}") from e
+            raise ConversionMismatchError(
+                f"Keras {keras.__version__} cannot load the file it wrote: {type(e).__name__}: {str(e).strip()[:600]}"
+            ) from e
         proof = verify(description, reloaded, rtol=rtol, atol=atol, changes=changes)
     except ConversionMismatchError as e:
         if os.path.exists(out):
             os.remove(out)
         error = str(e)
         if step != "in memory":
-            error = (f"The converted model passed its proof in memory, but not once {step}: {error.rstrip('.')}. "
-                     f"Keras {keras.__version__}'s own saving loses part of this model (an upstream bug "
-                     "of that version); convert with a newer Keras 3 as --to (the default is the newest "
-                     "of the matrix).")
+            error = (
+                f"The converted model passed its proof in memory, but not once {step}: {error.rstrip('.')}. "
+                f"Keras {keras.__version__}'s own saving loses part of this model (an upstream bug "
+                "of that version); convert with a newer Keras 3 as --to (the default is the newest "
+                "of the matrix)."
+            )
         return {"ok": False, "error": error, "proof": None if e.proof is None else e.proof.to_json()}
-    return {"ok": True, "proof": proof.to_json(), "keras": keras.__version__,
-            "backend": keras.backend.backend(), "lambdas": lambdas, "formulas": formulas}
+    return {
+        "ok": True,
+        "proof": proof.to_json(),
+        "keras": keras.__version__,
+        "backend": keras.backend.backend(),
+        "lambdas": lambdas,
+        "formulas": formulas,
+    }
 
 
 def _by_own_names(custom_objects: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:

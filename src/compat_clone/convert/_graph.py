@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from compat_clone.convert._tf_ops import PendingOp
 from compat_clone._walk import MODEL_CLASS_NAMES
+from compat_clone.convert._tf_ops import PendingOp
 from compat_clone.errors import UnconvertibleLayerError
 
 __all__ = ["MODEL_CLASSES", "functional", "first_node", "is_model_entry"]

@@ -47,8 +47,7 @@ from typing import Any, Dict, List, Union
 
 import numpy as np
 
-from compat_clone.convert._describe import FORMAT, Description, ProbeSet, WeightRecord
-from compat_clone.convert._layer_outputs import LayerOutput, LayerOutputs
+from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
 from compat_clone.errors import DescriptionFileError, InvalidArgumentError
 
 __all__ = ["save", "load"]
@@ -84,8 +83,7 @@ def save(description: Description, path: PathLike) -> str:
     """
     if not isinstance(description, Description):
         raise InvalidArgumentError(
-            f"Expected a `Description` (from `compat_clone.convert.describe`). "
-            f"Received: {type(description).__name__}."
+            f"Expected a `Description` (from `compat_clone.convert.describe`). Received: {type(description).__name__}."
         )
     target = os.fspath(path)
     if not target.endswith(".npz"):
@@ -181,10 +179,7 @@ def load(path: PathLike) -> Description:
                 "compat_clone (or install the version that wrote it)."
             )
         try:
-            weights = [
-                WeightRecord(w["layer"], int(w["index"]), w["name"], archive[w["array"]])
-                for w in document["weights"]
-            ]
+            weights = [WeightRecord(w["layer"], int(w["index"]), w["name"], archive[w["array"]]) for w in document["weights"]]
             probes = [
                 ProbeSet(
                     p["origin"],
@@ -205,8 +200,7 @@ def load(path: PathLike) -> Description:
             )
         except KeyError as exc:
             raise DescriptionFileError(
-                f"{target!r} is an incomplete description: missing {exc}. Write it again "
-                "with `compat_clone.convert.save`."
+                f"{target!r} is an incomplete description: missing {exc}. Write it again with `compat_clone.convert.save`."
             ) from exc
 
 
@@ -226,6 +220,8 @@ def _read_layer_outputs(document: Dict[str, Any], archive: Any) -> LayerOutputs:
     entry = document.get("layer_outputs")
     if entry is None:
         return LayerOutputs()
-    records = [LayerOutput(r["layer"], archive[r["array"]], None if r.get("mask") is None else archive[r["mask"]])
-               for r in entry["records"]]
+    records = [
+        LayerOutput(r["layer"], archive[r["array"]], None if r.get("mask") is None else archive[r["mask"]])
+        for r in entry["records"]
+    ]
     return LayerOutputs(records, str(entry.get("note", "")))

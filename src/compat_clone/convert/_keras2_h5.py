@@ -18,6 +18,8 @@ from typing import Any, List, Mapping, Optional
 
 from compat_clone.errors import InvalidArgumentError
 
+__all__ = ["load", "needs_own_reader"]
+
 
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
@@ -56,7 +58,7 @@ def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> 
             )
         config = json.loads(_text(f.attrs["model_config"]))
         model = saving.model_from_config(config, custom_objects=dict(custom_objects or {}))
-        group = f["model_weights"] if "model_weights" in f else f
+        group = f.get("model_weights", f)
         version = _text(group.attrs["keras_version"]) if "keras_version" in group.attrs else "1"
         backend = _text(group.attrs["backend"]) if "backend" in group.attrs else None
         saved = []

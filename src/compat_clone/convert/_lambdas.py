@@ -73,7 +73,7 @@ def lambda_function(builder: Any, config: Dict[str, Any], key: str, path: str) -
             )
         return fn
     python = builder.description.source.get("python")
-    here = "%d.%d" % sys.version_info[:2]
+    here = "{}.{}".format(*sys.version_info[:2])
     if python != here:
         raise UnconvertibleLayerError(
             f"Lambda layer {path!r} holds Python {python} bytecode; this is Python {here}, "

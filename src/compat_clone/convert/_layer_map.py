@@ -112,8 +112,17 @@ for _name in ("SeparableConv1D", "SeparableConv2D"):
     }
 # Keras 2's random augmentation layers chose a random-number generator; Keras 3
 # has one (seeded by `seed`), and these layers pass inputs through at inference.
-for _name in ("RandomBrightness", "RandomContrast", "RandomCrop", "RandomFlip", "RandomHeight",
-              "RandomRotation", "RandomTranslation", "RandomWidth", "RandomZoom"):
+for _name in (
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomHeight",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomWidth",
+    "RandomZoom",
+):
     DROPPABLE_ARGUMENTS[_name] = {"rng_type": (_any, "Keras 3 has one random-number generator, seeded by `seed`")}
 
 # Keys of an object's serialized dict that Keras 3 does not read.
@@ -138,10 +147,9 @@ def accepted_arguments(cls: type) -> Optional[set[str]]:
         except (TypeError, ValueError):
             return None
         names.update(p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
-        if klass.__module__.partition(".")[0] != "keras":
-            # A custom class taking **kwargs may consume anything: do not judge.
-            if any(p.kind is p.VAR_KEYWORD for p in params) and klass is cls:
-                return None
+        # A custom class taking **kwargs may consume anything: do not judge.
+        if klass.__module__.partition(".")[0] != "keras" and klass is cls and any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
     names.discard("self")
     return names
 
@@ -211,10 +219,7 @@ def map_config(
         elif new_key.endswith("_initializer"):
             value = _initializer(value)
         elif new_key in _ACTIVATION_KEYS and value in _CHANGED_ACTIVATIONS:
-            changes.append(
-                f"{path}: {new_key}={value!r} computed with the Keras 2 formula "
-                "(Keras 3 changed its maths)"
-            )
+            changes.append(f"{path}: {new_key}={value!r} computed with the Keras 2 formula (Keras 3 changed its maths)")
             value = activation(value)
         out[new_key] = value
     if class_name == "BatchNormalization" and isinstance(out.get("axis"), list):

@@ -5,9 +5,10 @@ output of every call of every layer of the model's graph on the first sample
 of the first probe set, in one run of the source's own graph (standalone
 Keras 2: a backend function; tf.keras / tf_keras: a model of the same graph
 whose outputs are all those tensors), and keeps them in graph order within a
-byte budget. `first_difference` runs in Keras 3 (in `verify`, only once a
-proof has failed): it walks the converted model's graph on the same sample
-and names the first layer whose output is not within the proof's tolerance.
+byte budget, as `LayerOutputs` (part of the format, `_format`).
+`first_difference` runs in Keras 3 (in `verify`, only once a proof has
+failed): it walks the converted model's graph on the same sample and names
+the first layer whose output is not within the proof's tolerance.
 
 Only the top model's graph is recorded: a nested model is one layer there
 (its own layers are not compared), and a layer of no float or integer
@@ -16,50 +17,17 @@ output (strings) is skipped.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from compat_clone._walk import is_model
+from compat_clone.convert._format import LayerOutput, LayerOutputs
 
-__all__ = ["BUDGET", "LayerOutput", "LayerOutputs", "record", "first_difference", "run_graph"]
+__all__ = ["BUDGET", "record", "first_difference", "run_graph"]
 
 #: bytes of layer outputs a description keeps (the first layers in graph order)
 BUDGET = 4 * 2**20
-
-
-@dataclasses.dataclass
-class LayerOutput:
-    """One output of one call of a layer, on the first probe sample.
-
-    Attributes:
-        layer: the layer's name in the top model (a nested model's name for
-            the whole nested model).
-        value: the output, batch of 1 first.
-        mask: the Keras mask the source computed for it (positions not
-            compared), or None.
-    """
-
-    layer: str
-    value: np.ndarray
-    mask: Optional[np.ndarray] = None
-
-
-@dataclasses.dataclass
-class LayerOutputs:
-    """The layers' outputs a description holds, in graph order.
-
-    Attributes:
-        records: one `LayerOutput` per output of each layer call, in the
-            order the model's graph runs them (a layer called twice: both
-            calls', in that order).
-        note: what is missing and why ("" when every layer is there), e.g.
-            the layers after the byte budget, or why none were recorded.
-    """
-
-    records: List[LayerOutput] = dataclasses.field(default_factory=list)
-    note: str = "not recorded (the description was written by a compat_clone that did not record them)"
 
 
 def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int = BUDGET) -> LayerOutputs:
@@ -80,8 +48,11 @@ def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int =
         else:
             values, found_masks = _run_tf_keras(graph, sample, tensors)
     except Exception as exc:  # a diagnostic only: the description stays valid without it
-        return LayerOutputs([], f"not recorded: the source's graph could not be evaluated layer by layer "
-                                f"({type(exc).__name__}: {str(exc).strip()[:200]})")
+        return LayerOutputs(
+            [],
+            f"not recorded: the source's graph could not be evaluated layer by layer "
+            f"({type(exc).__name__}: {str(exc).strip()[:200]})",
+        )
     found: List[LayerOutput] = []
     used, note = 0, ""
     for name, value, mask in zip(names, values, found_masks):
@@ -90,8 +61,10 @@ def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int =
             continue  # strings (a lookup's input): nothing to compare numerically
         used += array.nbytes
         if used > budget:
-            note = (f"recorded up to layer {found[-1].layer if found else '(none)'!r}: the outputs from "
-                    f"layer {name!r} on are over the budget of {budget:,} bytes")
+            note = (
+                f"recorded up to layer {found[-1].layer if found else '(none)'!r}: the outputs from "
+                f"layer {name!r} on are over the budget of {budget:,} bytes"
+            )
             break
         found.append(LayerOutput(name, array, None if mask is None else np.asarray(mask).astype(bool)))
     return LayerOutputs(found, note)
@@ -105,8 +78,7 @@ def _nodes(model: Any) -> Tuple[Any, List[Any]]:
         graph = model.model
         by_depth = getattr(graph, "_nodes_by_depth", None) or getattr(graph, "nodes_by_depth", None)
     ordered = [node for depth in sorted(by_depth, reverse=True) for node in by_depth[depth]]
-    return graph, [n for n in ordered
-                   if type(getattr(n, "outbound_layer", None) or n.layer).__name__ != "InputLayer"]
+    return graph, [n for n in ordered if type(getattr(n, "outbound_layer", None) or n.layer).__name__ != "InputLayer"]
 
 
 def _flat(value: Any) -> List[Any]:
@@ -124,8 +96,7 @@ def _keras2_masks(node: Any) -> List[Any]:
     return list(masks) if isinstance(masks, (list, tuple)) else [masks] * count
 
 
-def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any],
-                masks: List[Any]) -> Tuple[List[Any], List[Any]]:
+def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any], masks: List[Any]) -> Tuple[List[Any], List[Any]]:
     """Standalone Keras 2: one backend function over the graph's tensors and masks (a TF1 session run)."""
     import importlib
 
@@ -137,7 +108,7 @@ def _run_keras2(graph: Any, sample: List[np.ndarray], tensors: List[Any],
         ins, feed = ins + [phase], feed + [0]  # inference, as `predict` feeds it
     wanted = [m for m in masks if m is not None]
     values = list(backend.function(ins, tensors + wanted)(feed))
-    computed = iter(values[len(tensors):])
+    computed = iter(values[len(tensors) :])
     return values[: len(tensors)], [None if m is None else next(computed) for m in masks]
 
 
@@ -153,8 +124,14 @@ def _run_tf_keras(graph: Any, sample: List[np.ndarray], tensors: List[Any]) -> T
     return [np.asarray(v) for v in out], [getattr(v, "_keras_mask", None) for v in out]
 
 
-def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.ndarray], rtol: float,
-                     atol: float, names: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
+def first_difference(
+    model: Any,
+    recorded: LayerOutputs,
+    inputs: Sequence[np.ndarray],
+    rtol: float,
+    atol: float,
+    names: Optional[Mapping[str, str]] = None,
+) -> Tuple[str, str]:
     """``(layer, sentence)``: the first layer of Keras 3 `model` whose output on the first sample of
     `inputs` is not within tolerance of the recorded one, and what was found ("" and why when none).
 
@@ -167,8 +144,7 @@ def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.nda
     try:
         calls = _keras3_outputs(model, [np.asarray(x)[:1] for x in inputs])
     except Exception as exc:  # the walk itself failed: nothing to name
-        return "", (f"The layers' outputs could not be compared (the Keras 3 graph walk failed: "
-                    f"{type(exc).__name__}).")
+        return "", (f"The layers' outputs could not be compared (the Keras 3 graph walk failed: {type(exc).__name__}).")
     theirs: Dict[str, List[LayerOutput]] = {}
     for rec in recorded.records:
         theirs.setdefault(rec.layer, []).append(rec)
@@ -183,16 +159,19 @@ def first_difference(model: Any, recorded: LayerOutputs, inputs: Sequence[np.nda
         if gap:
             renamed = f", {new_name!r} in Keras 3" if new_name != name else ""
             nested = ", a nested model: its own layers were not compared" if kind == "nested" else ""
-            return name, (f"The outputs first differ at layer {name!r} ({'Model' if kind == 'nested' else kind}"
-                          f"{renamed}{nested}): {gap} on the first probe sample{_agree(agreed)}.")
+            return name, (
+                f"The outputs first differ at layer {name!r} ({'Model' if kind == 'nested' else kind}"
+                f"{renamed}{nested}): {gap} on the first probe sample{_agree(agreed)}."
+            )
         agreed.append(name)
     partial = f" ({recorded.note})" if recorded.note else ""
     if not agreed:
-        return "", ("No layer is named: no recorded layer of the source is a layer of the Keras 3 graph"
-                    f"{partial}.")
+        return "", (f"No layer is named: no recorded layer of the source is a layer of the Keras 3 graph{partial}.")
     where = "in a layer after them, or only on other samples" if partial else "only on other samples"
-    return "", (f"No layer is named: the {len(set(agreed))} layers compared agree within tolerance on the first "
-                f"probe sample{partial}; the difference shows {where}.")
+    return "", (
+        f"No layer is named: the {len(set(agreed))} layers compared agree within tolerance on the first "
+        f"probe sample{partial}; the difference shows {where}."
+    )
 
 
 def _agree(names: List[str]) -> str:
@@ -236,8 +215,7 @@ def run_graph(model: Any, inputs: Sequence[np.ndarray], operation_fn: Callable[[
     def inference(operation: Any) -> Any:
         wrapped = operation_fn(operation)
         # as `Functional.call(training=False)` passes it: `_call_context_args` since Keras 3.10
-        takes = "training" in getattr(operation, "_call_context_args", ()) or getattr(
-            operation, "_call_has_training_arg", False)
+        takes = "training" in getattr(operation, "_call_context_args", ()) or getattr(operation, "_call_has_training_arg", False)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return wrapped(*args, **dict(kwargs, training=False) if takes else kwargs)

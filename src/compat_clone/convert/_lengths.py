@@ -81,7 +81,7 @@ def summary(exc: BaseException) -> str:
     text = str(exc).split("Call arguments received")[0]  # tf.keras: the call's arguments follow the reason
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     starts = [k for k, line in enumerate(lines) if re.match(r"^\w+(Error|Exception): ", line)]
-    said = " ".join(lines[starts[-1]:] if starts else lines)
+    said = " ".join(lines[starts[-1] :] if starts else lines)
     said = said if re.match(r"^\w+(Error|Exception): ", said) else f"{type(exc).__name__}: {said}"
     return f"{said[:300]}{'...' if len(said) > 300 else ''}"
 

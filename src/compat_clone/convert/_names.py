@@ -39,5 +39,4 @@ def top_names(architecture: Mapping[str, object]) -> Dict[str, str]:
     layers = config.get("layers") if isinstance(config, dict) else None
     if not isinstance(layers, list):
         return {}
-    return keras3_names([str(e.get("name", e.get("config", {}).get("name", ""))) for e in layers
-                         if isinstance(e, dict)])
+    return keras3_names([str(e.get("name", e.get("config", {}).get("name", ""))) for e in layers if isinstance(e, dict)])

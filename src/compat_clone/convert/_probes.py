@@ -13,10 +13,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone._dispatch import KERAS2
 from compat_clone._walk import walk
 from compat_clone.convert._lengths import OPEN_DIM, Attempt, find_length, open_dims, summary
 from compat_clone.errors import InvalidArgumentError, ProbeInputError
+from compat_clone.families.registry import entry
 
 __all__ = ["input_specs", "random_inputs", "random_probe", "user_inputs", "predict", "output_list", "output_masks"]
 
@@ -32,8 +32,7 @@ def input_specs(model: Any) -> List[Tuple[Tuple[Optional[int], ...], str, str]]:
         layers = [tensor._keras_history[0] for tensor in model.inputs]
     for tensor, layer in zip(model.inputs, layers):
         shape = tensor.shape
-        dims = tuple(None if d is None else int(d) for d in (
-            shape.as_list() if hasattr(shape, "as_list") else shape))
+        dims = tuple(None if d is None else int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape))
         dtype = getattr(tensor.dtype, "name", str(tensor.dtype))
         specs.append((dims, dtype, layer.name))
     return specs
@@ -49,11 +48,11 @@ _INDEX_LAYERS = {"Embedding": "input_dim", "CategoryEncoding": "num_tokens"}
 class _Role:
     """What an input's values mean to the layers it feeds (None fields: unconstrained)."""
 
-    high: Optional[int] = None      # ids in [low, high)
+    high: Optional[int] = None  # ids in [low, high)
     low: int = 0
-    padded: bool = False            # trailing zeros in every other sample (mask_zero, Masking)
+    padded: bool = False  # trailing zeros in every other sample (mask_zero, Masking)
     choices: Optional[Tuple[Any, ...]] = None  # a lookup's vocabulary
-    mask_value: Optional[float] = None         # Masking's value, set at padded steps
+    mask_value: Optional[float] = None  # Masking's value, set at padded steps
 
 
 def _input_role(model: Any, input_name: str) -> _Role:
@@ -64,11 +63,16 @@ def _input_role(model: Any, input_name: str) -> _Role:
     IntegerLookup / StringLookup with a vocabulary: drawn from it; Masking:
     padded steps carry its ``mask_value``.
     """
-    readers = [layer for _, layer in walk(model, models=True) if any(
-        getattr(source, "name", None) == input_name
-        # standalone Keras 2.0-2.1.2 spell it `inbound_nodes`
-        for node in getattr(layer, "_inbound_nodes", None) or getattr(layer, "inbound_nodes", None) or []
-        for source in _node_input_layers(node))]
+    readers = [
+        layer
+        for _, layer in walk(model, models=True)
+        if any(
+            getattr(source, "name", None) == input_name
+            # standalone Keras 2.0-2.1.2 spell it `inbound_nodes`
+            for node in getattr(layer, "_inbound_nodes", None) or getattr(layer, "inbound_nodes", None) or []
+            for source in _node_input_layers(node)
+        )
+    ]
     if not readers and len(model.inputs) == 1:
         # A Sequential's first layer reads its (implicit) input.
         readers = [lay for lay in model.layers if type(lay).__name__ != "InputLayer"][:1]
@@ -81,8 +85,12 @@ def _input_role(model: Any, input_name: str) -> _Role:
         if kind in _INDEX_LAYERS and isinstance(config.get(_INDEX_LAYERS[kind]), int):
             high = int(config[_INDEX_LAYERS[kind]])
             padded = bool(config.get("mask_zero"))
-            role = dataclasses.replace(role, high=high if role.high is None else min(role.high, high),
-                                       low=1 if padded else role.low, padded=padded or role.padded)
+            role = dataclasses.replace(
+                role,
+                high=high if role.high is None else min(role.high, high),
+                low=1 if padded else role.low,
+                padded=padded or role.padded,
+            )
         elif kind in ("IntegerLookup", "StringLookup"):
             vocabulary = config.get("vocabulary")
             if isinstance(vocabulary, (list, tuple)) and vocabulary:
@@ -160,8 +168,9 @@ def _called(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
     return [np.asarray(o) for o in output_list(model, out)]
 
 
-def random_probe(model: Any, samples: int, seed: int, architecture: Any,
-                 source: str) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+def random_probe(
+    model: Any, samples: int, seed: int, architecture: Any, source: str
+) -> Tuple[List[np.ndarray], List[np.ndarray]]:
     """Random probe inputs the source computes with, and its outputs on them.
 
     Open dimensions are probed at `OPEN_DIM` first; where the source cannot
@@ -187,8 +196,13 @@ def random_probe(model: Any, samples: int, seed: int, architecture: Any,
             "(np.savez, one array per model input; in Python: `probe_inputs=`)."
         )
     try:
-        length, _ = find_length(lambda n: _failure(model, random_inputs(model, 1, seed, n), quick=True)[1], specs,
-                                architecture, Attempt(OPEN_DIM, failure), source=source)
+        length, _ = find_length(
+            lambda n: _failure(model, random_inputs(model, 1, seed, n), quick=True)[1],
+            specs,
+            architecture,
+            Attempt(OPEN_DIM, failure),
+            source=source,
+        )
     except ProbeInputError:
         if _ALL_NAN in failure:  # the source answers NaN at every length: that is its answer
             return inputs, outputs
@@ -209,12 +223,9 @@ def user_inputs(model: Any, probe_inputs: Any) -> List[np.ndarray]:
     arrays = []
     for value, (dims, dtype, name) in zip(given, specs):
         array = np.asarray(value)
-        if array.ndim != len(dims) or any(
-            d is not None and d != a for d, a in zip(dims[1:], array.shape[1:])
-        ):
+        if array.ndim != len(dims) or any(d is not None and d != a for d, a in zip(dims[1:], array.shape[1:])):
             raise InvalidArgumentError(
-                f"Expected the probe input for {name!r} to have shape {dims} (batch first). "
-                f"Received shape {array.shape}."
+                f"Expected the probe input for {name!r} to have shape {dims} (batch first). Received shape {array.shape}."
             )
         arrays.append(array.astype(dtype))
     return arrays
@@ -249,7 +260,7 @@ def output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Opti
     call of the model returns tensors that carry their `_keras_mask`.
     """
     count = len(model.outputs)
-    if family == KERAS2:
+    if entry(family).graph_mode:
         symbolic = model.compute_mask(model.inputs, [None] * len(model.inputs))
         symbolic = list(symbolic) if isinstance(symbolic, (list, tuple)) else [symbolic]
         wanted = [k for k, m in enumerate(symbolic) if m is not None]
@@ -267,8 +278,7 @@ def output_masks(model: Any, inputs: List[np.ndarray], family: str) -> List[Opti
         return [None] * count  # no output of the graph carries a mask
     import tensorflow as tf
 
-    out = model([tf.convert_to_tensor(x) for x in inputs] if len(inputs) > 1
-                else tf.convert_to_tensor(inputs[0]), training=False)
+    out = model([tf.convert_to_tensor(x) for x in inputs] if len(inputs) > 1 else tf.convert_to_tensor(inputs[0]), training=False)
     tensors = output_list(model, out)
     masks: List[Optional[np.ndarray]] = []
     for tensor in tensors:

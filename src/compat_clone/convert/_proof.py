@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from compat_clone.convert._describe import Description, ProbeSet
+from compat_clone.convert._format import Description, ProbeSet
 from compat_clone.convert._layer_outputs import first_difference, run_graph
 from compat_clone.convert._names import top_names
 from compat_clone.convert._probes import output_list
@@ -62,11 +62,11 @@ class OutputDiff:
             verdict = f"MISMATCH: NaN/inf at {self.nonfinite_differ} positions where the other model differs"
         text = f"output {self.name!r}: max |Δ| {self.max_abs:.1e}, max rel {self.max_rel:.1e} {verdict}"
         if self.nonfinite:
-            text += (f" (the source produces NaN/inf at {self.nonfinite} positions, compared as equal; "
-                     "max |Δ| over the finite ones)")
+            text += (
+                f" (the source produces NaN/inf at {self.nonfinite} positions, compared as equal; max |Δ| over the finite ones)"
+            )
         if self.masked:
-            text += (f" ({self.masked} masked positions not compared, "
-                     f"max |Δ| there {self.masked_max_abs:.1e})")
+            text += f" ({self.masked} masked positions not compared, max |Δ| there {self.masked_max_abs:.1e})"
         return text
 
 
@@ -127,16 +127,21 @@ class Proof:
     def to_json(self) -> Dict[str, Any]:
         """The proof as JSON-able data, its printed lines included (``line``, each output's ``text``)."""
         return {
-            "line": str(self), "ok": bool(self.ok), "samples": int(self.samples), "rtol": self.rtol,
-            "atol": self.atol, "origins": list(self.origins), "changes": list(self.changes),
+            "line": str(self),
+            "ok": bool(self.ok),
+            "samples": int(self.samples),
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "origins": list(self.origins),
+            "changes": list(self.changes),
             "shapes": [list(shape) for shape in self.shapes],
-            "first_differing_layer": self.first_differing_layer, "layer_comparison": self.layer_comparison,
-            "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o))
-                        for o in self.outputs],
+            "first_differing_layer": self.first_differing_layer,
+            "layer_comparison": self.layer_comparison,
+            "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o)) for o in self.outputs],
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Proof":
+    def from_json(cls, data: Mapping[str, Any]) -> Proof:
         """The `Proof` that `to_json` wrote.
 
         Raises:
@@ -144,14 +149,20 @@ class Proof:
         """
         try:
             fields = [f.name for f in dataclasses.fields(OutputDiff)]
-            outputs = tuple(OutputDiff(**dict({"index": k}, **{f: o[f] for f in fields if f in o}))
-                            for k, o in enumerate(data["outputs"]))
-            return cls(outputs=outputs, samples=int(data["samples"]), rtol=float(data["rtol"]),
-                       atol=float(data["atol"]), changes=tuple(data.get("changes", ())),
-                       origins=tuple(data.get("origins", ())),
-                       shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())),
-                       first_differing_layer=str(data.get("first_differing_layer", "")),
-                       layer_comparison=str(data.get("layer_comparison", "")))
+            outputs = tuple(
+                OutputDiff(**dict({"index": k}, **{f: o[f] for f in fields if f in o})) for k, o in enumerate(data["outputs"])
+            )
+            return cls(
+                outputs=outputs,
+                samples=int(data["samples"]),
+                rtol=float(data["rtol"]),
+                atol=float(data["atol"]),
+                changes=tuple(data.get("changes", ())),
+                origins=tuple(data.get("origins", ())),
+                shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())),
+                first_differing_layer=str(data.get("first_differing_layer", "")),
+                layer_comparison=str(data.get("layer_comparison", "")),
+            )
         except (KeyError, TypeError) as exc:
             raise InvalidArgumentError(
                 f"Expected a proof's JSON (`Proof.to_json()`). Received: {str(data)[:200]} (missing {exc})."
@@ -159,9 +170,7 @@ class Proof:
 
     def __str__(self) -> str:
         n = len(self.outputs)
-        verdict = "OK" if self.ok else "MISMATCH in " + ", ".join(
-            repr(o.name) for o in self.outputs if not o.ok
-        )
+        verdict = "OK" if self.ok else "MISMATCH in " + ", ".join(repr(o.name) for o in self.outputs if not o.ok)
         where = " and ".join(_ORIGINS.get(o, o) for o in self.origins)
         nonfinite = sum(o.nonfinite for o in self.outputs)
         special = f"; the source produces NaN/inf at {nonfinite} positions" if nonfinite else ""
@@ -240,12 +249,18 @@ def verify(
         shapes=tuple(tuple(int(d) for d in np.shape(x)) for x in probes[0].inputs),
     )
     if not proof.ok:
-        layer, found = first_difference(model, description.layer_outputs, description.probes[0].inputs
-                                        if description.probes else probes[0].inputs, rtol, atol,
-                                        top_names(description.architecture))
+        layer, found = first_difference(
+            model,
+            description.layer_outputs,
+            description.probes[0].inputs if description.probes else probes[0].inputs,
+            rtol,
+            atol,
+            top_names(description.architecture),
+        )
         proof = dataclasses.replace(proof, first_differing_layer=layer, layer_comparison=found)
-        culprit = (f"check the Keras 3 implementation of layer {layer!r}" if layer
-                   else "check the layers of the mismatching outputs")
+        culprit = (
+            f"check the Keras 3 implementation of layer {layer!r}" if layer else "check the layers of the mismatching outputs"
+        )
         raise ConversionMismatchError(
             f"The converted model does not answer as the source did: {proof}. {found} Nothing "
             "was returned. If the difference is rounding (e.g. mixed precision), pass "
@@ -258,9 +273,7 @@ def verify(
 def _validate_tolerances(rtol: Any, atol: Any) -> None:
     for label, value in (("rtol", rtol), ("atol", atol)):
         if not isinstance(value, (int, float)) or value < 0:
-            raise InvalidArgumentError(
-                f"Expected `{label}` to be a number >= 0. Received: {label}={value!r}."
-            )
+            raise InvalidArgumentError(f"Expected `{label}` to be a number >= 0. Received: {label}={value!r}.")
 
 
 def _answers(model: Any, probe: ProbeSet) -> List[np.ndarray]:
@@ -330,9 +343,15 @@ def _run(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
 def _worse(a: OutputDiff, b: OutputDiff) -> OutputDiff:
     """One output's differences over two probe sets: the larger gaps, the counts added."""
     return dataclasses.replace(
-        a, max_abs=max(a.max_abs, b.max_abs), max_rel=max(a.max_rel, b.max_rel), ok=a.ok and b.ok,
-        masked=a.masked + b.masked, masked_max_abs=max(a.masked_max_abs, b.masked_max_abs),
-        nonfinite=a.nonfinite + b.nonfinite, nonfinite_differ=a.nonfinite_differ + b.nonfinite_differ)
+        a,
+        max_abs=max(a.max_abs, b.max_abs),
+        max_rel=max(a.max_rel, b.max_rel),
+        ok=a.ok and b.ok,
+        masked=a.masked + b.masked,
+        masked_max_abs=max(a.masked_max_abs, b.masked_max_abs),
+        nonfinite=a.nonfinite + b.nonfinite,
+        nonfinite_differ=a.nonfinite_differ + b.nonfinite_differ,
+    )
 
 
 def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np.ndarray]:
@@ -350,7 +369,12 @@ def _compared(mask: Optional[np.ndarray], shape: Tuple[int, ...]) -> Optional[np
 
 
 def _compare(
-    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, k: int, name: str,
+    mine: np.ndarray,
+    theirs: np.ndarray,
+    rtol: float,
+    atol: float,
+    k: int,
+    name: str,
     mask: Optional[np.ndarray] = None,
 ) -> OutputDiff:
     if mine.shape != theirs.shape:
@@ -383,5 +407,14 @@ def _compare(
     big = scale > atol
     max_rel = float(np.max(delta[big] / scale[big])) if np.any(big) else 0.0
     ok = differ == 0 and bool(np.all(delta <= atol + rtol * scale))
-    return OutputDiff(k, name, float(np.max(delta)) if delta.size else 0.0, max_rel, ok, hidden.masked,
-                 hidden.masked_max_abs, int(np.count_nonzero(~fb)), differ)
+    return OutputDiff(
+        k,
+        name,
+        float(np.max(delta)) if delta.size else 0.0,
+        max_rel,
+        ok,
+        hidden.masked,
+        hidden.masked_max_abs,
+        int(np.count_nonzero(~fb)),
+        differ,
+    )

@@ -12,11 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, List, Mapping, Optional
 
-from compat_clone.convert._describe import Description
+from compat_clone.convert._format import Description
 from compat_clone.convert._functions import keras2_function
-from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._graph import functional, is_model_entry
 from compat_clone.convert._lambdas import lambda_layer
+from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._names import keras3_names, valid_name
 from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
 from compat_clone.errors import InvalidArgumentError, MissingCustomObjectError, UnconvertibleLayerError
@@ -63,8 +63,7 @@ def rebuild(
     """
     if not isinstance(description, Description):
         raise InvalidArgumentError(
-            "Expected a `Description` (from `compat_clone.convert.describe` or `load`). "
-            f"Received: {type(description).__name__}."
+            f"Expected a `Description` (from `compat_clone.convert.describe` or `load`). Received: {type(description).__name__}."
         )
     import keras
 
@@ -121,14 +120,15 @@ class _Builder:
             f"{self.keras.__version__} layer (a custom layer of the source model). "
             f"Pass its Keras 3 implementation: `convert(model, custom_objects={{{short!r}: "
             "MyLayerForKeras3})`",
-            name=short, layers=[path], kind="layer",
+            name=short,
+            layers=[path],
+            kind="layer",
         )
 
     def own_activations(self, mapped: Dict[str, Any], path: str) -> None:
         """Activations saved by a name of the user's own (``'<lambda>'``, ``'swish2'``): `custom_objects`' functions."""
         # a function given as '<lambda>' is saved by the source under its own name
-        own = {str(getattr(fn, "__name__", "")): fn for fn in self.custom.values()
-               if callable(fn) and not isinstance(fn, type)}
+        own = {str(getattr(fn, "__name__", "")): fn for fn in self.custom.values() if callable(fn) and not isinstance(fn, type)}
         for key in ("activation", "recurrent_activation"):
             value = mapped.get(key)
             if not isinstance(value, str) or (value != "<lambda>" and hasattr(self.keras.activations, value)):
@@ -138,12 +138,17 @@ class _Builder:
                 mapped[key] = function
                 self.changes.append(f"{path}: {key}={value!r} computed by the function given for it")
                 continue
-            saved = ("Keras 2 saved a lambda function by that name, without its code, so no Keras can compute "
-                     "it from the file" if value == "<lambda>" else "a function of the source model's own")
+            saved = (
+                "Keras 2 saved a lambda function by that name, without its code, so no Keras can compute it from the file"
+                if value == "<lambda>"
+                else "a function of the source model's own"
+            )
             raise MissingCustomObjectError(
                 f"Layer {path!r} has {key}={value!r}: {saved}. Pass the function: "
                 f"`convert(model, custom_objects={{{value!r}: fn}})`",
-                name=value, layers=[path], kind="activation",
+                name=value,
+                layers=[path],
+                kind="activation",
             )
 
     def application_class(self, class_name: str, path: str) -> Any:
@@ -233,7 +238,7 @@ class _Builder:
             ) from exc
         return built
 
-    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> "PendingOp":
+    def tf_op(self, config: Dict[str, Any], path: str, new_name: str) -> PendingOp:
         """A `TFOpLambda` / `SlicingOpLambda`: built at its call (`op_call`)."""
         function = str(config.get("function"))
         if function not in OPS:
@@ -241,7 +246,7 @@ class _Builder:
         self.tf_ops[function] = self.tf_ops.get(function, 0) + 1
         return PendingOp(function, new_name, path)
 
-    def op_call(self, pending: "PendingOp", args: Any, kwargs: Dict[str, Any]) -> Any:
+    def op_call(self, pending: PendingOp, args: Any, kwargs: Dict[str, Any]) -> Any:
         """Calls a TensorFlow function's Keras 3 layer; its constants go in its config."""
         kwargs = {k: v for k, v in kwargs.items() if k != "name"}  # a TensorFlow op name only
         check_call(pending.function, pending.path, kwargs)
@@ -276,8 +281,7 @@ class _Builder:
             more = f" and {len(renamed) - 3} more" if len(renamed) > 3 else ""
             where = f"model {prefix.rstrip('/')!r}" if prefix else "the model"
             self.changes.append(
-                f"{where}: {len(renamed)} layer name(s) held '/', which Keras 3 names cannot: "
-                f"renamed {shown}{more}"
+                f"{where}: {len(renamed)} layer name(s) held '/', which Keras 3 names cannot: renamed {shown}{more}"
             )
         return result
 
@@ -313,12 +317,20 @@ class _Builder:
                 first = False
                 continue
             if first and cfg.get("batch_input_shape") is not None:
-                layers.append(self.input_layer(
-                    {"batch_input_shape": cfg["batch_input_shape"], "dtype": cfg.get("dtype"),
-                     "name": cfg["name"] + "_input"}, path))
+                layers.append(
+                    self.input_layer(
+                        {
+                            "batch_input_shape": cfg["batch_input_shape"],
+                            "dtype": cfg.get("dtype"),
+                            "name": cfg["name"] + "_input",
+                        },
+                        path,
+                    )
+                )
             first = False
             layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
         return self.keras.Sequential(layers, name=name)
+
 
 def _holds_tensor(keras: Any, value: Any) -> bool:
     if isinstance(value, (list, tuple)):

@@ -9,8 +9,6 @@ Keras cannot read of its own files: standalone Keras 2's `.h5` where h5py is
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -20,8 +18,11 @@ import tempfile
 import zipfile
 from typing import Any, List, Mapping, Optional
 
-from compat_clone.convert import _keras2_h5
+from compat_clone.convert._keras2_h5 import load as load_h5_keras2
+from compat_clone.convert._keras2_h5 import needs_own_reader
 from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
+from compat_clone.families.installed import keras_module
+from compat_clone.families.registry import entry, family_for
 
 __all__ = ["keras_for", "read_model", "read_inputs"]
 
@@ -32,17 +33,10 @@ def keras_for(family: str) -> Any:
     Raises:
         InvalidArgumentError: this environment's `keras` is of another family.
     """
-    from compat_clone._dispatch import family_for
-
-    if family == "tf_keras":
-        try:
-            return importlib.import_module("tf_keras")
-        except ImportError:
-            pass  # TF <= 2.15: tf.keras is the `keras` 2.x package
-        if importlib.util.find_spec("keras") is None:
-            # TF <= 2.5: tf.keras lives inside TensorFlow (no `keras` package).
-            return importlib.import_module("tensorflow").keras
-    keras = importlib.import_module("keras")
+    keras = keras_module(family)
+    if keras is not sys.modules.get("keras"):  # `tf_keras`, or TF <= 2.5's in-tree `tensorflow.keras`
+        return keras
+    # The `keras` package serves several families (TF 2.12-2.15: tf.keras is `keras` 2.x): check its version.
     found = family_for("keras", keras.__version__)
     if found != family:
         raise InvalidArgumentError(
@@ -52,8 +46,9 @@ def keras_for(family: str) -> Any:
     return keras
 
 
-def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None,
-               safe_mode: bool = True) -> Any:
+def read_model(
+    keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None, safe_mode: bool = True
+) -> Any:
     """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled.
 
     Standalone Keras 2 files go through `_keras2_h5` where h5py is 3.x
@@ -78,8 +73,8 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
     """
     objects = dict(custom_objects or {})
     try:
-        if family == "keras2" and os.path.isfile(path) and _keras2_h5.needs_own_reader():
-            return _keras2_h5.load(keras, path, objects)
+        if entry(family).graph_mode and os.path.isfile(path) and needs_own_reader():
+            return load_h5_keras2(keras, path, objects)
         kwargs: Any = {}
         if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:
             kwargs["safe_mode"] = False
@@ -104,10 +99,15 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
             raise MissingCustomObjectError(
                 f"Keras {keras.__version__} could not load {path!r}: {named}: Keras 2 saved a lambda function by that name, without its code, so no Keras can "
                 "read it back. Pass the function under that name"
-                + (" (one function for all of them: if they differ, save the model again with named functions)"
-                   if len(layers) > 1 else "")
+                + (
+                    " (one function for all of them: if they differ, save the model again with named functions)"
+                    if len(layers) > 1
+                    else ""
+                )
                 + ": `custom_objects={'<lambda>': fn}`",
-                name="<lambda>", layers=[layer for layer, _ in layers], kind="activation",
+                name="<lambda>",
+                layers=[layer for layer, _ in layers],
+                kind="activation",
             ) from e
         unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
         if unknown and unknown.group(1) not in objects:
@@ -116,11 +116,15 @@ def read_model(keras: Any, family: str, path: str, custom_objects: Optional[Mapp
                 f"Keras {keras.__version__} could not load {path!r}: it holds a layer of class {name!r}, a custom "
                 f"layer of the model's own, and was given no class for it. Pass its class: "
                 f"`custom_objects={{{name!r}: {name}}}`",
-                name=name, layers=[], kind="layer",
+                name=name,
+                layers=[],
+                kind="layer",
             ) from e
-        fix = ("If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
-               if "safe_mode" in str(e) else
-               "If the model uses layers or functions of your own, pass --custom-objects module:name.")
+        fix = (
+            "If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
+            if "safe_mode" in str(e)
+            else "If the model uses layers or functions of your own, pass --custom-objects module:name."
+        )
         raise InvalidArgumentError(
             f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
         ) from e
@@ -148,8 +152,11 @@ def _lambda_activations(path: str) -> List[Any]:
         if isinstance(entry, dict):
             config = entry.get("config")
             if isinstance(config, dict):
-                found.extend((config.get("name", "?"), key) for key in ("activation", "recurrent_activation")
-                             if config.get(key) == "<lambda>")
+                found.extend(
+                    (config.get("name", "?"), key)
+                    for key in ("activation", "recurrent_activation")
+                    if config.get(key) == "<lambda>"
+                )
             for value in entry.values():
                 visit(value)
         elif isinstance(entry, list):

@@ -48,8 +48,7 @@ def _getitem(o: Any, tensor: Any, slice_spec: Any, var: Any = None) -> Any:
     return tensor[index]
 
 
-def _matmul(o: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
-            name: Any = None) -> Any:
+def _matmul(o: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: Any = None) -> Any:
     if transpose_a:
         a = o.swapaxes(a, -1, -2)
     if transpose_b:

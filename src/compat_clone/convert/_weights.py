@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from compat_clone._walk import walk
-from compat_clone.convert._describe import Description
+from compat_clone.convert._format import Description
 from compat_clone.errors import WeightsMismatchError
 
 __all__ = ["LAYOUTS", "write_weights"]

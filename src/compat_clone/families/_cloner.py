@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from compat_clone._walk import is_model
 from compat_clone.errors import (
     CloneFunctionError,
     CompatCloneError,
@@ -22,10 +23,9 @@ from compat_clone.errors import (
     layer_rebuild_note,
     revived_text,
 )
-from compat_clone._walk import is_model
 from compat_clone.families._core import Family
-from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._layers import holds_layer_of, restore_trainable
+from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
 from compat_clone.weights import tracked_pairs, untracked_weights
 
@@ -78,30 +78,23 @@ class Cloner(LayerCloner):
                 # default, `from_config(get_config())` (compat_clone's own
                 # steps raise `UnsupportedModelError` themselves): the same
                 # object goes on, its type the one native lets through.
-                raise layer_rebuild_note(layer, exc, family.register_hint)
+                raise layer_rebuild_note(layer, exc, family.register_hint())  # noqa: B904 (the caught exception re-raised)
         self.layer_map[id(layer)] = (layer, new)
         return new
 
     def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
         """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
-        return (
-            input_tensors is None
-            and self.clone_function is None
-            and self.call_function is None
-            and not self.recursive
-        )
+        return input_tensors is None and self.clone_function is None and self.call_function is None and not self.recursive
 
     def pair_layers(self, model: Any, new: Any) -> None:
         """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
         old_layers = list(getattr(model, "layers", None) or [])
         new_layers = list(getattr(new, "layers", None) or [])
-        if len(old_layers) == len(new_layers) and all(
-            type(a) is type(b) for a, b in zip(old_layers, new_layers)
-        ):
+        if len(old_layers) == len(new_layers) and all(type(a) is type(b) for a, b in zip(old_layers, new_layers)):
             for a, b in zip(old_layers, new_layers):
                 self.layer_map.setdefault(id(a), (a, b))
 
-    def _share(self, parent: "Cloner") -> "Cloner":
+    def _share(self, parent: Cloner) -> Cloner:
         self.layer_map = parent.layer_map
         self.rebuilt = parent.rebuilt
         return self
@@ -124,7 +117,7 @@ class Cloner(LayerCloner):
         try:
             self.family.config_round_trip(layer)
         except Exception as exc:
-            raise add_note(exc, "compat_clone: " + revived_text(layer))
+            raise add_note(exc, "compat_clone: " + revived_text(layer))  # noqa: B904 (the caught exception re-raised)
         raise UnsupportedModelError(revived_text(layer))
 
     def _from_constructor_arguments(self, layer: Any) -> Optional[Any]:
@@ -174,10 +167,9 @@ class Cloner(LayerCloner):
         except Exception as exc:
             # `wrapped-user-exception`: the same object, as the native call
             # lets it through (a library's `except` must still catch it).
-            raise add_note(
+            raise add_note(  # noqa: B904 (the caught exception re-raised)
                 exc,
-                f"compat_clone: raised by `clone_function` on layer {layer.name!r} "
-                f"({type(layer).__name__}).",
+                f"compat_clone: raised by `clone_function` on layer {layer.name!r} ({type(layer).__name__}).",
             )
         if not isinstance(new, self.family.layer_class()):
             raise CloneFunctionError(
@@ -203,10 +195,9 @@ class Cloner(LayerCloner):
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise add_note(  # `wrapped-user-exception`: the same object, with a note
+            raise add_note(  # noqa: B904 (`wrapped-user-exception`: the same object, with a note)
                 exc,
-                f"compat_clone: raised by `call_function` on layer "
-                f"{getattr(source_layer, 'name', source_layer)!r}.",
+                f"compat_clone: raised by `call_function` on layer {getattr(source_layer, 'name', source_layer)!r}.",
             )
         flat = self.family.flatten(outputs)
         if not flat or not all(self.family.is_symbolic(x) for x in flat):
@@ -234,8 +225,7 @@ class Cloner(LayerCloner):
                 flat = family.flatten(input_tensors)
                 if len(flat) != 1:
                     raise InputTensorsError(
-                        "Expected `input_tensors` to hold exactly one tensor for a "
-                        f"Sequential model. Received {len(flat)}."
+                        f"Expected `input_tensors` to hold exactly one tensor for a Sequential model. Received {len(flat)}."
                     )
                 if not family.is_symbolic(flat[0]):
                     raise family.not_symbolic_error(flat[0])
@@ -283,7 +273,8 @@ class Cloner(LayerCloner):
             try:
                 new = structural_clone(model, self._clone_part, is_layer, family.bare_model)
             except Refused as why:
-                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")
+                # The caught exception itself, re-raised (its type the one native lets through).
+                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")  # noqa: B904
         copy_plain_attributes(model, new, family.bare_model)
         family.build_like(model, new)
         try:

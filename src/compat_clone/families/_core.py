@@ -31,6 +31,7 @@ from compat_clone.errors import (
 from compat_clone.families._layers import holds_layer_of
 from compat_clone.families._skip_init import Prefill
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, keras_of, placement_backend
 
 __all__ = ["Family", "own_get_config"]
 
@@ -38,7 +39,7 @@ __all__ = ["Family", "own_get_config"]
 class Family(abc.ABC):
     """The contract of one Keras family: what differs, nothing else.
 
-    `_dispatch.adapter_for` makes one object per `clone_model` /
+    `_driver.new_family` makes one object per `clone_model` /
     `copy_weights` call, so a family may keep what it learns during that
     call (standalone Keras 2's checked device, Keras 3's compile-config
     answer) on itself.
@@ -47,17 +48,18 @@ class Family(abc.ABC):
         info: the model's `FamilyInfo` (family, package, version, backend).
     """
 
-    #: how a custom class is registered, for error messages
-    register_hint = "`@keras.saving.register_keras_serializable()`"
-
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: FamilyInfo) -> None:
         self.info = info
+
+    def register_hint(self) -> str:
+        """How a custom class is registered, as error messages spell it (Keras 3's by default)."""
+        return "`@keras.saving.register_keras_serializable()`"
 
     # -- the family's classes ------------------------------------------------
 
-    @abc.abstractmethod
     def keras(self) -> Any:
-        """The family's Keras module (`keras`, `tf_keras`, `tf.keras`)."""
+        """The family's Keras module (`keras`, `tf_keras`, `tf.keras`): the model's own (`registry.keras_of`)."""
+        return keras_of(self.info)
 
     def native_clone_model(self) -> Any:
         """The family's own `clone_model`, from its defining module (`native-alias-rebound`).
@@ -109,7 +111,7 @@ class Family(abc.ABC):
         except CompatCloneError:
             raise
         except Exception as exc:
-            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+            raise layer_rebuild_error(layer, exc, self.register_hint()) from exc
 
     def layer_scope(self, source_layer: Any) -> ContextManager[Any]:
         """Where a cloned layer's variables are created when it is called."""
@@ -201,7 +203,7 @@ class Family(abc.ABC):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         """A functional model of the source's class where it can be, else the base class."""
 
-    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:
+    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
         """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
 
     # -- native calls that are right --------------------------------------------
@@ -242,7 +244,7 @@ class Family(abc.ABC):
             raise
         except Exception as exc:  # NotImplementedError (no get_config), TypeError...
             if self._native_fails_alike(model, exc):
-                raise subclassed_rebuild_note(model, exc)
+                raise subclassed_rebuild_note(model, exc)  # noqa: B904 (the caught exception re-raised)
             raise subclassed_rebuild_error(model, exc) from exc
 
     def _native_fails_alike(self, model: Any, exc: BaseException) -> bool:
@@ -261,7 +263,7 @@ class Family(abc.ABC):
         """A model of this Keras with nothing in it: the attributes Keras itself gives every model."""
         return self.keras().Model()
 
-    def build_like(self, source: Any, new: Any) -> None:
+    def build_like(self, source: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
         """Builds `new`, a subclassed model's clone, as `source` was built (nothing where it is).
 
         A subclassed model rebuilt from its config, or made anew from its
@@ -281,7 +283,7 @@ class Family(abc.ABC):
         """
         from compat_clone.placement import scope
 
-        return scope(model, request.device, self.info)
+        return scope(model, request.device, placement_backend(self.info))
 
     # -- compile=True --------------------------------------------------------------
 
@@ -326,10 +328,10 @@ def own_get_config(model: Any) -> bool:
     """Whether the model's class (not Keras itself) defines `get_config`."""
     for klass in type(model).__mro__:
         if "get_config" in klass.__dict__:
-            return (klass.__module__ or "").partition(".")[0] not in ("keras", "tf_keras", "tensorflow")
+            return (klass.__module__ or "").partition(".")[0] not in OWNER_PACKAGES
     return False
 
 
 def _same_from_config(cls: type, base: type) -> bool:
-    mine = getattr(getattr(cls, "from_config"), "__func__", None)
-    return mine is not None and mine is getattr(getattr(base, "from_config"), "__func__", None)
+    mine = getattr(getattr(cls, "from_config"), "__func__", None)  # noqa: B009 (`type` declares no from_config for mypy)
+    return mine is not None and mine is getattr(getattr(base, "from_config"), "__func__", None)  # noqa: B009

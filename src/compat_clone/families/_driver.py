@@ -3,7 +3,7 @@
 `api.py` validates the arguments and hands a `CloneRequest` to `clone`,
 which runs:
 
-1. **family**: the `Family` of the model's Keras (`_dispatch.adapter_for`);
+1. **family**: the `Family` of the model's Keras (`new_family`, from the registry's entry);
 2. **compile settings** (`compile=True`): read off the source and checked
    before anything is built, so a refusal leaves nothing half made;
 3. **build**: inside the family's placement (the source's device or
@@ -23,31 +23,39 @@ which runs:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ContextManager, Optional
+import importlib
+from typing import Any, ContextManager, Optional, Type
 
-from compat_clone._dispatch import adapter_for
 from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner
 from compat_clone.families._core import Family
 from compat_clone.families._skip_init import Prefill, zeros_initializers
 from compat_clone.families._types import CloneRequest, LayerMap
+from compat_clone.families.registry import FamilyInfo, entry
 from compat_clone.weights import plan_copy, plan_copy_cached, refresh_derived_state
 
-__all__ = ["clone", "copy_weights"]
+__all__ = ["clone", "copy_weights", "new_family"]
+
+
+def new_family(info: FamilyInfo) -> Family:
+    """The `Family` that clones models of `info`'s family (its module imported once, by name)."""
+    found = entry(info.family)
+    cls: Type[Family] = getattr(importlib.import_module(found.implementation), found.class_name)
+    return cls(info)
 
 
 def clone(model: Any, request: CloneRequest) -> Any:
     """Clones `model` as `request` asks (validated already); returns the clone."""
-    family: Family = adapter_for(request.info)
+    assert request.info is not None  # api.py sets it
+    family = new_family(request.info)
     settings = _compile.read(family, model) if request.compile else None
     cloner = Cloner(family, request)
     prefill = family.prefill(cloner, request) if request.copy_weights else None
-    with _initializers(family, request.copy_weights, prefill):
-        with family.placement(model, request) as where:
-            new = cloner.clone_model(model, request.input_tensors)
-            where.finish(new, cloner.layer_map)
-            if settings is not None:
-                _compile.apply(family, new, settings)
+    with _initializers(family, request.copy_weights, prefill), family.placement(model, request) as where:
+        new = cloner.clone_model(model, request.input_tensors)
+        where.finish(new, cloner.layer_map)
+        if settings is not None:
+            _compile.apply(family, new, settings)
     cloner.check_rebuilt()
     if request.name is not None:
         _rename(new, request.name)
@@ -56,9 +64,9 @@ def clone(model: Any, request: CloneRequest) -> Any:
     return new
 
 
-def copy_weights(source: Any, target: Any, info: Any, tau: float) -> None:
+def copy_weights(source: Any, target: Any, info: FamilyInfo, tau: float) -> None:
     """Copies `source`'s variables into `target` (two models of `info`'s family; `tau` validated)."""
-    _copy(adapter_for(info), source, target, None, tau, None)
+    _copy(new_family(info), source, target, None, tau, None)
 
 
 def _initializers(family: Family, copy_weights: bool, prefill: Optional[Prefill]) -> ContextManager[Any]:

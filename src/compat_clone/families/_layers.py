@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, List, Tuple
 
 from compat_clone._walk import walk
@@ -84,7 +85,5 @@ def _restore_variable_flags(src: Any, dst: Any) -> None:
     for a, b in zip(src_vars, dst_vars):
         flag = getattr(a, "trainable", None)
         if isinstance(flag, bool) and getattr(b, "trainable", flag) != flag:
-            try:
+            with contextlib.suppress(AttributeError):  # a read-only flag (tf.Variable): the layer's lists decide
                 b.trainable = flag
-            except AttributeError:  # a read-only flag (tf.Variable): the layer's lists decide
-                pass

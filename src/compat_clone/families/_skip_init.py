@@ -51,7 +51,7 @@ class Prefill:
         #: id(clone variable) -> (clone variable, the source variable it was copied from)
         self.done: Dict[int, Tuple[Any, Any]] = {}
 
-    def initializer(self, layer: Any, name: Any) -> Optional["_FromSource"]:
+    def initializer(self, layer: Any, name: Any) -> Optional[_FromSource]:
         source = self._source_layer(layer) if isinstance(name, str) else None
         if source is None:
             return None

@@ -83,8 +83,7 @@ def structural_clone(
         new = cls(**values)
     except Exception as exc:  # the class's own constructor refused what it received
         raise Refused(
-            f"its constructor, called with {sorted(values)} taken from the model's attributes, raised "
-            f"{type(exc).__name__}: {exc}"
+            f"its constructor, called with {sorted(values)} taken from the model's attributes, raised {type(exc).__name__}: {exc}"
         ) from exc
     return new
 

@@ -39,8 +39,7 @@ def check_device(device: Any, backend: str) -> Optional[str]:
         device = device.to_string()
     if not isinstance(device, str) or not device:
         raise DeviceNotFoundError(
-            f"Expected `device` to be a TensorFlow device string such as "
-            f"'/CPU:0' or '/GPU:0'. Received: device={device!r}."
+            f"Expected `device` to be a TensorFlow device string such as '/CPU:0' or '/GPU:0'. Received: device={device!r}."
         )
     from tensorflow.python.eager import context
     from tensorflow.python.framework import device_spec
@@ -49,8 +48,7 @@ def check_device(device: Any, backend: str) -> Optional[str]:
         spec = device_spec.DeviceSpecV2.from_string(device)
     except (ValueError, TypeError) as exc:
         raise DeviceNotFoundError(
-            f"Cannot parse device {device!r}: {exc}. Expected a TensorFlow "
-            "device string such as '/CPU:0' or '/GPU:0'."
+            f"Cannot parse device {device!r}: {exc}. Expected a TensorFlow device string such as '/CPU:0' or '/GPU:0'."
         ) from None
     available = [dev.name for dev in context.context().list_logical_devices()]
     for name in available:
@@ -184,9 +182,7 @@ def _undo_partial_copy(graph: Any, session: Any, variables: List[Any], exc: Base
         add_note(exc, f"compat_clone: could not re-initialize the targets the failed copy wrote: {undo!r}")
 
 
-def _cached_assign_op(
-    graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False
-) -> Tuple[Tuple[Any, Any], Any]:
+def _cached_assign_op(graph: Any, pairs: List[Tuple[Any, Any]], blend: bool = False) -> Tuple[Tuple[Any, Any], Any]:
     """((op for `tau <= 0.5`, op for any `tau`), the `tau` placeholder or None), once per graph and variable list."""
     # The cache lives on the graph itself (tf.Graph has __slots__: a graph
     # collection holds it), so it dies with the graph.
@@ -270,9 +266,7 @@ def _blend_op(pairs: List[Tuple[Any, Any]]) -> Tuple[Tuple[Any, Any], Any]:
     tau_input = tf.placeholder(tf.float64, shape=(), name="compat_clone_tau")
     sources = {id(src) for src, _ in pairs}
     raw_ops = getattr(tf, "raw_ops", None)
-    in_place = getattr(raw_ops, "ApplyGradientDescent", None) is not None and not any(
-        id(dst) in sources for _, dst in pairs
-    )
+    in_place = getattr(raw_ops, "ApplyGradientDescent", None) is not None and not any(id(dst) in sources for _, dst in pairs)
     if _aliased(pairs):
         op = _blend_read_first(tf, pairs, tau_input)
         return (op, op), tau_input
@@ -322,17 +316,19 @@ def _blend_one_pass(tf: Any, src: Any, dst: Any, lr: Any, l1: Any, l2: Any) -> L
     index_dtype = tf.int32 if rows < 2**31 else tf.int64
     updates = []
     for start, stop in zip(bounds, bounds[1:]):
-        if pieces == 1:
-            grad = src
-        else:  # a slice along the first axis: a view of the source's buffer, not a copy
-            grad = tf.strided_slice(src, [start] + [0] * (len(shape) - 1), [stop] + shape[1:])
+        # One piece is the source itself; a slice along the first axis is a view of its buffer, not a copy.
+        grad = src if pieces == 1 else tf.strided_slice(src, [start] + [0] * (len(shape) - 1), [stop] + shape[1:])
         rows_ = tf.range(start, stop, dtype=index_dtype)
         if dst.dtype._is_ref_dtype:  # TF 1.x variables, and compat.v1 without resource variables
-            updates.append(tf.raw_ops.SparseApplyProximalGradientDescent(
-                var=dst, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_))
+            updates.append(
+                tf.raw_ops.SparseApplyProximalGradientDescent(var=dst, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_)
+            )
         else:
-            updates.append(tf.raw_ops.ResourceSparseApplyProximalGradientDescent(
-                var=dst.handle, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_))
+            updates.append(
+                tf.raw_ops.ResourceSparseApplyProximalGradientDescent(
+                    var=dst.handle, alpha=lr, l1=l1, l2=l2, grad=grad, indices=rows_
+                )
+            )
     return updates
 
 
@@ -399,8 +395,7 @@ def _host_copy(K: Any, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
 
         current = K.batch_get_value([dst for _, dst in pairs])
         values = [
-            (d + tau * (s - d)).astype(d.dtype) if np.issubdtype(d.dtype, np.inexact) else s
-            for s, d in zip(values, current)
+            (d + tau * (s - d)).astype(d.dtype) if np.issubdtype(d.dtype, np.inexact) else s for s, d in zip(values, current)
         ]
     K.batch_set_value([(dst, value) for (_, dst), value in zip(pairs, values)])
 
@@ -425,4 +420,3 @@ def _unreadable_error(exc: BaseException) -> WeightsUnreadableError:
         "and clone inside `with session.as_default():` in the other thread. The source "
         "model is unchanged."
     )
-

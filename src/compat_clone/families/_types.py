@@ -1,4 +1,4 @@
-"""The data one clone passes between its rooms: what was asked, a graph's calls, compile settings.
+"""The data passed between the modules of one clone: what was asked, a graph's calls, compile settings.
 
 Nothing here clones: these are the types the driver (`_driver.py`), the
 cloning engine (`_cloner.py`), the contract (`_core.Family`) and the family
@@ -12,6 +12,7 @@ import abc
 import dataclasses
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
+from compat_clone.families.registry import FamilyInfo
 from compat_clone.weights import LayerMap
 
 __all__ = ["CloneRequest", "Node", "CompileSettings", "LayerCloner", "LayerMap"]
@@ -39,7 +40,7 @@ class CloneRequest:
     recursive: bool = False
     device: Any = None
     name: Optional[str] = None
-    info: Any = None
+    info: Optional[FamilyInfo] = None
     copy_weights: bool = False
     compile: bool = False
 

@@ -11,71 +11,59 @@ op run in one session call, cached per variable list.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompileError, InputTensorsError, UnsupportedModelError
 from compat_clone.families._compile import unprefix_metric_names
 from compat_clone.families._core import Family, own_get_config
+from compat_clone.families._keras2_parts import (
+    attr_of,
+    check_own_keras,
+    input_spec,
+    layer_device,
+    map_arguments,
+    safe_name,
+    standalone_keras,
+    to_list,
+    unregistered_objects,
+)
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import FamilyInfo
 from compat_clone.placement import Placement
 
 __all__ = ["Keras2"]
 
 
-def _k() -> Any:
-    import keras
-
-    return keras
-
-
-def _attr(obj: Any, *names: str) -> Any:
-    # 2.0-2.1.2 spell these without the underscore (`input_layers`,
-    # `nodes_by_depth`); 2.1.3+ with it.
-    for name in names:
-        if hasattr(obj, name):
-            return getattr(obj, name)
-    raise AttributeError(f"{type(obj).__name__} has none of {names}")
-
-
-def _to_list(x: Any) -> List[Any]:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
 class Keras2(Family):
     """Standalone Keras 2.0-2.3, graph mode."""
 
-    register_hint = (
-        "`keras.utils.get_custom_objects()[name] = cls` (standalone Keras 2 has no "
-        "`register_keras_serializable` decorator)"
-    )
-
-    def __init__(self, info: Any) -> None:
+    def __init__(self, info: FamilyInfo) -> None:
         super().__init__(info)
         self.device: Optional[str] = None
 
-    def keras(self) -> Any:
-        return _k()
+    def register_hint(self) -> str:
+        way = "`keras.utils.get_custom_objects()[name] = cls`"
+        return f"{way} (standalone Keras 2 has no `register_keras_serializable` decorator)"
 
     def layer_class(self) -> Any:
-        engine = _k().engine
-        return engine.Layer if hasattr(engine, "Layer") else _k().layers.Layer
+        engine = standalone_keras().engine
+        return engine.Layer if hasattr(engine, "Layer") else standalone_keras().layers.Layer
 
     def lambda_class(self) -> Any:
-        return _k().layers.Lambda
+        return standalone_keras().layers.Lambda
 
     def _input_layer_class(self) -> Any:
-        return getattr(_k().engine, "InputLayer", None) or _k().layers.InputLayer
+        return getattr(standalone_keras().engine, "InputLayer", None) or standalone_keras().layers.InputLayer
 
     def is_sequential(self, layer: Any) -> bool:
-        return isinstance(layer, _k().models.Sequential)
+        return isinstance(layer, standalone_keras().models.Sequential)
 
     def is_functional(self, layer: Any) -> bool:
         # 2.1.3+: Model derives from engine.network.Network; 2.0-2.1 from
         # engine.topology.Container. Model covers every graph network either way.
-        network = getattr(getattr(_k().engine, "network", None), "Network", None) or _k().models.Model
+        network = getattr(getattr(standalone_keras().engine, "network", None), "Network", None) or standalone_keras().models.Model
         return (
             isinstance(layer, network)
             and bool(getattr(layer, "_is_graph_network", True))
@@ -92,8 +80,8 @@ class Keras2(Family):
 
     def layer_scope(self, source_layer: Any) -> Any:
         """Variables made on `device=`, else on the source layer's device."""
-        where = self.device or _layer_device(source_layer)
-        if where is None or _k().backend.backend() != "tensorflow":
+        where = self.device or layer_device(source_layer)
+        if where is None or standalone_keras().backend.backend() != "tensorflow":
             return contextlib.nullcontext()
         return tf_module().device(where)
 
@@ -115,23 +103,23 @@ class Keras2(Family):
 
     def nodes(self, model: Any) -> Iterator[Node]:
         input_layer = self._input_layer_class()
-        by_depth = dict(_attr(model, "_nodes_by_depth", "nodes_by_depth"))
+        by_depth = dict(attr_of(model, "_nodes_by_depth", "nodes_by_depth"))
         for depth in sorted(by_depth, reverse=True):
             for node in by_depth[depth]:
                 if not isinstance(node.outbound_layer, input_layer):
-                    yield Node(node.outbound_layer, _to_list(node.input_tensors), _to_list(node.output_tensors), node)
+                    yield Node(node.outbound_layer, to_list(node.input_tensors), to_list(node.output_tensors), node)
 
     def arguments(self, node: Node, tensor_map: Dict[int, Any]) -> Tuple[Sequence[Any], Dict[str, Any]]:
         # An RNN called with `initial_state=` / `constants=` records those
         # tensors twice: in its input list and in its keyword arguments. They
         # are passed once, as keywords (`keras2-rnn-state-twice`).
-        given = {id(t) for value in (getattr(node.raw, "arguments", None) or {}).values() for t in _to_list(value)}
+        given = {id(t) for value in (getattr(node.raw, "arguments", None) or {}).values() for t in to_list(value)}
         sources = [x for x in node.inputs if id(x) not in given] or node.inputs
         inputs = [tensor_map[id(x)] for x in sources]
-        return (inputs[0] if len(inputs) == 1 else inputs,), _map_arguments(node.raw, tensor_map)
+        return (inputs[0] if len(inputs) == 1 else inputs,), map_arguments(node.raw, tensor_map)
 
     def is_symbolic(self, value: Any) -> bool:
-        backend = _k().backend
+        backend = standalone_keras().backend
         try:
             if hasattr(backend, "is_tensor"):  # 2.2.0+
                 if backend.is_tensor(value):
@@ -151,14 +139,14 @@ class Keras2(Family):
         )
 
     def input_specs(self, model: Any) -> List[Dict[str, Any]]:
-        return [_input_spec(layer) for layer in _attr(model, "_input_layers", "input_layers")]
+        return [input_spec(layer) for layer in attr_of(model, "_input_layers", "input_layers")]
 
     def wrap_inputs(self, model: Any, flat: List[Any]) -> List[Any]:
         out = []
-        for layer, x in zip(_attr(model, "_input_layers", "input_layers"), flat):
-            _check_own_keras(x, self.layer_class())
+        for layer, x in zip(attr_of(model, "_input_layers", "input_layers"), flat):
+            check_own_keras(x, self.layer_class())
             if not hasattr(x, "_keras_history"):  # a placeholder or a `K.variable`: wrapped like native
-                x = _k().layers.Input(tensor=x, name="input_wrapper_for_" + layer.name)
+                x = standalone_keras().layers.Input(tensor=x, name="input_wrapper_for_" + layer.name)
             out.append(x)
         return out
 
@@ -176,7 +164,7 @@ class Keras2(Family):
         # by its constructor, as Keras 3's `Model.from_config` does.
         cls = type(model)
         if own_get_config(model) and "from_config" not in {
-            name for klass in cls.__mro__[: cls.__mro__.index(_k().models.Model)] for name in klass.__dict__
+            name for klass in cls.__mro__[: cls.__mro__.index(standalone_keras().models.Model)] for name in klass.__dict__
         }:
             try:
                 return cls(**model.get_config())
@@ -185,10 +173,10 @@ class Keras2(Family):
         return super().rebuild_from_config(model)
 
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
-        return _k().models.Model(inputs, outputs, name=model.name)
+        return standalone_keras().models.Model(inputs, outputs, name=model.name)
 
     def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
-        keras = _k()
+        keras = standalone_keras()
         all_layers = list(getattr(model, "_layers", None) or model.layers)
         first = all_layers[0] if all_layers and isinstance(all_layers[0], self._input_layer_class()) else None
         head: List[Any] = []
@@ -197,7 +185,7 @@ class Keras2(Family):
         elif first is not None:
             # `model.layers` may omit an explicit InputLayer, and the clone
             # would come back unbuilt: the InputLayer is recreated.
-            head = [keras.layers.Input(**_input_spec(first))._keras_history[0]]
+            head = [keras.layers.Input(**input_spec(first))._keras_history[0]]
         new = keras.models.Sequential(name=model.name)
         for layer in head:
             new.add(layer)
@@ -213,7 +201,7 @@ class Keras2(Family):
         # `keras2-app-unregistered`: objects the layer holds under names Keras
         # cannot resolve (2.0-2.1 MobileNet's `relu6` and DepthwiseConv2D) are
         # the ones its config names: given to `from_config` by those names.
-        with _k().utils.custom_object_scope(_unregistered_objects(layer)):
+        with standalone_keras().utils.custom_object_scope(unregistered_objects(layer)):
             new = super().config_round_trip(layer)
         if self.is_sequential(layer) and isinstance(layer.get_config(), list):
             # `keras2-sequential-name`: 2.0-2.1 write a Sequential's config as
@@ -222,9 +210,9 @@ class Keras2(Family):
         return new
 
     def _sequential_input(self, x: Any) -> Any:
-        _check_own_keras(x, self.layer_class())
+        check_own_keras(x, self.layer_class())
         if not hasattr(x, "_keras_history"):
-            return _k().layers.Input(tensor=x, name="input_wrapper_for_" + _safe_name(x))._keras_history[0]
+            return standalone_keras().layers.Input(tensor=x, name="input_wrapper_for_" + safe_name(x))._keras_history[0]
         origin = x._keras_history[0]
         if not isinstance(origin, self._input_layer_class()):
             raise InputTensorsError(
@@ -266,13 +254,14 @@ class Keras2(Family):
         if not inputs:  # called on Keras tensors instead (`model(Input(...))`): the same call on new ones
             nodes = getattr(source, "_inbound_nodes", None) or []
             if nodes:
-                tensors = _to_list(nodes[0].input_tensors)
-                fresh = [_k().layers.Input(batch_shape=_k().backend.int_shape(t), dtype=t.dtype.name) for t in tensors]
+                tensors = to_list(nodes[0].input_tensors)
+                fresh = [
+                    standalone_keras().layers.Input(batch_shape=standalone_keras().backend.int_shape(t), dtype=t.dtype.name)
+                    for t in tensors
+                ]
                 new(fresh[0] if len(fresh) == 1 else fresh)
             return
-        samples = [
-            np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs
-        ]
+        samples = [np.zeros((1,) + tuple(x.shape.as_list()[1:]), dtype=getattr(x.dtype, "name", "float32")) for x in inputs]
         new._set_inputs(samples[0] if len(samples) == 1 else samples)
 
     # -- the whole call: device, lock, graph -----------------------------------
@@ -285,7 +274,7 @@ class Keras2(Family):
         left for `finish`; the clone is compiled inside this scope too (the
         optimizer's variables belong in the clone's graph).
         """
-        backend = getattr(self.info, "backend", None) or _k().backend.backend()
+        backend = getattr(self.info, "backend", None) or standalone_keras().backend.backend()
         self.device = check_device(request.device, backend)
         # Graph-mode building is not thread-safe (concurrent `tf.Variable`
         # creation on one graph trips TensorFlow's scope stacks): clones and
@@ -338,7 +327,7 @@ class Keras2(Family):
     # -- weights ---------------------------------------------------------------
 
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
-        K = _k().backend
+        K = standalone_keras().backend
         base = getattr(getattr(variable, "dtype", None), "base_dtype", None)  # TF ref dtypes: float32_ref
         return tuple(K.int_shape(variable)), str(getattr(base, "name", None) or K.dtype(variable))
 
@@ -348,103 +337,4 @@ class Keras2(Family):
                 assign_locked(pairs, tau)  # one cached graph op, tau fed when below 1
 
 
-FAMILY = Keras2
 _LOCK = threading.RLock()
-
-
-def _unregistered_objects(layer: Any) -> Dict[str, Any]:
-    """Keras' own classes and activation functions inside `layer` whose names Keras does not resolve
-    (a user's unregistered objects stay the user's to register)."""
-    keras = _k()
-    known = keras.utils.get_custom_objects()
-    found: Dict[str, Any] = {}
-    stack, seen = [layer], set()
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        name = type(item).__name__
-        if _own(type(item)) and getattr(keras.layers, name, None) is None and name not in known \
-                and not hasattr(keras.models, name):
-            found[name] = type(item)
-        activation = getattr(item, "activation", None)
-        fn_name = getattr(activation, "__name__", None)
-        if callable(activation) and _own(activation) and fn_name and fn_name not in known \
-                and getattr(keras.activations, fn_name, None) is None:
-            found[fn_name] = activation
-        stack.extend(getattr(item, "layers", None) or ())
-        inner = getattr(item, "layer", None)  # wrappers
-        if inner is not None:
-            stack.append(inner)
-    return found
-
-
-def _own(obj: Any) -> bool:
-    return str(getattr(obj, "__module__", "")).startswith("keras.")
-
-
-def _input_spec(layer: Any) -> Dict[str, Any]:
-    return {
-        "batch_shape": layer.batch_input_shape,
-        "dtype": layer.dtype,
-        "sparse": getattr(layer, "sparse", False),
-        "name": layer.name,
-    }
-
-
-def _layer_device(layer: Any) -> Optional[str]:
-    """The device of a layer's variables, when they all agree and it is set."""
-    devices = {getattr(w, "device", "") or "" for w in getattr(layer, "weights", []) or []}
-    return (devices.pop() or None) if len(devices) == 1 else None
-
-
-def _safe_name(x: Any) -> str:
-    # `Input(tensor=x, name='input_wrapper_for_' + x.name)` would put the
-    # tensor's ':0' into a layer name.
-    return re.sub(r"[^A-Za-z0-9_.\-/]", "_", str(getattr(x, "name", "tensor")))
-
-
-def _check_own_keras(x: Any, layer_cls: type) -> None:
-    """A Keras tensor must come from this standalone Keras, not tf.keras/tf_keras."""
-    history = getattr(x, "_keras_history", None)
-    if history is None or isinstance(history[0], layer_cls):
-        return
-    origin = history[0]
-    owner = type(origin).__module__.partition(".")[0]
-    raise InputTensorsError(
-        "Expected `input_tensors` from the same standalone Keras as the model "
-        f"(keras {_k().__version__}). Received "
-        f"{type(x).__module__}.{type(x).__qualname__} {x!r}, made by layer "
-        f"{getattr(origin, 'name', '?')!r} of package {owner!r}. Create it "
-        "with this Keras' `keras.Input(...)`, or pass a placeholder or variable."
-    )
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-    return a is b
-
-
-def _map_arguments(node: Any, tensor_map: Dict[int, Any]) -> Dict[str, Any]:
-    """The node's call arguments, copied, with source tensors mapped to clones.
-
-    `keras2-mutates-source`: native clones write `mask=` into the *source*
-    node's arguments. We never mutate them; a `mask` argument that is the
-    mask the source node received from its inputs is dropped, and
-    `Layer.__call__` collects the clone's masks from the clone's inputs (one
-    per output: `keras2-12202-masks`). Tensors given as keyword arguments
-    (`initial_state=`, `constants=`) are mapped to their clones.
-    """
-    arguments = dict(getattr(node, "arguments", None) or {})
-    if "mask" in arguments:
-        source_masks = getattr(node, "input_masks", None)
-        if source_masks is not None and _same(_to_list(arguments["mask"]), _to_list(source_masks)):
-            del arguments["mask"]
-    for key, value in list(arguments.items()):
-        if isinstance(value, (list, tuple)):
-            arguments[key] = type(value)(tensor_map.get(id(v), v) for v in value)
-        else:
-            arguments[key] = tensor_map.get(id(value), value)
-    return arguments

@@ -15,6 +15,7 @@ from compat_clone.errors import CompileError, InputTensorsError, layer_rebuild_e
 from compat_clone.families._core import Family, own_get_config
 from compat_clone.families._skip_init import Prefill
 from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families.registry import FamilyInfo
 
 __all__ = ["Keras3"]
 
@@ -54,12 +55,11 @@ def _tree() -> _Tree:
 class Keras3(Family):
     """Keras 3.0-3.15 on any backend."""
 
-    register_hint = "`@keras.saving.register_keras_serializable()`"
-
-    def keras(self) -> Any:
-        import keras
-
-        return keras
+    def __init__(self, info: FamilyInfo) -> None:
+        super().__init__(info)
+        # `compile_config_loads`' answers, by `id(model)`: asked at several steps
+        # of one clone, deserialized once per model (this object serves one call).
+        self._config_loads: Dict[int, bool] = {}
 
     def layer_class(self) -> Any:
         # Functional graphs hold Operations too (the `not_equal` of a mask in
@@ -93,7 +93,7 @@ class Keras3(Family):
         try:  # compat_clone's own step (`native-exception-type`)
             _restore_single_outputs(layer, clone)
         except Exception as exc:
-            raise layer_rebuild_error(layer, exc, self.register_hint) from exc
+            raise layer_rebuild_error(layer, exc, self.register_hint()) from exc
         return clone
 
     def unsafe_scope(self) -> ContextManager[Any]:
@@ -180,9 +180,7 @@ class Keras3(Family):
             # (`keras3-input-layer-name`), which the native call's do not.
             specs = self.input_specs(model)
             input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
-        return self.native_clone_model()(
-            model, input_tensors=input_tensors, clone_function=cloner.clone_layer
-        )
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
 
     def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
         if input_tensors is not None:
@@ -231,7 +229,7 @@ class Keras3(Family):
         except Exception as exc:
             # `native-exception-type`: the native call's own exception, the
             # same object, with the advice as a note.
-            raise subclassed_rebuild_note(model, exc)
+            raise subclassed_rebuild_note(model, exc)  # noqa: B904 (the caught exception re-raised)
 
     def build_like(self, source: Any, new: Any) -> None:
         # Keras 3 records the shapes a layer was built with (`get_build_config`);
@@ -278,9 +276,7 @@ class Keras3(Family):
         """
         if not getattr(model, "compiled", False):
             return True
-        # Asked at several steps of one clone: deserialized once per model
-        # (this Family object serves one clone_model call).
-        known: Dict[int, bool] = self.__dict__.setdefault("_config_loads", {})
+        known = self._config_loads
         if id(model) not in known:
             from keras.src.saving import serialization_lib
 
@@ -366,9 +362,6 @@ def _structure(structure: Any) -> str:
     return str(_tree().map_structure(lambda x: getattr(x, "name", type(x).__name__), structure))
 
 
-FAMILY = Keras3
-
-
 def _sub_models(layer: Any) -> List[Any]:
     """`layer` and every model nested in it (wrappers' layers included), in a stable order."""
     walk = getattr(layer, "_flatten_layers", None)
@@ -389,4 +382,3 @@ def _restore_single_outputs(source: Any, clone: Any) -> None:
         listed = new._outputs_struct
         if not isinstance(single, (list, tuple, dict)) and isinstance(listed, list) and len(listed) == 1:
             new._outputs_struct = listed[0]
-

@@ -8,7 +8,6 @@ around are rows of `compat_clone.known_issues`, cited by id.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import sys
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -36,13 +35,7 @@ def _class_named(obj: Any, name: str) -> Optional[type]:
 class TfKeras(Family):
     """tf.keras 2.x and tf_keras."""
 
-    def keras(self) -> Any:
-        if self.info.package == "tensorflow":  # the in-tree tf.python.keras (TF <= 2.5)
-            return _tf().keras
-        return importlib.import_module(self.info.package)
-
-    @property
-    def register_hint(self) -> str:  # type: ignore[override]
+    def register_hint(self) -> str:
         keras = self.keras()
         name = getattr(keras, "__name__", "tf_keras")
         if hasattr(getattr(keras, "saving", None), "register_keras_serializable"):
@@ -132,8 +125,7 @@ class TfKeras(Family):
         new_inputs = nest.pack_sequence_as(model._nested_inputs, inputs)
         new_outputs = nest.pack_sequence_as(model._nested_outputs, outputs)
         functional = _class_named(model, "Functional")
-        like = getattr(sys.modules.get(functional.__module__) if functional else None,
-                       "has_functional_like_constructor", None)
+        like = getattr(sys.modules.get(functional.__module__) if functional else None, "has_functional_like_constructor", None)
         if like is not None and like(model.__class__):
             return model.__class__(new_inputs, new_outputs, name=model.name)
         return self.keras().Model(new_inputs, new_outputs, name=model.name)
@@ -149,11 +141,7 @@ class TfKeras(Family):
         skip_first = getattr(functional, "_should_skip_first_node", None)
         if not ancillary or insert is None or skip_first is None:
             return
-        nodes = [
-            node
-            for layer in created
-            for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)
-        ]
+        nodes = [node for layer in created for node in (layer.inbound_nodes[1:] if skip_first(layer) else layer.inbound_nodes)]
         insert(new, ancillary, model.metrics_names, nodes)
 
     # -- native calls ----------------------------------------------------------
@@ -263,6 +251,3 @@ def _has_single_list_call(model: Any) -> bool:
             if args and isinstance(args[0], (list, tuple)) and len(args[0]) == 1:
                 return True
     return False
-
-
-FAMILY = TfKeras

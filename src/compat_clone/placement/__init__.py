@@ -1,9 +1,12 @@
 """Where a clone's variables live, and how weights move: device to device.
 
-Two concerns, one public entry each, one small private helper per backend
-(the `array_api_compat.device()` / `to_device()` pattern):
+Two concerns, one public entry each, and one object per Keras backend behind
+them: a `PlacementBackend` (`_common.py`) that resolves a placement, copies
+and blends, implemented by `TensorFlowBackend`, `JaxBackend`, `TorchBackend`
+and `NumpyBackend`, each in its backend's module and chosen by the backend's
+name in one function here (`_backend_for`):
 
-* `scope(model, device, info)` wraps the whole clone build. It resolves the
+* `scope(model, device, backend)` wraps the whole clone build. It resolves the
   placement first (an unknown device raises `DeviceNotFoundError` before a
   single layer is built), then creates the clone's variables there:
 
@@ -61,25 +64,37 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Dict, Iterator, Optional
 
-from compat_clone.placement._common import Pairs, Placement, _fw, _not_found
-from compat_clone.placement.jax import _assign_jax, _blend_jax, _fresh_copy_jax, _resolve_jax
-from compat_clone.placement.tensorflow import _resolve_tf, assign_tf, blend_tf
-from compat_clone.placement.torch import _assign_torch, _blend_torch, _fresh_copy_torch, _resolve_torch
+from compat_clone.placement._common import Pairs, Placement, PlacementBackend
+from compat_clone.placement.jax import JaxBackend
+from compat_clone.placement.numpy import NumpyBackend
+from compat_clone.placement.tensorflow import TensorFlowBackend, assign_tf
+from compat_clone.placement.torch import TorchBackend
 
 __all__ = ["Placement", "scope", "assign_keras3", "assign_tf", "fresh_copy_keras3"]
 
 
-def _backend(info: Any) -> Optional[str]:
-    family = getattr(info, "family", None)
-    if family == "tf_keras":
-        return "tensorflow"
-    if family == "keras3":
-        return getattr(info, "backend", None) or "tensorflow"
-    return None  # standalone Keras 2 places its own variables (compat_clone.families.keras2)
+# -- which backend ---------------------------------------------------------------
+
+_BACKENDS: Dict[str, Callable[[], PlacementBackend]] = {
+    "tensorflow": TensorFlowBackend,
+    "jax": JaxBackend,
+    "torch": TorchBackend,
+    "numpy": NumpyBackend,
+}
+
+
+def _backend_for(name: Optional[str]) -> Optional[PlacementBackend]:
+    """The placement backend of the Keras backend `name`, or None where placement has none.
+
+    The one place a backend is chosen. Choosing imports no framework: a
+    backend finds its framework in `sys.modules` when it is used.
+    """
+    make = _BACKENDS.get(name or "")
+    return None if make is None else make()
 
 
 @contextlib.contextmanager
-def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
+def scope(model: Any, device: Any, backend: Optional[str]) -> Iterator[Placement]:
     """Creates the clone's variables where the source's are, or on `device`.
 
     Args:
@@ -88,7 +103,9 @@ def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
             backend, a framework device object, or (TensorFlow) a
             `tf.distribute.Strategy`, (JAX) a `jax.sharding.Sharding`,
             (Keras 3) a `keras.distribution.Distribution`.
-        info: the model's `FamilyInfo`.
+        backend: the name of the placement backend (the family registry's
+            `placement_backend`), or None where the family places its own
+            variables (standalone Keras 2).
 
     Yields:
         The resolved `Placement`; call its `finish(clone, layer_map)` before
@@ -98,32 +115,10 @@ def scope(model: Any, device: Any, info: Any) -> Iterator[Placement]:
         DeviceNotFoundError: `device` does not exist; raised before anything
             is built.
     """
-    backend = _backend(info)
-    resolve = _RESOLVERS.get(backend or "")
-    if resolve is None:
-        placement = Placement("unchanged")
-    else:
-        placement = resolve(model, device, info)
+    chosen = _backend_for(backend)
+    placement = Placement("unchanged") if chosen is None else chosen.resolve(model, device)
     with placement.context():
         yield placement
-
-
-
-# -- numpy (Keras 3's reference backend: host memory only) -----------------------
-
-
-def _resolve_numpy(model: Any, device: Any, info: Any) -> Placement:
-    if device is None or (isinstance(device, str) and device.strip().lower().lstrip("/") in ("cpu", "cpu:0")):
-        return Placement("host memory")
-    raise _not_found(device, "numpy", ["cpu"])
-
-
-_RESOLVERS: Dict[str, Callable[[Any, Any, Any], Placement]] = {
-    "tensorflow": _resolve_tf,
-    "jax": _resolve_jax,
-    "torch": _resolve_torch,
-    "numpy": _resolve_numpy,
-}
 
 
 # -- Keras 3 copies ------------------------------------------------------------
@@ -142,39 +137,6 @@ def _keras3_backend(variable: Any) -> str:
     return "other"
 
 
-def _assign_tf_keras3(pairs: Pairs) -> None:
-    assign_tf(pairs)  # unwraps each Keras variable to its tf.Variable
-
-
-def _assign_generic(pairs: Pairs) -> None:
-    values = [src.value for src, _ in pairs]
-    for (_, dst), value in zip(pairs, values):
-        dst.assign(value)
-
-
-def _blend_generic(pairs: Pairs, tau: float) -> None:
-    np = _fw("numpy")
-    values = []
-    for src, dst in pairs:  # host memory already (Keras 3's numpy backend)
-        s, d = np.asarray(src.value), np.asarray(dst.value)
-        values.append((d + tau * (s - d)).astype(d.dtype) if np.issubdtype(d.dtype, np.inexact) else np.array(s))
-    for (_, dst), value in zip(pairs, values):
-        dst.assign(value)
-
-
-_KERAS3_ASSIGN: Dict[str, Callable[[Pairs], None]] = {
-    "tensorflow": _assign_tf_keras3,
-    "jax": _assign_jax,
-    "torch": _assign_torch,
-}
-
-_KERAS3_BLEND: Dict[str, Callable[[Pairs, float], None]] = {
-    "tensorflow": blend_tf,  # unwraps each Keras variable to its tf.Variable
-    "jax": _blend_jax,
-    "torch": _blend_torch,
-}
-
-
 def assign_keras3(pairs: Pairs, tau: float = 1.0) -> None:
     """Copies Keras 3 variable pairs on the device, per backend.
 
@@ -191,19 +153,16 @@ def assign_keras3(pairs: Pairs, tau: float = 1.0) -> None:
     """
     if not pairs:
         return
-    backend = _keras3_backend(pairs[0][1])
+    # Another Keras 3 backend (none of the four): the generic copy through
+    # each target's `assign`, as on NumPy.
+    backend = _backend_for(_keras3_backend(pairs[0][1])) or NumpyBackend()
     if tau != 1.0:
-        _KERAS3_BLEND.get(backend, _blend_generic)(pairs, tau)
+        backend.blend(pairs, tau)
         return
-    _KERAS3_ASSIGN.get(backend, _assign_generic)(pairs)
-
-
-_KERAS3_FRESH_COPY: Dict[str, Callable[[Any], Any]] = {
-    "jax": _fresh_copy_jax,
-    "torch": _fresh_copy_torch,
-}
+    backend.assign(pairs)
 
 
 def fresh_copy_keras3(backend: Optional[str]) -> Optional[Callable[[Any], Any]]:
     """`fn(variable)`: a new buffer holding the variable's value where it lives (JAX, torch), else None."""
-    return _KERAS3_FRESH_COPY.get(backend or "")
+    chosen = _backend_for(backend)
+    return None if chosen is None else chosen.fresh_copier()

@@ -1,4 +1,4 @@
-"""What every backend's placement shares: the `Placement` record, the soft-update cache, small helpers.
+"""What every backend's placement shares: the `PlacementBackend` protocol, the `Placement` record, the pair cache, small helpers.
 
 Nothing here imports a framework: a model object exists, so its framework is
 in `sys.modules` already.
@@ -13,12 +13,27 @@ import threading
 import weakref
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
+from compat_clone._compat import Protocol
 from compat_clone.errors import DeviceNotFoundError, InvalidArgumentError
+
+__all__ = [
+    "Pairs",
+    "PlacementBackend",
+    "Placement",
+    "PairCache",
+    "framework",
+    "stored",
+    "rebind",
+    "most_common",
+    "device_not_found",
+    "model_variables",
+    "pair_variables",
+]
 
 Pairs = List[Tuple[Any, Any]]
 
 
-def _fw(name: str) -> Any:
+def framework(name: str) -> Any:
     """A framework already imported by the caller's model (never imported here)."""
     module = sys.modules.get(name)
     if module is None:  # pragma: no cover - a live model implies its framework
@@ -54,7 +69,7 @@ def rebind(variable: Any, value: Any) -> None:
         direct(value)
 
 
-def _most_common(values: Sequence[Any]) -> Any:
+def most_common(values: Sequence[Any]) -> Any:
     """The most frequent value (first seen wins a tie), or None when empty."""
     if not values:
         return None
@@ -66,7 +81,7 @@ def _most_common(values: Sequence[Any]) -> Any:
     return None  # pragma: no cover
 
 
-def _not_found(device: Any, backend: str, available: Sequence[str], hint: str = "") -> DeviceNotFoundError:
+def device_not_found(device: Any, backend: str, available: Sequence[str], hint: str = "") -> DeviceNotFoundError:
     return DeviceNotFoundError(
         f"Device {device!r} does not exist for the {backend} backend. Available "
         f"devices: {list(available)}. Pass one of them{hint}, or device=None to "
@@ -74,7 +89,7 @@ def _not_found(device: Any, backend: str, available: Sequence[str], hint: str = 
     )
 
 
-def _model_variables(model: Any) -> List[Any]:
+def model_variables(model: Any) -> List[Any]:
     if not getattr(model, "built", True):  # an unbuilt Sequential has none (tf_keras raises)
         return []
     variables = list(getattr(model, "weights", None) or [])
@@ -83,7 +98,7 @@ def _model_variables(model: Any) -> List[Any]:
     return variables
 
 
-def _pair_variables(model: Any, clone: Any, layer_map: Optional[Dict[int, Tuple[Any, Any]]]) -> Pairs:
+def pair_variables(model: Any, clone: Any, layer_map: Optional[Dict[int, Tuple[Any, Any]]]) -> Pairs:
     """(source variable, clone variable) pairs, for placement.
 
     Layer by layer from the clone's layer map; what that leaves (a subclassed
@@ -103,7 +118,7 @@ def _pair_variables(model: Any, clone: Any, layer_map: Optional[Dict[int, Tuple[
 
     for src_layer, dst_layer in (layer_map or {}).values():
         add(list(getattr(src_layer, "weights", None) or []), list(getattr(dst_layer, "weights", None) or []))
-    src_all, dst_all = _model_variables(model), _model_variables(clone)
+    src_all, dst_all = model_variables(model), model_variables(clone)
     if len(src_all) == len(dst_all) and any(id(v) not in seen for v in dst_all):
         add(src_all, dst_all)
     return pairs
@@ -136,7 +151,6 @@ class Placement:
 
     def __repr__(self) -> str:
         return f"Placement({self.description})"
-
 
 
 class PairCache:
@@ -186,3 +200,52 @@ class PairCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class PlacementBackend(Protocol):
+    """What placement asks of one Keras backend (TensorFlow, JAX, torch, NumPy).
+
+    One class per backend implements it, in the backend's module of this
+    package (`TensorFlowBackend`, `JaxBackend`, `TorchBackend`,
+    `NumpyBackend`); `compat_clone.placement` selects one by the backend's
+    name. A backend never imports its framework to be selected: its methods
+    find the framework in `sys.modules` (`framework`), where the model being
+    cloned or copied put it.
+    """
+
+    def resolve(self, model: Any, device: Any) -> Placement:
+        """Where the clone of `model` is created, checked before anything is built.
+
+        Args:
+            model: the source model.
+            device: None (the source's placement) or what the user passed as
+                `device` (a device string, a framework device object, a
+                strategy, sharding or distribution the backend accepts).
+
+        Returns:
+            The `Placement`: its context creates the clone's variables there,
+            its `finish` moves what that context could not place.
+
+        Raises:
+            DeviceNotFoundError: `device` does not exist for this backend.
+        """
+        ...
+
+    def assign(self, pairs: Pairs) -> None:
+        """Copies checked (source, target) Keras 3 variable pairs, without a host round trip where it can.
+
+        Two phases: everything that can fail runs before the first target is
+        written, so an error leaves every target untouched.
+        """
+        ...
+
+    def blend(self, pairs: Pairs, tau: float) -> None:
+        """Soft update: every floating-point target becomes `tau * src + (1 - tau) * dst`, others copied exactly.
+
+        Two phases, as `assign`.
+        """
+        ...
+
+    def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
+        """`fn(variable)`: a new buffer holding the variable's value where it lives; None where the backend has none."""
+        ...

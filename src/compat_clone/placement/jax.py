@@ -6,8 +6,43 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from compat_clone.placement._common import (Pairs, Placement, _fw, _model_variables, _most_common, _not_found,
-                                            PairCache, _pair_variables, rebind, stored)
+from compat_clone.placement._common import (
+    PairCache,
+    Pairs,
+    Placement,
+    device_not_found,
+    framework,
+    model_variables,
+    most_common,
+    pair_variables,
+    rebind,
+    stored,
+)
+
+__all__ = ["JaxBackend"]
+
+
+class JaxBackend:
+    """JAX (Keras 3 on JAX): a `PlacementBackend`.
+
+    The clone is built under `jax.default_device`, then each variable is put
+    on its source's sharding (or the given device's); copies and blends are
+    batched device-to-device operations, written into the targets' donated
+    buffers where nothing else holds them.
+    """
+
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_jax(model, device)
+
+    def assign(self, pairs: Pairs) -> None:
+        _assign_jax(pairs)
+
+    def blend(self, pairs: Pairs, tau: float) -> None:
+        _blend_jax(pairs, tau)
+
+    def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
+        return _fresh_copy_jax
+
 
 def _jax_device(jax: Any, device: Any) -> Any:
     if isinstance(device, jax.Device):
@@ -20,22 +55,22 @@ def _jax_device(jax: Any, device: Any) -> Any:
         everything += list(jax.devices("cpu"))
     available = [f"{d.platform}:{d.id}" for d in everything]
     if not isinstance(device, str) or not device.strip():
-        raise _not_found(device, "JAX", available, hint=" (a string such as 'cpu:0' or a jax.Device)")
+        raise device_not_found(device, "JAX", available, hint=" (a string such as 'cpu:0' or a jax.Device)")
     text = device.strip().lower().lstrip("/")
     text = text.rsplit("device:", 1)[-1]
     kind, _, index = text.partition(":")
     kind = {"cuda": "gpu", "rocm": "gpu"}.get(kind, kind)
     if not re.fullmatch(r"[a-z]+", kind) or not re.fullmatch(r"\d*", index):
-        raise _not_found(device, "JAX", available)
+        raise device_not_found(device, "JAX", available)
     try:
         candidates = list(jax.devices(kind))
     except RuntimeError:  # that platform is not present
-        raise _not_found(device, "JAX", available) from None
+        raise device_not_found(device, "JAX", available) from None
     wanted = int(index) if index else None
     for dev in candidates:
         if wanted is None or dev.id == wanted:
             return dev
-    raise _not_found(device, "JAX", available)
+    raise device_not_found(device, "JAX", available)
 
 
 def _jax_single_device(jax: Any, sharding: Any) -> Any:
@@ -52,7 +87,7 @@ def _jax_put(jax: Any, values: List[Any], shardings: List[Any]) -> List[Any]:
     try:
         return list(jax.device_put(values, shardings, may_alias=False))
     except TypeError:  # jax < 0.4.31 has no `may_alias`: copy explicitly
-        jnp = _fw("jax.numpy")
+        jnp = framework("jax.numpy")
         return list(jax.device_put([jnp.array(v, copy=True) for v in values], shardings))
 
 
@@ -85,19 +120,19 @@ def _jax_relayout(jax: Any, pairs: Pairs, layout_from_source: bool) -> None:
         variable._direct_assign(new)
 
 
-def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
-    jax = _fw("jax")
+def _resolve_jax(model: Any, device: Any) -> Placement:
+    jax = framework("jax")
     keras_distribution = _keras_distribution_class()
     if keras_distribution is not None and isinstance(device, keras_distribution):
         given: Any = device
         return Placement(f"the given {type(given).__name__}", given.scope)
     if device is None:
-        sources = [v for v in _model_variables(model) if hasattr(getattr(v, "_value", None), "sharding")]
+        sources = [v for v in model_variables(model) if hasattr(getattr(v, "_value", None), "sharding")]
         singles = [_jax_single_device(jax, v._value.sharding) for v in sources]
-        home = _most_common([d for d in singles if d is not None])
+        home = most_common([d for d in singles if d is not None])
 
         def finish_like_source(clone: Any, layer_map: Any) -> None:
-            _jax_relayout(jax, _pair_variables(model, clone, layer_map), layout_from_source=True)
+            _jax_relayout(jax, pair_variables(model, clone, layer_map), layout_from_source=True)
 
         where = f"the source's placement ({home})" if home is not None else "the source's placement"
         # Entered only where it changes something: JAX keys its jit caches on
@@ -113,7 +148,7 @@ def _resolve_jax(model: Any, device: Any, info: Any) -> Placement:
         sharding = jax.sharding.SingleDeviceSharding(first)
 
     def finish_on(clone: Any, layer_map: Any) -> None:
-        _jax_relayout(jax, [(sharding, v) for v in _model_variables(clone)], layout_from_source=False)
+        _jax_relayout(jax, [(sharding, v) for v in model_variables(clone)], layout_from_source=False)
 
     return Placement(f"{sharding}", lambda: jax.default_device(first), finish_on)
 
@@ -132,10 +167,9 @@ def _keras_distribution_class() -> Optional[type]:
     return getattr(module, "Distribution", None) if module is not None else None
 
 
-
 def _fresh_copy_jax(variable: Any) -> Any:
     """A device copy of the variable's array, on its sharding, committed as it is (a clone's first value)."""
-    jax = _fw("jax")
+    jax = framework("jax")
     value = stored(variable)
     return _jax_put_like(jax, [value], [value])[0]
 
@@ -149,15 +183,18 @@ def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
     the model had run (a compile per function, per model).
     """
     out: List[Any] = [None] * len(values)
-    keep = [i for i, (v, t) in enumerate(zip(values, targets))
-            if not getattr(t, "committed", True) and not getattr(v, "committed", True) and v.sharding == t.sharding]
+    keep = [
+        i
+        for i, (v, t) in enumerate(zip(values, targets))
+        if not getattr(t, "committed", True) and not getattr(v, "committed", True) and v.sharding == t.sharding
+    ]
     kept = set(keep)
     move = [i for i in range(len(values)) if i not in kept]
     if keep:
         try:
             copies = list(jax.device_put([values[i] for i in keep], may_alias=False))
         except TypeError:  # jax < 0.4.31 has no `may_alias`
-            jnp = _fw("jax.numpy")
+            jnp = framework("jax.numpy")
             copies = [jnp.array(values[i], copy=True) for i in keep]
         for i, value in zip(keep, copies):
             out[i] = value
@@ -175,7 +212,7 @@ def _assign_jax(pairs: Pairs) -> None:
     update every N steps) writes into the donated target buffers (`_in_place`):
     no allocation, and no old buffer freed, per call.
     """
-    jax = _fw("jax")
+    jax = framework("jax")
     values = [stored(src) for src, _ in pairs]
     owned = _owned(pairs) if _seen_before(pairs) else set()
     targets = [stored(dst) for _, dst in pairs]
@@ -187,8 +224,7 @@ def _assign_jax(pairs: Pairs) -> None:
     new: List[Any] = list(targets)
     for i, value in zip(fresh, _jax_put_like(jax, [values[i] for i in fresh], [targets[i] for i in fresh])):
         new[i] = value
-    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated],
-                                           [values[i] for i in donated])):
+    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated], [values[i] for i in donated])):
         new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.
     for (_, dst), value in zip(pairs, new):
@@ -250,7 +286,7 @@ def _donation_group(values: List[Any], targets: List[Any], owned: Set[int]) -> T
     uncommitted too (a jitted result is committed if any argument is): jit
     caches key on commitment.
     """
-    jax = _fw("jax")
+    jax = framework("jax")
     by_device: Dict[Any, List[int]] = {}
     read = {id(v) for v in values}  # a target that is also a source of this call (`copy-shared-variable`)
     for i in sorted(owned):
@@ -271,6 +307,7 @@ def _donation_group(values: List[Any], targets: List[Any], owned: Set[int]) -> T
 def _copy_jit(jax: Any) -> Callable[..., Any]:
     """`jax.jit` of a copy of `srcs` into the donated `dsts` (`keep_unused`: a dropped argument is not donated)."""
     if not _COPY_JIT:
+
         def copy(dsts: List[Any], srcs: List[Any]) -> List[Any]:
             # The barrier keeps each result from being the source array itself.
             return list(jax.lax.optimization_barrier(srcs))
@@ -300,7 +337,7 @@ def _blend_jit(jax: Any) -> Callable[..., Any]:
     buffers. `shared` ones get new buffers.
     """
     if not _JITTED:
-        jnp = _fw("jax.numpy")
+        jnp = framework("jax.numpy")
 
         def mix(tau: Any, srcs: List[Any], dsts: List[Any]) -> List[Any]:
             out = []
@@ -310,8 +347,9 @@ def _blend_jit(jax: Any) -> Callable[..., Any]:
                 out.append((t + tau * (s.astype(wide) - t)).astype(d.dtype))
             return out
 
-        def blend(tau: Any, owned: List[Any], owned_srcs: List[Any], shared: List[Any],
-                  shared_srcs: List[Any]) -> Tuple[List[Any], List[Any]]:
+        def blend(
+            tau: Any, owned: List[Any], owned_srcs: List[Any], shared: List[Any], shared_srcs: List[Any]
+        ) -> Tuple[List[Any], List[Any]]:
             return mix(tau, owned_srcs, owned), mix(tau, shared_srcs, shared)
 
         _JITTED.append(jax.jit(blend, donate_argnums=1))
@@ -329,8 +367,8 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
     step. Every other new array is made before the donated call and before
     the first target is rebound.
     """
-    jax = _fw("jax")
-    jnp = _fw("jax.numpy")
+    jax = framework("jax")
+    jnp = framework("jax.numpy")
     owned = _owned(pairs)
     srcs = [stored(src) for src, _ in pairs]
     dsts = [stored(dst) for _, dst in pairs]
@@ -351,8 +389,9 @@ def _blend_jax(pairs: Pairs, tau: float) -> None:
     home = frozenset(dsts[donated[0]].sharding.device_set) if donated else None
     for key in set(groups) | ({home} if home is not None else set()):
         shared, mine = groups.get(key, []), donated if key == home else []
-        owned_out, shared_out = blend(tau, [dsts[i] for i in mine], [srcs[i] for i in mine],
-                                      [dsts[i] for i in shared], [srcs[i] for i in shared])
+        owned_out, shared_out = blend(
+            tau, [dsts[i] for i in mine], [srcs[i] for i in mine], [dsts[i] for i in shared], [srcs[i] for i in shared]
+        )
         for i, value in zip(mine + shared, list(owned_out) + list(shared_out)):
             new[i] = value
     # Commit: rebinding arrays of the exact shape, dtype and sharding.

@@ -4,18 +4,43 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from compat_clone.errors import InvalidArgumentError
 from compat_clone.placement._common import (
     PairCache,
     Pairs,
     Placement,
-    _fw,
-    _model_variables,
-    _most_common,
-    _not_found,
+    device_not_found,
+    framework,
+    model_variables,
+    most_common,
 )
+
+__all__ = ["TensorFlowBackend", "assign_tf", "blend_tf"]
+
+
+class TensorFlowBackend:
+    """TensorFlow (Keras 3 on TF, tf.keras, tf_keras): a `PlacementBackend`.
+
+    The clone is built under the source's `tf.distribute` strategy or on its
+    variables' device. Copies go variable to variable (`assign_tf`), soft
+    updates run in one cached `tf.function` (`blend_tf`); both unwrap each
+    Keras 3 variable to its `tf.Variable`.
+    """
+
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_tf(model, device)
+
+    def assign(self, pairs: Pairs) -> None:
+        assign_tf(pairs)
+
+    def blend(self, pairs: Pairs, tau: float) -> None:
+        blend_tf(pairs, tau)
+
+    def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
+        return None  # no prefill on TensorFlow: the clone's variables are created, then assigned
+
 
 def _tf_var(tf: Any, variable: Any) -> Any:
     """The `tf.Variable` behind a Keras 3 variable (or the variable itself)."""
@@ -46,42 +71,39 @@ def _tf_device_name(tf: Any, device: Any) -> str:
         device = device.name
     available = [d.name for d in tf.config.list_logical_devices()]
     if not isinstance(device, str) or not device.strip():
-        raise _not_found(device, "TensorFlow", available, hint=" (a string such as '/CPU:0')")
+        raise device_not_found(device, "TensorFlow", available, hint=" (a string such as '/CPU:0')")
     text = _TF_ALIASES.sub("GPU", device.strip())
     if ":" not in text.rsplit("/", 1)[-1] and "/" not in text:
         text = text + ":0"  # "cpu" -> "cpu:0"
     try:
         spec = tf.DeviceSpec.from_string(text)
     except ValueError:
-        raise _not_found(device, "TensorFlow", available) from None
+        raise device_not_found(device, "TensorFlow", available) from None
     if spec.device_type is None:
-        raise _not_found(device, "TensorFlow", available, hint=" (name a device type: '/CPU:0')")
+        raise device_not_found(device, "TensorFlow", available, hint=" (name a device type: '/CPU:0')")
     index = 0 if spec.device_index is None else spec.device_index
-    local = {
-        (parsed.device_type, parsed.device_index)
-        for parsed in (tf.DeviceSpec.from_string(name) for name in available)
-    }
+    local = {(parsed.device_type, parsed.device_index) for parsed in (tf.DeviceSpec.from_string(name) for name in available)}
     # Only local devices can be checked; a remote job's devices are taken on
     # trust (a cluster lists them only once connected).
     if spec.job in (None, "localhost") and (spec.device_type.upper(), index) not in local:
-        raise _not_found(device, "TensorFlow", available)
+        raise device_not_found(device, "TensorFlow", available)
     return str(spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string())
 
 
-def _resolve_tf(model: Any, device: Any, info: Any) -> Placement:
-    tf = _fw("tensorflow")
+def _resolve_tf(model: Any, device: Any) -> Placement:
+    tf = framework("tensorflow")
     if device is None:
         if tf.distribute.has_strategy():
             # The caller entered a strategy scope: its choice governs (the
             # native way to build a clone under a strategy keeps working).
             strategy = tf.distribute.get_strategy()
             return Placement(f"the active {type(strategy).__name__}")
-        variables = [_tf_var(tf, v) for v in _model_variables(model)]
+        variables = [_tf_var(tf, v) for v in model_variables(model)]
         strategies = [s for s in (_tf_strategy_of(v) for v in variables) if s is not None]
         if strategies:
-            strategy = _most_common(strategies)
+            strategy = most_common(strategies)
             return Placement(f"the source's {type(strategy).__name__}", strategy.scope)
-        device_name = _most_common([v.device for v in variables if getattr(v, "device", "")])
+        device_name = most_common([v.device for v in variables if getattr(v, "device", "")])
         if device_name:
             return Placement(f"the source's device {device_name}", lambda: tf.device(device_name))
         return Placement("the default device")
@@ -101,23 +123,21 @@ def _tf_plan(tf: Any, src: Any, dst: Any) -> List[Tuple[Any, Any]]:
     dst_dist = _tf_is_distributed(tf, dst)
     if src_dist and dst_dist:
         src_parts, dst_parts = list(src.values), list(dst.values)
-        if len(src_parts) == len(dst_parts) and all(
-            s.device == d.device for s, d in zip(src_parts, dst_parts)
-        ):
+        if len(src_parts) == len(dst_parts) and all(s.device == d.device for s, d in zip(src_parts, dst_parts)):
             return list(zip(src_parts, dst_parts))
-    if dst_dist:
-        # A sync-on-read SUM variable refuses a cross-replica assign (TF 2.x):
-        # find out now, before any target was written.
-        if (
-            getattr(dst, "synchronization", None) == tf.VariableSynchronization.ON_READ
-            and getattr(dst, "aggregation", None) == tf.VariableAggregation.SUM
-        ):
-            raise InvalidArgumentError(
-                f"Cannot copy into the sync-on-read SUM variable {dst.name!r} from a "
-                f"variable of another layout ({type(src).__name__} on {src.device!r}). "
-                "Nothing was copied. Clone the target under the source's strategy "
-                "(compat_clone.clone_model(source) does so by default)."
-            )
+    # A sync-on-read SUM variable refuses a cross-replica assign (TF 2.x):
+    # find out now, before any target was written.
+    if (
+        dst_dist
+        and getattr(dst, "synchronization", None) == tf.VariableSynchronization.ON_READ
+        and getattr(dst, "aggregation", None) == tf.VariableAggregation.SUM
+    ):
+        raise InvalidArgumentError(
+            f"Cannot copy into the sync-on-read SUM variable {dst.name!r} from a "
+            f"variable of another layout ({type(src).__name__} on {src.device!r}). "
+            "Nothing was copied. Clone the target under the source's strategy "
+            "(compat_clone.clone_model(source) does so by default)."
+        )
     return [(src, dst)]
 
 
@@ -135,7 +155,7 @@ def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
     if tau != 1.0:
         blend_tf(pairs, tau)
         return
-    tf = _fw("tensorflow")
+    tf = framework("tensorflow")
     plan: List[Tuple[Any, Any]] = []
     for src, dst in pairs:
         plan.extend(_tf_plan(tf, _tf_var(tf, src), _tf_var(tf, dst)))
@@ -154,15 +174,13 @@ def assign_tf(pairs: Pairs, tau: float = 1.0) -> None:
             gen.assign_variable_op(dst.handle, value)
         return
     for i, (src, dst) in enumerate(plan):
-        dst.assign(early[i] if i in early else src, read_value=False)
+        dst.assign(early.get(i, src), read_value=False)
 
 
 def _aliased_sources(plan: List[Tuple[Any, Any]]) -> List[int]:
     """Indexes of the pairs whose source is also a target of the plan (by variable identity)."""
     targets = {id(dst) for _, dst in plan}
     return [i for i, (src, _) in enumerate(plan) if id(src) in targets]
-
-
 
 
 def _plain_types() -> Tuple[type, ...]:
@@ -186,7 +204,7 @@ def blend_tf(pairs: Pairs, tau: float) -> None:
     (a float64 tensor argument); it holds the variables weakly. Every pair is
     planned (and refused, if it cannot be assigned) before anything runs.
     """
-    tf = _fw("tensorflow")
+    tf = framework("tensorflow")
     blend = _BLENDS.get(pairs, lambda: _TfBlend(tf, pairs))
     blend(tf.constant(tau, tf.float64))
 

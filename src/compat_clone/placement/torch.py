@@ -4,10 +4,43 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, ContextManager, Dict, List, Set, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Set, Tuple
 
-from compat_clone.placement._common import (Pairs, Placement, _fw, _model_variables, _most_common, _not_found,
-                                            _pair_variables, stored)
+from compat_clone.placement._common import (
+    Pairs,
+    Placement,
+    device_not_found,
+    framework,
+    model_variables,
+    most_common,
+    pair_variables,
+    stored,
+)
+
+__all__ = ["TorchBackend"]
+
+
+class TorchBackend:
+    """torch (Keras 3 on torch): a `PlacementBackend`.
+
+    The clone is built under Keras's torch device scope, and variables left on
+    another device are moved after; copies and blends run in place under
+    `no_grad` (`copy_`, `_foreach_copy_`, `_foreach_lerp_`), sources on
+    another device staged on the target's first.
+    """
+
+    def resolve(self, model: Any, device: Any) -> Placement:
+        return _resolve_torch(model, device)
+
+    def assign(self, pairs: Pairs) -> None:
+        _assign_torch(pairs)
+
+    def blend(self, pairs: Pairs, tau: float) -> None:
+        _blend_torch(pairs, tau)
+
+    def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
+        return _fresh_copy_torch
+
 
 def _torch_available(torch: Any) -> List[str]:
     names = ["cpu"]
@@ -31,18 +64,18 @@ def _torch_device(torch: Any, device: Any) -> str:
         text = text.rsplit("device:", 1)[-1]
         text = re.sub(r"^gpu\b", "cuda", text)
     else:
-        raise _not_found(device, "torch", available, hint=" (a string such as 'cpu' or 'cuda:0')")
+        raise device_not_found(device, "torch", available, hint=" (a string such as 'cpu' or 'cuda:0')")
     try:
         parsed = torch.device(text)
     except RuntimeError:
-        raise _not_found(device, "torch", available) from None
+        raise device_not_found(device, "torch", available) from None
     if parsed.type == "cpu":
         if parsed.index not in (None, 0):
-            raise _not_found(device, "torch", available)
+            raise device_not_found(device, "torch", available)
         return "cpu"
     name = f"{parsed.type}:{parsed.index or 0}"
     if name not in available and not (parsed.type == "mps" and "mps" in available):
-        raise _not_found(device, "torch", available)
+        raise device_not_found(device, "torch", available)
     return "mps" if parsed.type == "mps" else name
 
 
@@ -50,13 +83,13 @@ def _keras_device_scope(name: str) -> ContextManager[Any]:
     # The torch backend's `device_scope(name)` sets the device its variables
     # are created on (Keras 3.0-3.15.1; `keras.device` fronts it since 3.1).
     core = sys.modules.get("keras.src.backend.torch.core")
-    scope_fn: Any = getattr(core, "device_scope", None) or getattr(_fw("keras"), "device")
+    scope_fn: Any = getattr(core, "device_scope", None) or framework("keras").device
     return scope_fn(name)  # type: ignore[no-any-return]
 
 
 def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:
     """Moves clone variables to a torch device (only strays; device to device)."""
-    torch = _fw("torch")
+    torch = framework("torch")
     with torch.no_grad():
         for target, variable in pairs:
             param = getattr(variable, "_value", None)
@@ -67,16 +100,14 @@ def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:
                 param.data = param.data.to(dev)
 
 
-def _resolve_torch(model: Any, device: Any, info: Any) -> Placement:
-    torch = _fw("torch")
+def _resolve_torch(model: Any, device: Any) -> Placement:
+    torch = framework("torch")
     if device is None:
-        devices = [
-            str(v._value.device) for v in _model_variables(model) if hasattr(getattr(v, "_value", None), "device")
-        ]
-        home = _most_common(devices)
+        devices = [str(v._value.device) for v in model_variables(model) if hasattr(getattr(v, "_value", None), "device")]
+        home = most_common(devices)
 
         def finish_like_source(clone: Any, layer_map: Any) -> None:
-            _torch_move(_pair_variables(model, clone, layer_map))
+            _torch_move(pair_variables(model, clone, layer_map))
 
         enter = (lambda: _keras_device_scope(home)) if home else None
         return Placement(f"the source's device ({home})", enter, finish_like_source)
@@ -84,15 +115,14 @@ def _resolve_torch(model: Any, device: Any, info: Any) -> Placement:
     target = torch.device(name)
 
     def finish_on(clone: Any, layer_map: Any) -> None:
-        _torch_move([(target, v) for v in _model_variables(clone)])
+        _torch_move([(target, v) for v in model_variables(clone)])
 
     return Placement(f"device {name}", lambda: _keras_device_scope(name), finish_on)
 
 
-
 def _fresh_copy_torch(variable: Any) -> Any:
     """A copy of the variable's tensor on its device (a clone's first value)."""
-    torch = _fw("torch")
+    torch = framework("torch")
     with torch.no_grad():
         return stored(variable).detach().clone()
 
@@ -108,7 +138,7 @@ def _tensors(pairs: Pairs) -> Tuple[List[Any], List[Any], Set[int]]:
 
 
 def _assign_torch(pairs: Pairs) -> None:
-    torch = _fw("torch")
+    torch = framework("torch")
     with torch.no_grad():
         # Prepare: stage cross-device sources on the target device (direct
         # device-to-device transfer). Nothing is written to a target yet.
@@ -125,8 +155,8 @@ def _assign_torch(pairs: Pairs) -> None:
 # A tensor this large is copied on its own (`copy_`: a cudaMemcpy on a GPU, a
 # parallel memcpy on the CPU); smaller ones in one `_foreach_copy_`, whose
 # single launch wins where launches cost more than the bytes (measured on an
-# H100 for issue 36: `_foreach_copy_` of 4.3 GB in Dense(16384) kernels took
-# 1.27x the time of `clone()` per tensor).
+# H100: `_foreach_copy_` of 4.3 GB in Dense(16384) kernels took 1.27x the time
+# of `clone()` per tensor).
 _MEMCPY_BYTES = 1 << 24
 
 
@@ -153,7 +183,7 @@ def _blend_torch(pairs: Pairs, tau: float) -> None:
     copied exactly (`_foreach_copy_`). Sources on another device are staged
     on the target's device before anything is written.
     """
-    torch = _fw("torch")
+    torch = framework("torch")
     groups: Dict[Tuple[Any, Any, bool], Tuple[List[Any], List[Any]]] = {}
     with torch.no_grad():
         # Prepare: group by (device, dtype, blended) and stage cross-device

@@ -36,12 +36,12 @@ def _fields(buf: bytes) -> Iterator[Tuple[int, Any]]:
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
+            value, pos = buf[pos : pos + 8], pos + 8
         elif wire == 2:
             size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
+            value, pos = buf[pos : pos + size], pos + size
         elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
+            value, pos = buf[pos : pos + 4], pos + 4
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
         if pos > len(buf):
@@ -90,5 +90,4 @@ def keras_root(data: bytes) -> bool:
         metadata = json.loads(found.get(3, b"{}").decode("utf-8", "replace"))
     except ValueError:
         return False
-    return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) \
-        and "layers" in metadata["config"]
+    return isinstance(metadata, dict) and isinstance(metadata.get("config"), dict) and "layers" in metadata["config"]

@@ -82,9 +82,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         parser = _parser(command)
     except ImportError as e:
-        print(f"compat-clone {command}: cannot load {_COMMANDS[str(command)][0]} ({e}). The other commands "
-              "still work; reinstall compat-clone (`pip install --force-reinstall compat-clone`) if this "
-              "module is missing from the installation.", file=sys.stderr)
+        print(
+            f"compat-clone {command}: cannot load {_COMMANDS[str(command)][0]} ({e}). The other commands "
+            "still work; reinstall compat-clone (`pip install --force-reinstall compat-clone`) if this "
+            "module is missing from the installation.",
+            file=sys.stderr,
+        )
         return 2
     args = parser.parse_args(argv)
     if args.version:

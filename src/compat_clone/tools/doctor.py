@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import platform
+import sys
 import time
 import traceback
 from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
-from compat_clone._compat import metadata
-from compat_clone._dispatch import family_for
+from compat_clone.families.installed import installed_families, installed_version
 
-__all__ = ["add_arguments", "run", "collect"]
+__all__ = ["add_arguments", "run", "collect", "families"]
 
 _DISTS = {
     "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tensorflow-macos"),
@@ -44,26 +43,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _installed() -> Dict[str, str]:
-    found: Dict[str, str] = {}
-    for name, dists in _DISTS.items():
-        for dist in dists:
-            try:
-                found[name] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return found
+    found = {name: installed_version(dists) for name, dists in _DISTS.items()}
+    return {name: version for name, version in found.items() if version}
 
 
-def _families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
-    """(family, module to import, version) for every family this env can serve."""
-    out: List[Tuple[str, str, str]] = []
-    keras_version = installed.get("keras")
-    if keras_version:
-        out.append((family_for("keras", keras_version), "keras", keras_version))
-    if installed.get("tf_keras"):
-        out.append(("tf_keras", "tf_keras", installed["tf_keras"]))
-    return out
+def families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
+    """Every family this environment can serve, read from package versions alone (nothing imported).
+
+    Args:
+        installed: distribution name -> version, as `collect` reads them
+            from package metadata (``{"keras": "3.15.1"}``).
+
+    Returns:
+        A list of ``(family, module to import, version)``, one per family.
+
+    Example:
+
+    >>> families({"keras": "2.2.4"})
+    [('keras2', 'keras', '2.2.4')]
+    """
+    return installed_families({k: v for k, v in installed.items() if k in ("keras", "tf_keras")})
 
 
 def _devices(installed: Dict[str, str]) -> Dict[str, Any]:
@@ -110,12 +109,13 @@ def _self_check(K: Any) -> List[Dict[str, Any]]:
             row.update(native="n/a", compat="n/a", detail=f"cannot build here: {_short(exc)}")
             rows.append(row)
             continue
-        def native() -> Any:
+
+        def native(model: Any = model) -> Any:
             clone = K.models.clone_model(model)
             clone.set_weights(model.get_weights())
             return clone
 
-        def compat() -> Any:
+        def compat(model: Any = model) -> Any:
             return compat_clone.clone_model(model, copy_weights=True)
 
         for side, fn in (("native", native), ("compat", compat)):
@@ -147,14 +147,13 @@ def collect(self_check: bool = True) -> Dict[str, Any]:
         "env": {k: os.environ.get(k) for k in ("TF_USE_LEGACY_KERAS", "KERAS_BACKEND")},
         "families": [],
     }
-    for family, module_name, version in _families(installed):
+    for family, module_name, version in families(installed):
         entry: Dict[str, Any] = {
             "family": family,
             "module": module_name,
             "version": version,
             "known_native_issues": [
-                {"id": i.id, "versions": i.versions, "symptom": i.symptom, "upstream": i.upstream,
-                 "handled_by": i.handled_by}
+                {"id": i.id, "versions": i.versions, "symptom": i.symptom, "upstream": i.upstream, "handled_by": i.handled_by}
                 for i in issues_for(family, version)
             ],
         }
@@ -204,8 +203,10 @@ def _print(report: Dict[str, Any]) -> None:
     for key, value in report["env"].items():
         print(f"  {key}={value if value is not None else '(unset)'}")
     for fam in report["families"]:
-        print(f"\n== {fam['family']}: {fam['module']} {fam['version']}"
-              f" -> {fam.get('implementation', '?')} (backend: {fam.get('backend', '?')})")
+        print(
+            f"\n== {fam['family']}: {fam['module']} {fam['version']}"
+            f" -> {fam.get('implementation', '?')} (backend: {fam.get('backend', '?')})"
+        )
         if "error" in fam:
             print(f"  cannot load: {fam['error']}")
         if "warning" in fam:
@@ -219,8 +220,7 @@ def _print(report: Dict[str, Any]) -> None:
         if rows:
             print("  Self-check (clone + weight copy timed; outputs then compared):")
             table = [
-                [r["model"], r.get("native", "?"), r.get("compat", "?"),
-                 f"{r.get('native_ms', '')}", f"{r.get('compat_ms', '')}"]
+                [r["model"], r.get("native", "?"), r.get("compat", "?"), f"{r.get('native_ms', '')}", f"{r.get('compat_ms', '')}"]
                 for r in rows
             ]
             print("    " + _table(table, ["model", "native", "compat_clone", "native ms", "compat ms"]).replace("\n", "\n    "))
@@ -243,9 +243,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         _print(report)
-    failed = [
-        r for fam in report["families"] for r in fam.get("self_check", []) if r.get("compat") == "FAIL"
-    ]
+    failed = [r for fam in report["families"] for r in fam.get("self_check", []) if r.get("compat") == "FAIL"]
     broken = [fam for fam in report["families"] if "error" in fam]
     return 1 if failed or broken else 0
 

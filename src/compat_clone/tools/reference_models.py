@@ -25,18 +25,16 @@ def _np() -> Any:
 def _predict(model: Any, x: Any) -> List[Any]:
     """Outputs as numpy: an eager call where the family has one (no tracing)."""
     from compat_clone import family_of
+    from compat_clone.families.registry import entry
 
     np = _np()
-    family = family_of(model).family
-    if family == "keras2":  # graph mode: `predict` is the way in
-        out = model.predict(x)
-    else:
-        out = model(x, training=False)
+    family = entry(family_of(model).family)
+    out = model.predict(x) if family.graph_mode else model(x, training=False)  # graph mode: `predict` is the way in
     if isinstance(out, dict):
         out = [out[k] for k in sorted(out)]
     if not isinstance(out, (list, tuple)):
         out = [out]
-    if family == "keras3":
+    if family.keras_ops:
         import keras
 
         return [np.asarray(keras.ops.convert_to_numpy(o)) for o in out]

@@ -7,7 +7,7 @@ read with h5py (``keras_version``, ``backend``, ``model_config``), a ``.keras``
 zip's ``metadata.json`` with `zipfile`, a SavedModel's TensorFlow version
 from ``saved_model.pb`` with a few lines of protobuf wire-format reading.
 `env_for(family, version)` maps that to the environment of the version
-matrix that reads it (`compat_clone/tools/matrix/matrix.toml`).
+matrix that reads it (`compat_clone_matrix/matrix.toml`).
 
 The format is read from the file's first bytes, not its name: tf.keras 2.12
 writes HDF5 to ``model.keras`` unless told ``save_format="keras_v3"``.
@@ -28,6 +28,7 @@ import zipfile
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.families.registry import FAMILIES, entry, family_for
 from compat_clone.tools._savedmodel_pb import keras_root, tensorflow_version
 
 __all__ = [
@@ -79,14 +80,14 @@ class SavedModelInfo:
     @property
     def convertible(self) -> bool:
         """True for a Keras 2 model (either family) that an environment can read."""
-        return self.problem is None and self.family in ("keras2", "tf_keras")
+        return self.problem is None and self.family is not None and entry(self.family).conversion_source
 
     def describe(self) -> str:
         """One line: format, family and version, backend."""
         what = FORMATS.get(self.format or "", "unknown format")
         if self.family is None:
             return what
-        who = {"keras2": "standalone Keras", "tf_keras": "tf.keras / tf_keras", "keras3": "Keras"}[self.family]
+        who = entry(self.family).title
         text = f"{what} written by {who} {self.version or '(version not recorded)'}"
         return text + (f", backend {self.backend}" if self.backend else "")
 
@@ -94,7 +95,7 @@ class SavedModelInfo:
 # --------------------------------------------------------------------------- detection
 
 
-def detect(path: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None) -> SavedModelInfo:
+def detect(path: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) -> SavedModelInfo:
     """Reads a saved model's format, Keras family and version; imports no framework.
 
     Args:
@@ -133,12 +134,18 @@ def detect(path: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None
         elif head[:4] == _ZIP_MAGIC:
             info = _detect_zip(p)
         else:
-            info = SavedModelInfo(p, None, None, None, problem=(
-                "neither HDF5 nor a .keras zip (its first bytes are "
-                f"{head!r}); expected a file written by model.save()"))
+            info = SavedModelInfo(
+                p,
+                None,
+                None,
+                None,
+                problem=(
+                    f"neither HDF5 nor a .keras zip (its first bytes are {head!r}); expected a file written by model.save()"
+                ),
+            )
     if info.problem is None and info.family is not None:
         env, why = _env_or_reason(info.family, info.version, table)
-        info = dataclasses.replace(info, env=env, problem=why if info.family != "keras3" else None)
+        info = dataclasses.replace(info, env=env, problem=None if entry(info.family).conversion_target else why)
     return info
 
 
@@ -146,11 +153,18 @@ def _detect_h5(path: str) -> SavedModelInfo:
     try:
         import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
-        return SavedModelInfo(path, "h5", None, None, problem=(
-            "an HDF5 file, and h5py is not installed here to read its Keras version: "
-            "`pip install h5py`, or install compat_clone with its `compat-clone[convert]` extra (`pip install '.[convert]'` "
-            "in a checkout, `pip install 'compat_clone-VERSION-py3-none-any.whl[convert]'`); or name the environment "
-            "to read it in with --from ENV"))
+        return SavedModelInfo(
+            path,
+            "h5",
+            None,
+            None,
+            problem=(
+                "an HDF5 file, and h5py is not installed here to read its Keras version: "
+                "`pip install h5py`, or install compat_clone with its `compat-clone[convert]` extra (`pip install '.[convert]'` "
+                "in a checkout, `pip install 'compat_clone-VERSION-py3-none-any.whl[convert]'`); or name the environment "
+                "to read it in with --from ENV"
+            ),
+        )
     try:
         with h5py.File(path, "r") as f:
             attrs = {k: _text(v) for k, v in f.attrs.items()}
@@ -160,47 +174,72 @@ def _detect_h5(path: str) -> SavedModelInfo:
     version, backend = attrs.get("keras_version"), attrs.get("backend")
     config = attrs.get("model_config")
     if config is None:
-        why = ("weights only (saved by save_weights(): no architecture); build the model in code, "
-               "load_weights() it, then save it with model.save()")
+        why = (
+            "weights only (saved by save_weights(): no architecture); build the model in code, "
+            "load_weights() it, then save it with model.save()"
+        )
         if version is None and "layer_names" not in attrs and not has_groups:
             why = "an HDF5 file with no Keras model in it (no `model_config` or `keras_version` attribute)"
         return SavedModelInfo(path, "h5", _family(version), version, backend, problem=why)
     if version is None:
-        return SavedModelInfo(path, "h5", None, None, backend, problem=(
-            "an HDF5 Keras model that does not record which Keras wrote it (no `keras_version` "
-            "attribute); name the environment to read it in with --from ENV"))
+        return SavedModelInfo(
+            path,
+            "h5",
+            None,
+            None,
+            backend,
+            problem=(
+                "an HDF5 Keras model that does not record which Keras wrote it (no `keras_version` "
+                "attribute); name the environment to read it in with --from ENV"
+            ),
+        )
     return SavedModelInfo(path, "h5", _family(version), version, backend)
 
 
 def _detect_zip(path: str) -> SavedModelInfo:
-    damaged = ("damaged: {} (a .keras file cut short or changed after saving); "
-               "convert a good copy of it, e.g. the one it was copied from")
+    damaged = (
+        "damaged: {} (a .keras file cut short or changed after saving); "
+        "convert a good copy of it, e.g. the one it was copied from"
+    )
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())
             if "config.json" not in names:
-                return SavedModelInfo(path, "keras", None, None, problem=(
-                    f"a zip without config.json (holds {sorted(names)[:5]}): not a .keras model"))
+                return SavedModelInfo(
+                    path,
+                    "keras",
+                    None,
+                    None,
+                    problem=(f"a zip without config.json (holds {sorted(names)[:5]}): not a .keras model"),
+                )
             # Every member's CRC, and both JSON documents, before any Keras reads it.
             bad = z.testzip()
             if bad is not None:
-                return SavedModelInfo(path, "keras", None, None,
-                                      problem=damaged.format(f"the CRC of its member {bad!r} does not match"))
+                return SavedModelInfo(
+                    path, "keras", None, None, problem=damaged.format(f"the CRC of its member {bad!r} does not match")
+                )
             for member in ("config.json", "metadata.json"):
                 if member in names:
                     try:
                         json.loads(z.read(member))
                     except ValueError as e:
-                        return SavedModelInfo(path, "keras", None, None,
-                                              problem=damaged.format(f"its {member} is not JSON ({e})"))
+                        return SavedModelInfo(
+                            path, "keras", None, None, problem=damaged.format(f"its {member} is not JSON ({e})")
+                        )
             meta = json.loads(z.read("metadata.json")) if "metadata.json" in names else None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as e:
         return SavedModelInfo(path, "keras", None, None, problem=damaged.format(f"not a readable zip ({e})"))
     version = meta.get("keras_version") if isinstance(meta, dict) else None
     if not isinstance(version, str):
-        return SavedModelInfo(path, "keras", None, None, problem=(
-            "a .keras zip whose metadata.json records no keras_version; name the environment "
-            "to read it in with --from ENV"))
+        return SavedModelInfo(
+            path,
+            "keras",
+            None,
+            None,
+            problem=(
+                "a .keras zip whose metadata.json records no keras_version; name the environment to read it in with --from ENV"
+            ),
+        )
     return SavedModelInfo(path, "keras", _family(version), version)
 
 
@@ -219,14 +258,30 @@ def _detect_savedmodel(path: str) -> SavedModelInfo:
     except (OSError, ValueError) as e:
         return SavedModelInfo(path, "savedmodel", None, None, problem=f"saved_model.pb cannot be read ({e})")
     if not keras_inside and not os.path.isfile(os.path.join(path, "keras_metadata.pb")):
-        return SavedModelInfo(path, "savedmodel", None, tf_version, "tensorflow", problem=(
-            "a TensorFlow SavedModel without keras_metadata.pb (tf.saved_model.save() or Keras 3's "
-            "model.export()): it holds graphs, not a Keras model to rebuild; in Keras 3 wrap it "
-            "with keras.layers.TFSMLayer"))
+        return SavedModelInfo(
+            path,
+            "savedmodel",
+            None,
+            tf_version,
+            "tensorflow",
+            problem=(
+                "a TensorFlow SavedModel without keras_metadata.pb (tf.saved_model.save() or Keras 3's "
+                "model.export()): it holds graphs, not a Keras model to rebuild; in Keras 3 wrap it "
+                "with keras.layers.TFSMLayer"
+            ),
+        )
     if tf_version is None:
-        return SavedModelInfo(path, "savedmodel", "tf_keras", None, "tensorflow", problem=(
-            "a Keras SavedModel whose saved_model.pb records no TensorFlow version; name the "
-            "environment to read it in with --from ENV"))
+        return SavedModelInfo(
+            path,
+            "savedmodel",
+            "tf_keras",
+            None,
+            "tensorflow",
+            problem=(
+                "a Keras SavedModel whose saved_model.pb records no TensorFlow version; name the "
+                "environment to read it in with --from ENV"
+            ),
+        )
     # Only tf.keras 2.x and tf_keras write keras_metadata.pb (TF 2.5+); TF 2.0-2.4
     # kept the same Keras metadata inside saved_model.pb, on its root object. Its
     # Keras version is the TensorFlow version's major.minor (tf.keras 2.6+ is
@@ -246,8 +301,6 @@ def _family(version: Optional[str]) -> Optional[str]:
         return None
     if version.endswith("-tf"):  # tf.keras inside TensorFlow 1.x / 2.0-2.3: "2.2.4-tf"
         return "tf_keras"
-    from compat_clone._dispatch import family_for
-
     return family_for("keras", version)
 
 
@@ -300,8 +353,11 @@ def keras3_env_for(backend: str, table: Sequence[Any]) -> str:
     Raises:
         InvalidArgumentError: the table has no Keras 3 environment on `backend`.
     """
-    found = [(_release(dict(e.expect).get("version", "")), e.enabled, e.name) for e in table
-             if dict(e.expect).get("family") == "keras3" and dict(e.expect).get("backend") == backend]
+    found = [
+        (_release(dict(e.expect).get("version", "")), e.enabled, e.name)
+        for e in table
+        if _is_target(dict(e.expect).get("family")) and dict(e.expect).get("backend") == backend
+    ]
     if not found:
         raise InvalidArgumentError(
             f"The matrix table has no Keras 3 environment on {backend}. Name one with --to ENV (or a virtualenv)."
@@ -309,10 +365,15 @@ def keras3_env_for(backend: str, table: Sequence[Any]) -> str:
     return str(max(found)[2])
 
 
-def _env_or_reason(family: str, version: Optional[str],
-                   table: Optional[Sequence[Any]]) -> Tuple[Optional[str], Optional[str]]:
+def _is_target(family: Optional[str]) -> bool:
+    """Whether `family` (a table's claim, perhaps none) is what a conversion writes."""
+    found = FAMILIES.get(family or "")
+    return found is not None and found.conversion_target
+
+
+def _env_or_reason(family: str, version: Optional[str], table: Optional[Sequence[Any]]) -> Tuple[Optional[str], Optional[str]]:
     if table is None:
-        from compat_clone.tools.matrix.table import load_table
+        from compat_clone_matrix import load_table
 
         table = load_table()
     candidates = []
@@ -320,16 +381,18 @@ def _env_or_reason(family: str, version: Optional[str],
         claim: Dict[str, str] = dict(env.expect)
         if claim.get("family") != family or "version" not in claim:
             continue
-        if family == "keras3" and claim.get("backend") != "tensorflow":
+        if entry(family).conversion_target and claim.get("backend") != "tensorflow":
             continue  # one backend is enough to name a reader
         candidates.append((_release(claim["version"]), not env.enabled, env.name))
     if not candidates:
-        return None, (f"the matrix table has no environment of family {family!r} to read it in; "
-                      "add one, or name an environment with --from ENV")
+        return None, (
+            f"the matrix table has no environment of family {family!r} to read it in; "
+            "add one, or name an environment with --from ENV"
+        )
     if not version or not _release(version):
         return max(candidates, key=lambda c: (c[0], not c[1]))[2], None
     want = _release(version)
-    exact = [c for c in candidates if want[:len(c[0])] == c[0]]
+    exact = [c for c in candidates if want[: len(c[0])] == c[0]]
     if exact:  # the longest claim that matches ("2.2.4" over "2.2"), then enabled first
         return min(exact, key=lambda c: (-len(c[0]), c[1], c[2]))[2], None
     newer = [c for c in candidates if c[0] > want]
@@ -341,7 +404,7 @@ def _env_or_reason(family: str, version: Optional[str],
 # --------------------------------------------------------------------------- walking
 
 
-def find_models(root: "os.PathLike[str] | str", table: Optional[Sequence[Any]] = None) -> Iterator[SavedModelInfo]:
+def find_models(root: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) -> Iterator[SavedModelInfo]:
     """Every saved model under `root`: ``.h5`` / ``.hdf5`` / ``.keras`` files and SavedModel folders.
 
     Folders are walked in sorted order, skipping hidden ones and virtual

@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 import pytest
-
 from ensemble import ensemble
 
 

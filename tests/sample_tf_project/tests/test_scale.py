@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from tensorflow import keras
-
 from scaled import Scale, copies, scaled_model
+from tensorflow import keras
 
 
 def test_scale_multiplies_by_gain_and_factor() -> None:
@@ -32,8 +31,10 @@ def test_copies_predict_like_the_original_and_own_their_weights() -> None:
 
 def test_saved_model_file_loads_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
     model = scaled_model()
-    path = str(tmp_path / ("m.keras" if keras.__name__.startswith("keras") and hasattr(keras, "saving")
-                           and keras.__version__ >= "3" else "m.h5"))
+    path = str(
+        tmp_path
+        / ("m.keras" if keras.__name__.startswith("keras") and hasattr(keras, "saving") and keras.__version__ >= "3" else "m.h5")
+    )
     model.save(path)
     loaded = keras.models.load_model(path)
     x = np.ones((1, 4), dtype="float32")

@@ -50,19 +50,21 @@ def parse_spec(spec: str) -> Tuple[str, str, str]:
         if not sep:
             module, _, attr = target.rpartition(".")
         if not name or not module or not attr or not _DOTTED.match(module) or not _DOTTED.match(attr):
-            raise InvalidArgumentError(f"Expected --custom-objects NAME=module.attr (e.g. "
-                                       f"'<lambda>=my_package.acts.swish'). Received: {spec!r}.")
+            raise InvalidArgumentError(
+                f"Expected --custom-objects NAME=module.attr (e.g. '<lambda>=my_package.acts.swish'). Received: {spec!r}."
+            )
         return "named", module, f"{name}={attr}"
     if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
         if not os.path.isfile(spec):
-            raise InvalidArgumentError(f"--custom-objects {spec!r}: no such file. Expected a Python file that "
-                                       "defines the custom layers (or a module name, module:Name).")
+            raise InvalidArgumentError(
+                f"--custom-objects {spec!r}: no such file. Expected a Python file that "
+                "defines the custom layers (or a module name, module:Name)."
+            )
         return "file", spec, ""
     module, sep, attr = spec.partition(":")
     if sep:
         if not module or not attr or not _DOTTED.match(module) or not _DOTTED.match(attr):
-            raise InvalidArgumentError(f"Expected --custom-objects as module:name (e.g. my_layers:Scale). "
-                                       f"Received: {spec!r}.")
+            raise InvalidArgumentError(f"Expected --custom-objects as module:name (e.g. my_layers:Scale). Received: {spec!r}.")
         return "attribute", module, attr
     if not _DOTTED.match(spec):
         raise InvalidArgumentError(f"Expected --custom-objects as one of {FORMS}. Received: {spec!r}.")
@@ -93,9 +95,13 @@ def _load_file(path: str) -> Any:
 
 def _defined_in(module: Any) -> Dict[str, Any]:
     """The public classes and functions `module` defines itself (not the ones it imports)."""
-    return {name: value for name, value in vars(module).items()
-            if not name.startswith("_") and (inspect.isclass(value) or inspect.isfunction(value))
-            and getattr(value, "__module__", None) == module.__name__}
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and getattr(value, "__module__", None) == module.__name__
+    }
 
 
 def _attribute(spec: str, module: Any, attr: str) -> Any:

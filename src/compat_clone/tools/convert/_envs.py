@@ -73,8 +73,7 @@ def _looks_like_path(spec: str) -> bool:
     return os.sep in spec or spec.startswith(".") or os.path.exists(spec)
 
 
-def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, role: str,
-            say: Any) -> Interpreter:
+def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, role: str, say: Any) -> Interpreter:
     """The interpreter for `spec`: a table environment's name, a virtualenv folder or a python.
 
     Args:
@@ -116,8 +115,8 @@ def resolve(spec: str, *, table: Sequence[Any], matrix_dir: Path, build: bool, r
 
 
 def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any) -> Interpreter:
-    from compat_clone.tools.matrix.build import _STAMP_FILE, build_env
-    from compat_clone.tools.matrix.runner import env_environ
+    from compat_clone.tools.matrix import running_compat_clone
+    from compat_clone_matrix import build_env, env_environ, is_built
 
     env_dir = matrix_dir / env.name
     python = env_dir / "bin" / "python"
@@ -126,14 +125,14 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
     # and reading a model there does not disturb them. It is not rebuilt when
     # the table's pins moved on (`compat-clone matrix --rebuild` does that);
     # the worker reports the Keras version it read the model with.
-    if not (python.exists() and (env_dir / _STAMP_FILE).is_file()):
+    if not is_built(env_dir):
         if not build:
             raise InvalidArgumentError(
                 f"{role} {env.name!r}: the environment is not built in {str(matrix_dir)!r}. Expected "
                 f"{str(python)!r}. Drop --no-build to build it there, or point --envs-dir at the folder "
                 "that holds it."
             )
-        out = build_env(env, env_dir, say=say)
+        out = build_env(env, env_dir, install=running_compat_clone(), say=say)
         if out.build == "FAILED":
             raise InvalidArgumentError(
                 f"{role} {env.name!r}: building the environment failed; see {out.log}. Fix the cause "
@@ -145,5 +144,11 @@ def _matrix_env(env: Any, matrix_dir: Path, *, build: bool, role: str, say: Any)
     if os.environ.get("PYTHONPATH"):
         environ["PYTHONPATH"] = os.environ["PYTHONPATH"]
     claim = dict(env.expect)
-    return Interpreter(label=env.name, python=str(python), environ=environ, family=claim.get("family"),
-                       version=claim.get("version"), backend=claim.get("backend"))
+    return Interpreter(
+        label=env.name,
+        python=str(python),
+        environ=environ,
+        family=claim.get("family"),
+        version=claim.get("version"),
+        backend=claim.get("backend"),
+    )

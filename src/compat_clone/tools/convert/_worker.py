@@ -6,7 +6,7 @@
         --rtol R --atol A [--custom-objects module:name ...]
 
 Each step is one call of the conversion library, which owns the model and
-its files: `describe` is `compat_clone.convert._files.describe_file` (read
+its files: `describe` is `compat_clone.convert.describe_file` (read
 the saved Keras 2 model, write its description), `rebuild` is
 `rebuild_file` (rebuild in Keras 3, prove, save, load back, prove again).
 This module only turns the command line into that call in this interpreter
@@ -29,6 +29,8 @@ from typing import Any, Dict, Optional, Sequence
 from compat_clone.errors import CompatCloneError, MissingCustomObjectError, ProbeInputError
 from compat_clone.tools.convert._custom import resolve_custom_objects
 
+__all__ = ["EXIT_USAGE", "RESULT_MARK"]
+
 RESULT_MARK = "COMPAT_CLONE_RESULT "
 EXIT_REFUSED = 1
 EXIT_USAGE = 2  # the user's to fix on the command line (--inputs, --custom-objects): said in its terms
@@ -39,29 +41,39 @@ def _cli_terms(e: MissingCustomObjectError, given: Sequence[str]) -> str:
     """A refused custom layer or function, said in the command line's terms."""
     had = f" (--custom-objects gave {', '.join(given)}, which defines no {e.name!r} here)" if given else ""
     if e.kind == "activation":
-        return (f"{e}{had}. On the command line: --custom-objects '{e.name}=my_package.acts.my_function' "
-                "(imported in both environments: a function of one tensor computing what the lambda did).")
-    return (f"{e}{had}. On the command line, pass the file or module that defines it, imported in both "
-            f"environments: --custom-objects path/to/layers.py, --custom-objects my_package.layers, or "
-            f"--custom-objects {e.name}=my_package.layers.{e.name}. There it must define {e.name} for the "
-            "Keras it finds (`keras.__version__`, or COMPAT_CLONE_CONVERT_SIDE=source|target).")
+        return (
+            f"{e}{had}. On the command line: --custom-objects '{e.name}=my_package.acts.my_function' "
+            "(imported in both environments: a function of one tensor computing what the lambda did)."
+        )
+    return (
+        f"{e}{had}. On the command line, pass the file or module that defines it, imported in both "
+        f"environments: --custom-objects path/to/layers.py, --custom-objects my_package.layers, or "
+        f"--custom-objects {e.name}=my_package.layers.{e.name}. There it must define {e.name} for the "
+        "Keras it finds (`keras.__version__`, or COMPAT_CLONE_CONVERT_SIDE=source|target)."
+    )
 
 
 def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
-    from compat_clone.convert._files import describe_file
+    from compat_clone.convert import describe_file
 
-    return describe_file(args.model, args.out, family=args.family, inputs=args.inputs,
-                         custom_objects=resolve_custom_objects(args.custom_objects),
-                         safe_mode=not args.no_safe_mode)
+    return describe_file(
+        args.model,
+        args.out,
+        family=args.family,
+        inputs=args.inputs,
+        custom_objects=resolve_custom_objects(args.custom_objects),
+        safe_mode=not args.no_safe_mode,
+    )
 
 
 def _rebuild_step(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "target"
-    from compat_clone.convert._files import rebuild_file
+    from compat_clone.convert import rebuild_file
 
-    return rebuild_file(args.description, args.out, rtol=args.rtol, atol=args.atol,
-                        custom_objects=resolve_custom_objects(args.custom_objects))
+    return rebuild_file(
+        args.description, args.out, rtol=args.rtol, atol=args.atol, custom_objects=resolve_custom_objects(args.custom_objects)
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
+from compat_clone.families.registry import entry
 from compat_clone.tools.convert._custom import parse_spec
 from compat_clone.tools.convert._worker import EXIT_USAGE as _WORKER_USAGE
 from compat_clone.tools.convert._worker import RESULT_MARK
@@ -22,7 +23,7 @@ __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "add_arguments", "run"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the conversion or its proof failed: nothing written
-EXIT_USAGE = 2   # bad arguments, unreadable model, missing environment
+EXIT_USAGE = 2  # bad arguments, unreadable model, missing environment
 
 _BACKENDS = ("tensorflow", "jax", "torch")
 _WORKER = "compat_clone.tools.convert._worker"
@@ -70,28 +71,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("source", metavar="OLD", help="the saved Keras 2 model: .h5 / .keras file or SavedModel folder")
     add("-o", "--output", required=True, metavar="NEW.keras", help="the Keras 3 file to write")
-    add("--from", dest="source_env", metavar="ENV",
-        help="environment that reads OLD (default: the matrix environment of the family and version "
-             "recorded in the file)")
-    add("--to", dest="target_env", metavar="ENV",
+    add(
+        "--from",
+        dest="source_env",
+        metavar="ENV",
+        help="environment that reads OLD (default: the matrix environment of the family and version recorded in the file)",
+    )
+    add(
+        "--to",
+        dest="target_env",
+        metavar="ENV",
         help="Keras 3 environment that rebuilds it (default: the newest Keras 3 of the table on --backend: "
-             "keras-3.15-tf, keras-3.15-jax, keras-3.15-torch)")
-    add("--backend", choices=_BACKENDS,
-        help="Keras 3 backend of the default --to (default: $KERAS_BACKEND, else tensorflow)")
-    add("--custom-objects", action="append", nargs="+", default=[], metavar="FILE.py|MODULE[:NAME]|NAME=MODULE.ATTR",
-        help="custom layers / functions, resolved in each environment (see below)")
-    add("--inputs", metavar="FILE.npz",
+        "keras-3.15-tf, keras-3.15-jax, keras-3.15-torch)",
+    )
+    add("--backend", choices=_BACKENDS, help="Keras 3 backend of the default --to (default: $KERAS_BACKEND, else tensorflow)")
+    add(
+        "--custom-objects",
+        action="append",
+        nargs="+",
+        default=[],
+        metavar="FILE.py|MODULE[:NAME]|NAME=MODULE.ATTR",
+        help="custom layers / functions, resolved in each environment (see below)",
+    )
+    add(
+        "--inputs",
+        metavar="FILE.npz",
         help="inputs of your own to prove the conversion on, INSTEAD of the random probes (np.savez: one "
-             "array per model input, in order, or named after the inputs); the proof line says which it used")
-    add("--no-safe-mode", action="store_true",
+        "array per model input, in order, or named after the inputs); the proof line says which it used",
+    )
+    add(
+        "--no-safe-mode",
+        action="store_true",
         help="read OLD with safe_mode=False: a .keras file of tf.keras 2.13+ holding Lambda layers runs their "
-             "stored Python code only so (Keras refuses it by default); only for files you trust")
+        "stored Python code only so (Keras refuses it by default); only for files you trust",
+    )
     add("--rtol", type=float, default=1e-5, help="relative tolerance of the proof (default: 1e-5)")
     add("--atol", type=float, default=1e-6, help="absolute tolerance of the proof (default: 1e-6)")
-    add("--envs-dir", "--matrix-dir", dest="matrix_dir", metavar="DIR",
+    add(
+        "--envs-dir",
+        "--matrix-dir",
+        dest="matrix_dir",
+        metavar="DIR",
         help="where the table's environments are built and reused (default: $COMPAT_CLONE_ENVS_DIR, else "
-             "$COMPAT_CLONE_MATRIX_DIR inside `compat-clone matrix`, else the per-user cache, "
-             "~/.cache/compat-clone/envs on Linux)")
+        "$COMPAT_CLONE_MATRIX_DIR inside `compat-clone matrix`, else the per-user cache, "
+        "~/.cache/compat-clone/envs on Linux)",
+    )
     add("--table", metavar="FILE.toml", help="a matrix table of your own (default: the built-in one)")
     add("--no-build", action="store_true", help="refuse instead of building a missing environment")
     add("--force", action="store_true", help="replace NEW.keras if it exists")
@@ -139,56 +163,65 @@ def run(args: argparse.Namespace) -> int:
             print(f"compat-clone convert: nothing written ({args.source!r} in {source.label}).", file=sys.stderr)
             return EXIT_USAGE
         if described is None:
-            print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).",
-                  file=sys.stderr)
+            print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).", file=sys.stderr)
             return EXIT_FAILED
-        print(f"read {args.source} in {source.label}: {described['family']} {described['version']}, "
-              f"{described['layers']} layers")
-        rc, rebuilt = _worker(target, ["rebuild", "--description", desc_path, "--out", model_path,
-                                       "--rtol", repr(args.rtol), "--atol", repr(args.atol)] + _co_args(co))
+        print(f"read {args.source} in {source.label}: {described['family']} {described['version']}, {described['layers']} layers")
+        rc, rebuilt = _worker(
+            target,
+            ["rebuild", "--description", desc_path, "--out", model_path, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
+            + _co_args(co),
+        )
         if rc == _WORKER_USAGE:
-            print(f"compat-clone convert: nothing written; the rebuild in {target.label} needs the above.",
-                  file=sys.stderr)
+            print(f"compat-clone convert: nothing written; the rebuild in {target.label} needs the above.", file=sys.stderr)
             return EXIT_USAGE
         if rebuilt is None:
-            print(f"compat-clone convert: rebuilding in {target.label} failed (exit {rc}); nothing written.",
-                  file=sys.stderr)
+            print(f"compat-clone convert: rebuilding in {target.label} failed (exit {rc}); nothing written.", file=sys.stderr)
             return EXIT_FAILED
         _print_proof(rebuilt.get("proof"))
         if not rebuilt.get("ok"):
-            print(f"compat-clone convert: {rebuilt.get('error')}\nNothing written: {args.output} is unchanged. "
-                  "Check the changes above, or loosen --rtol/--atol if the differences are rounding.",
-                  file=sys.stderr)
+            print(
+                f"compat-clone convert: {rebuilt.get('error')}\nNothing written: {args.output} is unchanged. "
+                "Check the changes above, or loosen --rtol/--atol if the differences are rounding.",
+                file=sys.stderr,
+            )
             return EXIT_FAILED
         try:
             _publish(model_path, output)
         except OSError as e:  # the destination changed since it was checked (filled, made read-only)
-            print(f"compat-clone convert: the model converted and passed its proof, but writing {args.output!r} "
-                  f"failed ({e.strerror or e}); nothing written. Free space or choose another -o.",
-                  file=sys.stderr)
+            print(
+                f"compat-clone convert: the model converted and passed its proof, but writing {args.output!r} "
+                f"failed ({e.strerror or e}); nothing written. Free space or choose another -o.",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
     print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
     registered = rebuilt.get("formulas") or []
     formulas = [name for name in registered if ">keras2_" in name]
     layers = [name for name in registered if name not in formulas]
     if formulas:
-        print(f"note: {args.output} computes Keras 2 formulas Keras 3 changed with compat_clone's functions "
-              f"({', '.join(formulas)}): load it with keras.models.load_model(path, "
-              "custom_objects=compat_clone.convert.custom_objects())")
+        print(
+            f"note: {args.output} computes Keras 2 formulas Keras 3 changed with compat_clone's functions "
+            f"({', '.join(formulas)}): load it with keras.models.load_model(path, "
+            "custom_objects=compat_clone.convert.custom_objects())"
+        )
     if layers:
-        print(f"note: {args.output} computes TensorFlow functions of the source's graph with compat_clone's "
-              f"layers ({', '.join(layers)}): load it with keras.models.load_model(path, "
-              "custom_objects=compat_clone.convert.custom_objects())")
+        print(
+            f"note: {args.output} computes TensorFlow functions of the source's graph with compat_clone's "
+            f"layers ({', '.join(layers)}): load it with keras.models.load_model(path, "
+            "custom_objects=compat_clone.convert.custom_objects())"
+        )
     if rebuilt.get("lambdas"):
-        print(f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
-              "with keras.models.load_model(path, safe_mode=False)")
+        print(
+            f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
+            "with keras.models.load_model(path, safe_mode=False)"
+        )
     return EXIT_OK
 
 
 def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     """Validates the arguments and resolves both environments (building them if needed)."""
-    from compat_clone.tools.matrix.table import TableError, load_table
     from compat_clone.tools.saved_models import detect
+    from compat_clone_matrix import TableError, load_table
 
     output = _checked_output(args)
     co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
@@ -201,15 +234,13 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     info = detect(args.source, table)
     print(f"{args.source}: {info.describe()}")
     _validate_destination(args.output, output, _size_of(args.source))
-    if info.family == "keras3":
+    if info.family is not None and entry(info.family).conversion_target:
         raise InvalidArgumentError(
             f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
             "Load it with keras.models.load_model (save it as .keras there if it is an .h5)."
         )
     if args.source_env is None and (info.problem is not None or info.env is None):
-        raise InvalidArgumentError(
-            f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}."
-        )
+        raise InvalidArgumentError(f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}.")
     source, family = _source_env(args, info, table)
     return source, _target_env(args, table), family, output, co
 
@@ -218,13 +249,9 @@ def _checked_output(args: argparse.Namespace) -> Path:
     """`-o` as a path, refused unless a new .keras file can go there; the tolerances and --inputs checked."""
     output = Path(args.output)
     if output.suffix != ".keras":
-        raise InvalidArgumentError(
-            f"Expected -o to name a .keras file (Keras 3's format). Received: {args.output!r}."
-        )
+        raise InvalidArgumentError(f"Expected -o to name a .keras file (Keras 3's format). Received: {args.output!r}.")
     if output.exists() and not args.force:
-        raise InvalidArgumentError(
-            f"{args.output!r} exists. Expected a new file; pass --force to replace it."
-        )
+        raise InvalidArgumentError(f"{args.output!r} exists. Expected a new file; pass --force to replace it.")
     if not output.resolve().parent.is_dir():
         raise InvalidArgumentError(f"The folder of -o {args.output!r} does not exist. Create it first.")
     if output.is_dir():
@@ -247,10 +274,16 @@ def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Tu
     """The environment that reads the model (``--from`` or the file's own), and the family it reads."""
     from compat_clone.tools.convert._envs import resolve
 
-    source = resolve(args.source_env or str(info.env), table=table, matrix_dir=_matrix_dir(args),
-                     build=not args.no_build, role="--from", say=_say)
+    source = resolve(
+        args.source_env or str(info.env),
+        table=table,
+        matrix_dir=_matrix_dir(args),
+        build=not args.no_build,
+        role="--from",
+        say=_say,
+    )
     family = source.family or info.family
-    if family not in ("keras2", "tf_keras"):
+    if family is None or not entry(family).conversion_source:
         raise InvalidArgumentError(
             f"--from {source.label!r} serves {family or 'an unknown family'}; expected a Keras 2 environment "
             "(keras2 or tf_keras) to read the model in. Name one with --from."
@@ -273,17 +306,22 @@ def _target_env(args: argparse.Namespace, table: Sequence[Any]) -> Any:
         raise InvalidArgumentError(
             f"Expected KERAS_BACKEND to be one of {', '.join(_BACKENDS)}. Received: {backend!r}; pass --backend."
         )
-    target = resolve(args.target_env or keras3_env_for(backend, table), table=table, matrix_dir=_matrix_dir(args),
-                     build=not args.no_build, role="--to", say=_say)
-    if target.family is not None and target.family != "keras3":
+    target = resolve(
+        args.target_env or keras3_env_for(backend, table),
+        table=table,
+        matrix_dir=_matrix_dir(args),
+        build=not args.no_build,
+        role="--to",
+        say=_say,
+    )
+    if target.family is not None and not entry(target.family).conversion_target:
         raise InvalidArgumentError(
             f"--to {target.label!r} is a {target.family} environment; expected a Keras 3 one "
             f"(e.g. {keras3_env_for(backend, table)})."
         )
     if target.backend is not None and args.backend and target.backend != args.backend:
         raise InvalidArgumentError(
-            f"--to {target.label!r} runs Keras 3 on {target.backend}, not --backend {args.backend}. "
-            "Drop one of the two options."
+            f"--to {target.label!r} runs Keras 3 on {target.backend}, not --backend {args.backend}. Drop one of the two options."
         )
     if target.family is None and args.backend:
         target.environ["KERAS_BACKEND"] = args.backend
@@ -336,7 +374,7 @@ def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]
     result = None
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK):])
+            result = json.loads(line[len(RESULT_MARK) :])
             break
     if result is None:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

@@ -176,9 +176,7 @@ class Analyzer(Walk):
     def leave_Module(self, original_node: cst.Module) -> None:
         analysis = self.analysis
         self._unused_imports()
-        foldable = analysis.attr_calls | {
-            call for call in analysis.name_calls if self._through_rewritten_import(call)
-        }
+        foldable = analysis.attr_calls | {call for call in analysis.name_calls if self._through_rewritten_import(call)}
         foldable |= set(analysis.idiom_clones)
         analysis.folds = find_folds(self.bodies, foldable, analysis.idiom_clones)
         for body in self.bodies:
@@ -204,9 +202,7 @@ class Analyzer(Walk):
     def _read_module_statement(self, small: cst.BaseSmallStatement) -> None:
         """Notes an `import compat_clone` and the names listed in `__all__`."""
         value: Optional[cst.BaseExpression]
-        if isinstance(small, cst.Import) and any(
-            dotted(a.name) == "compat_clone" and a.asname is None for a in small.names
-        ):
+        if isinstance(small, cst.Import) and any(dotted(a.name) == "compat_clone" and a.asname is None for a in small.names):
             self.analysis.has_compat_clone_import = True
         if isinstance(small, cst.Assign):
             targets, value = [t.target for t in small.targets], small.value
@@ -266,10 +262,7 @@ class Analyzer(Walk):
         if not isinstance(func, cst.Name) or scope is None:
             return False
         bindings = scope[func.value]
-        return bool(bindings) and all(
-            isinstance(b, ImportAssignment) and b.node in self.analysis.from_rewrites
-            for b in bindings
-        )
+        return bool(bindings) and all(isinstance(b, ImportAssignment) and b.node in self.analysis.from_rewrites for b in bindings)
 
     def _removable_line(self, imp: ImportNode) -> Optional[cst.SimpleStatementLine]:
         """The statement line holding `imp` if an import may be removed there."""

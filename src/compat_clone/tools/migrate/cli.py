@@ -14,9 +14,9 @@ from compat_clone.tools.migrate.source import load_codemod, migrate_path
 __all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "EXIT_REVIEW", "add_arguments", "run", "iter_python_files"]
 
 EXIT_OK = 0
-EXIT_CHANGES = 1   # --check: a file would change, or a use needs a fix by hand
+EXIT_CHANGES = 1  # --check: a file would change, or a use needs a fix by hand
 EXIT_ERROR = 2
-EXIT_REVIEW = 3    # --check: only sites to review remain (the tool cannot tell whether they hold a Keras model)
+EXIT_REVIEW = 3  # --check: only sites to review remain (the tool cannot tell whether they hold a Keras model)
 
 _DESCRIPTION = (
     "Rewrite old Keras `clone_model` code to use compat_clone: calls and imports of "
@@ -43,9 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: the subcommand's parser; its description is set too.
     """
     parser.description = _DESCRIPTION
-    parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files, or folders to walk for *.py files"
-    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files, or folders to walk for *.py files")
     parser.add_argument(
         "--models",
         metavar="DIR",
@@ -82,9 +80,7 @@ def iter_python_files(paths: Sequence[str]) -> Iterator[str]:
                 dirs[:] = sorted(
                     d
                     for d in dirs
-                    if not d.startswith(".")
-                    and d != "__pycache__"
-                    and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
+                    if not d.startswith(".") and d != "__pycache__" and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
                 )
                 for name in sorted(files):
                     if name.endswith(".py"):

@@ -12,10 +12,10 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import import_compat_clone
 
+__all__ = ["append_copy_weights", "append_keyword", "compat_clone_import_line", "drop_aliases", "insert_import"]
 
-def append_copy_weights(
-    call: cst.Call, comment: Optional[cst.Comment] = None
-) -> Tuple[cst.Call, bool]:
+
+def append_copy_weights(call: cst.Call, comment: Optional[cst.Comment] = None) -> Tuple[cst.Call, bool]:
     """`call` with `copy_weights=True` appended (`append_keyword`).
 
     Args:
@@ -42,9 +42,7 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
     return _append(call, keyword, value, None)[0]
 
 
-def _append(
-    call: cst.Call, keyword: str, value: cst.BaseExpression, comment: Optional[cst.Comment]
-) -> Tuple[cst.Call, bool]:
+def _append(call: cst.Call, keyword: str, value: cst.BaseExpression, comment: Optional[cst.Comment]) -> Tuple[cst.Call, bool]:
     """`call` with `keyword=value` appended.
 
     With one argument per line the new argument gets a line of its own, and
@@ -75,15 +73,11 @@ def _append(
             new_arg = new_arg.with_changes(comma=comma)
             last = last.with_changes(comma=cst.Comma(whitespace_after=_space(" ")))
     elif own_line is not None:  # `)` on its own line, no trailing comma
-        last = last.with_changes(
-            comma=cst.Comma(whitespace_after=own_line[0]), whitespace_after_arg=_space("")
-        )
+        last = last.with_changes(comma=cst.Comma(whitespace_after=own_line[0]), whitespace_after_arg=_space(""))
         new_arg = new_arg.with_changes(whitespace_after_arg=own_line[1])
     else:
         new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-        last = last.with_changes(
-            comma=cst.Comma(whitespace_after=_space(" ")), whitespace_after_arg=_space("")
-        )
+        last = last.with_changes(comma=cst.Comma(whitespace_after=_space(" ")), whitespace_after_arg=_space(""))
     args[-1] = last
     args.append(new_arg)
     return call.with_changes(args=args), own_line is not None and comment is not None
@@ -103,9 +97,7 @@ def _own_line(
         return None
     before = ws.with_changes(empty_lines=(), indent=indent.indent, last_line=indent.last_line)
     after = cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(
-            whitespace=_space("  " if comment is not None else ""), comment=comment
-        ),
+        first_line=cst.TrailingWhitespace(whitespace=_space("  " if comment is not None else ""), comment=comment),
         empty_lines=ws.empty_lines,
         indent=ws.indent,
         last_line=ws.last_line,
@@ -181,16 +173,12 @@ def _comma_break(
 ) -> Optional[Tuple[cst.Comma, cst.ParenthesizedWhitespace]]:
     """The comma after `alias` and the line break after that comma, if it has both."""
     comma = alias.comma
-    if isinstance(comma, cst.Comma) and isinstance(
-        comma.whitespace_after, cst.ParenthesizedWhitespace
-    ):
+    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
         return comma, comma.whitespace_after
     return None
 
 
-def compat_clone_import_line(
-    aliases: Sequence[cst.ImportAlias], comments: Sequence[cst.Comment]
-) -> cst.SimpleStatementLine:
+def compat_clone_import_line(aliases: Sequence[cst.ImportAlias], comments: Sequence[cst.Comment]) -> cst.SimpleStatementLine:
     """`from compat_clone import <aliases>`, ending with the first of `comments`."""
     new_aliases = [cst.ImportAlias(name=alias.name, asname=alias.asname) for alias in aliases]
     for k in range(len(new_aliases) - 1):
@@ -251,9 +239,7 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
 
 
 def _is_import_line(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-    )
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
 def _is_import_try(stmt: cst.CSTNode) -> bool:

@@ -14,6 +14,8 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import dotted
 
+__all__ = ["Folds", "find_folds"]
+
 
 @dataclasses.dataclass
 class Folds:
@@ -30,9 +32,7 @@ class Folds:
 
     calls: Set[cst.Call] = dataclasses.field(default_factory=set)
     comments: Dict[cst.Call, cst.Comment] = dataclasses.field(default_factory=dict)
-    line_pairs: Dict[cst.SimpleStatementLine, cst.SimpleStatementLine] = dataclasses.field(
-        default_factory=dict
-    )
+    line_pairs: Dict[cst.SimpleStatementLine, cst.SimpleStatementLine] = dataclasses.field(default_factory=dict)
     removed_lines: Set[cst.SimpleStatementLine] = dataclasses.field(default_factory=set)
     removed_small: Set[cst.BaseSmallStatement] = dataclasses.field(default_factory=set)
 
@@ -131,9 +131,7 @@ def _source_model(args: Sequence[cst.Arg]) -> Optional[cst.BaseExpression]:
     for arg in args:
         if arg.star:
             return None
-        if arg.keyword is None and source is None:
-            source = arg.value
-        elif arg.keyword is not None and arg.keyword.value == "model":
+        if (arg.keyword is None and source is None) or (arg.keyword is not None and arg.keyword.value == "model"):
             source = arg.value
         elif arg.keyword is not None and arg.keyword.value == "copy_weights":
             return None

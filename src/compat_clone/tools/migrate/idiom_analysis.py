@@ -38,8 +38,9 @@ from compat_clone.tools.migrate.rules import (
     keras_root,
 )
 from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
-
 from compat_clone.tools.migrate.walk import Analysis, Walk
+
+__all__ = ["IdiomAnalysis"]
 
 
 class IdiomAnalysis:
@@ -130,8 +131,7 @@ class IdiomAnalysis:
             return False
         values: List[cst.CSTNode] = []
         for assign in m.findall(owner, m.Assign() | m.AnnAssign() | m.AugAssign()):
-            targets = ([t.target for t in assign.targets] if isinstance(assign, cst.Assign)
-                       else [getattr(assign, "target", None)])
+            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [getattr(assign, "target", None)]
             if any(t is not None and dotted(t) == name for t in targets):
                 value = getattr(assign, "value", None)
                 if isinstance(assign, cst.AugAssign) or value is None:
@@ -197,9 +197,7 @@ class IdiomAnalysis:
             root = keras_root(next(iter(names)))
             if not self._scope_line(node, custom.value, str(root)):
                 argument = code(custom.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
-                self.analyzer.report(
-                    node, CUSTOM_OBJECTS_WHY.format(function=code(func), argument=argument, model=code(model))
-                )
+                self.analyzer.report(node, CUSTOM_OBJECTS_WHY.format(function=code(func), argument=argument, model=code(model)))
                 return True
         self.analysis.idiom_clones[node] = model
         self.analysis.rewritten_refs.update(chain_nodes(owner))
@@ -305,9 +303,7 @@ class IdiomAnalysis:
                 continue
             self._rewrite_update(statements, soft.source, soft.target, soft.tau)
 
-    def _rewrite_update(
-        self, statements: List[Any], source: str, target: str, tau: Optional[cst.BaseExpression]
-    ) -> None:
+    def _rewrite_update(self, statements: List[Any], source: str, target: str, tau: Optional[cst.BaseExpression]) -> None:
         """Replaces `statements` (the last a `set_weights` line) by one `copy_weights` call."""
         tau_text = ""
         if tau is not None:
@@ -331,9 +327,7 @@ class IdiomAnalysis:
             if model is None and value.args and value.args[0].keyword is None:
                 model = value.args[0].value
             func = last_name(value.func) or ""
-            if model is not None and dotted(model) == source and (
-                "clone" in func.lower() or value in self.analysis.idiom_clones
-            ):
+            if model is not None and dotted(model) == source and ("clone" in func.lower() or value in self.analysis.idiom_clones):
                 return True
             if any(bare(v) == bare(value) for v in source_values):
                 return True
@@ -351,11 +345,45 @@ _MODEL_WORDS = ("model", "net", "actor", "critic", "policy", "target", "clone")
 
 # What a deep copy of is no Keras model's: literals and comprehensions, and the builtin and standard containers
 # (called or named as an annotation).
-_PLAIN_NODES = (cst.Dict, cst.List, cst.Set, cst.Tuple, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
-                cst.Integer, cst.Float, cst.DictComp, cst.ListComp, cst.SetComp)
-_PLAIN_TYPES = frozenset({"dict", "list", "set", "tuple", "frozenset", "str", "bytes", "int", "float", "OrderedDict",
-                          "defaultdict", "deque", "Counter", "Dict", "List", "Set", "Tuple", "FrozenSet", "Mapping",
-                          "MutableMapping", "Sequence"})
+_PLAIN_NODES = (
+    cst.Dict,
+    cst.List,
+    cst.Set,
+    cst.Tuple,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Integer,
+    cst.Float,
+    cst.DictComp,
+    cst.ListComp,
+    cst.SetComp,
+)
+_PLAIN_TYPES = frozenset(
+    {
+        "dict",
+        "list",
+        "set",
+        "tuple",
+        "frozenset",
+        "str",
+        "bytes",
+        "int",
+        "float",
+        "OrderedDict",
+        "defaultdict",
+        "deque",
+        "Counter",
+        "Dict",
+        "List",
+        "Set",
+        "Tuple",
+        "FrozenSet",
+        "Mapping",
+        "MutableMapping",
+        "Sequence",
+    }
+)
 _STDLIB = ("collections", "typing", "builtins")
 
 

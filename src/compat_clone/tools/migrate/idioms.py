@@ -17,6 +17,19 @@ import libcst as cst
 
 from compat_clone.tools.migrate.syntax import code, dotted
 
+__all__ = [
+    "SERIALIZED_BY",
+    "assigned",
+    "bare",
+    "blend",
+    "find_soft_update",
+    "get_weights_of",
+    "is_trivial",
+    "serialized_model",
+    "set_weights_call",
+    "single",
+]
+
 # `1`, `1.`, `1.0`, ...: the `1` of `(1 - tau)`
 _ONE = re.compile(r"^1(\.0*)?$")
 
@@ -149,11 +162,7 @@ def single(line: cst.CSTNode) -> Optional[cst.BaseSmallStatement]:
 
 def assigned(small: Optional[cst.CSTNode]) -> Optional[Tuple[str, cst.BaseExpression]]:
     """(name, value) when `small` is `name = value` with one plain name."""
-    if (
-        isinstance(small, cst.Assign)
-        and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
-    ):
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
         return small.targets[0].target.value, small.value
     return None
 
@@ -179,9 +188,7 @@ class SoftUpdate:
     temporaries: Tuple[str, ...]
 
 
-def _pair_blend(
-    expr: cst.CSTNode, source_key: str, target_key: str
-) -> Optional[cst.BaseExpression]:
+def _pair_blend(expr: cst.CSTNode, source_key: str, target_key: str) -> Optional[cst.BaseExpression]:
     """The source's coefficient when `expr` blends exactly `source_key` and `target_key`."""
     coefs = blend(expr)
     if coefs is None or set(coefs) != {source_key, target_key}:
@@ -251,9 +258,7 @@ def find_soft_update(body: Sequence[cst.BaseStatement], last: int) -> Optional[S
     return found_update
 
 
-def _soft_update_at(
-    body: Sequence[cst.BaseStatement], last: int, target: str, arg: cst.BaseExpression
-) -> Optional[SoftUpdate]:
+def _soft_update_at(body: Sequence[cst.BaseStatement], last: int, target: str, arg: cst.BaseExpression) -> Optional[SoftUpdate]:
     """`find_soft_update`'s forms, tried in turn."""
     direct = _comprehension_blend(arg, target)
     if direct is not None:
@@ -273,9 +278,7 @@ def _soft_update_at(
     if len(inner) != 1:
         return None
     step = single(inner[0])
-    return _append_loop(body, last, name, target, loop, step) or _index_loop(
-        body, last, name, target, loop, step
-    )
+    return _append_loop(body, last, name, target, loop, step) or _index_loop(body, last, name, target, loop, step)
 
 
 def _append_loop(
@@ -334,11 +337,7 @@ def _index_loop(
     source = lists[source_list]
     if source == target or not _is_range_len(loop.iter, set(lists)):
         return None
-    if not (
-        isinstance(step, cst.Assign)
-        and len(step.targets) == 1
-        and bare(step.targets[0].target) == f"{name}[{i}]"
-    ):
+    if not (isinstance(step, cst.Assign) and len(step.targets) == 1 and bare(step.targets[0].target) == f"{name}[{i}]"):
         return None
     tau = _pair_blend(step.value, f"{source_list}[{i}]", f"{name}[{i}]")
     if tau is None:
@@ -372,12 +371,7 @@ def _class_name_of(node: cst.CSTNode) -> Optional[str]:
     owner = node.value
     if isinstance(owner, cst.Attribute) and owner.attr.value == "__class__":
         return dotted(owner.value)
-    if (
-        isinstance(owner, cst.Call)
-        and isinstance(owner.func, cst.Name)
-        and owner.func.value == "type"
-        and len(owner.args) == 1
-    ):
+    if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value == "type" and len(owner.args) == 1:
         return dotted(owner.args[0].value)
     return None
 

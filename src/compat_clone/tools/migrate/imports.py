@@ -10,6 +10,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Set, Tuple, Uni
 import libcst as cst
 from libcst.metadata import ImportAssignment, Scope
 
+__all__ = ["ImportNode", "aliases_used_only_by", "drops_every_alias", "emptied_lines"]
+
 ImportNode = Union[cst.Import, cst.ImportFrom]
 
 
@@ -19,9 +21,7 @@ def bound_name(alias: cst.ImportAlias) -> str:
     return alias.evaluated_alias or alias.evaluated_name
 
 
-def aliases_used_only_by(
-    scopes: Iterable[Scope], refs: Set[cst.CSTNode]
-) -> Iterator[Tuple[ImportNode, int, str]]:
+def aliases_used_only_by(scopes: Iterable[Scope], refs: Set[cst.CSTNode]) -> Iterator[Tuple[ImportNode, int, str]]:
     """The import aliases whose every use is one of `refs`.
 
     Args:
@@ -67,11 +67,7 @@ def emptied_lines(
     Returns:
         The lines whose every statement is an import that loses all its aliases.
     """
-    return {
-        lines[imp]
-        for imp in removals
-        if all(drops_every_alias(s, removals) for s in lines[imp].body)
-    }
+    return {lines[imp] for imp in removals if all(drops_every_alias(s, removals) for s in lines[imp].body)}
 
 
 def _aliases(node: Any) -> List[cst.ImportAlias]:

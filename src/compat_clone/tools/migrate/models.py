@@ -15,6 +15,8 @@ import shlex
 import sys
 from typing import Collection, List, Set
 
+from compat_clone.families.registry import entry
+
 __all__ = ["list_models", "suggested_output"]
 
 
@@ -60,20 +62,20 @@ def list_models(folder: str) -> int:
     problems: List[str] = []
     taken: Set[str] = set()
     for info in find_models(folder):
-        if info.family == "keras3":
+        if info.family is not None and entry(info.family).conversion_target:
             done.append(f"{info.path}: {info.describe()}: already Keras 3, nothing to convert")
         elif info.problem is not None:
             problems.append(f"{info.path}: cannot be converted: {info.problem}")
         else:
             output = suggested_output(info.path, taken)
             taken.add(output)
-            command = " ".join(shlex.quote(a) for a in [
-                "compat-clone", "convert", info.path, "-o", output, "--from", str(info.env)])
+            command = " ".join(
+                shlex.quote(a) for a in ["compat-clone", "convert", info.path, "-o", output, "--from", str(info.env)]
+            )
             convert.append(f"{info.path}: {info.describe()}\n    {command}")
     for line in convert + done:
         print(line, flush=True)
     for line in problems:
         print(line, file=sys.stderr, flush=True)
-    print(f"{len(convert)} Keras 2 model(s) to convert, {len(done)} already Keras 3, "
-          f"{len(problems)} not convertible.")
+    print(f"{len(convert)} Keras 2 model(s) to convert, {len(done)} already Keras 3, {len(problems)} not convertible.")
     return 2 if problems else 0

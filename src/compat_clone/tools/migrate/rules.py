@@ -9,7 +9,30 @@ from __future__ import annotations
 
 from typing import Optional
 
-from compat_clone._walk import MODEL_CLASS_NAMES
+from compat_clone.families.registry import MODEL_CLASS_NAMES
+
+__all__ = [
+    "ASSIGN_UPDATE_WHY",
+    "CLONE_AND_BUILD_PARAMS",
+    "CLONE_AND_BUILD_TARGETS",
+    "CLONE_MODEL_HOMES",
+    "CLONE_MODEL_TARGETS",
+    "CUSTOM_OBJECTS_WHY",
+    "DEEPCOPY_VERSIONS_FAILING",
+    "DEEPCOPY_WHY",
+    "GRAPH_UPDATE_WHY",
+    "HARD_UPDATE_NOTE",
+    "MODEL_CLASSES",
+    "MULTI_GPU_WHY",
+    "REMOVED_WHY",
+    "REVIEW_RULES",
+    "SOFT_UPDATE_NOTE",
+    "TRIGGERS",
+    "clone_and_build_why",
+    "is_keras_module",
+    "keras_root",
+    "rule_of",
+]
 
 # Modules whose `clone_model` this tool rewrites, as the fully qualified
 # import path a name resolves to (`import tensorflow as tf` makes
@@ -76,8 +99,7 @@ CLONE_AND_BUILD_PARAMS = (
 )
 # Its arguments with no `compat_clone.clone_model` equivalent (when not None / False), and the fix.
 CLONE_AND_BUILD_NO_EQUIVALENT = {
-    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` "
-    "(TF 1.x graph mode only)",
+    "target_tensors": "compile the clone yourself: `clone.compile(..., target_tensors=...)` (TF 1.x graph mode only)",
     "custom_objects": "wrap the call in `with keras.utils.custom_object_scope(custom_objects):`",
     "in_place_reset": "give the subclassed model a `get_config` (compat_clone rebuilds it "
     "from its config; it never resets a model in place)",
@@ -219,8 +241,7 @@ CUSTOM_OBJECTS_WHY = (
 
 # A use that needs a decision, not a fix: whether the object is a Keras model (this tool cannot tell).
 REVIEW_RULES = frozenset({"deepcopy"})
-RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update",
-         "assign-update", "deepcopy")
+RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update", "assign-update", "deepcopy")
 
 
 def rule_of(why: str) -> str:

@@ -52,9 +52,7 @@ def load_codemod() -> ModuleType:
     return codemod
 
 
-def migrate_source(
-    source: Union[str, bytes], path: str = "<string>", *, is_package_init: Optional[bool] = None
-) -> MigrateResult:
+def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_package_init: Optional[bool] = None) -> MigrateResult:
     """Migrates one file's source; writes nothing.
 
     Args:
@@ -149,10 +147,7 @@ def _parse_error(path: str, data: bytes, exc: Exception) -> str:
     try:
         ast.parse(data, filename=path)
     except SyntaxError as py_exc:  # e.g. "Missing parentheses in call to 'print'"
-        return (
-            f"{path}:{py_exc.lineno or 1}:{py_exc.offset or 1}: does not parse, skipped "
-            f"({py_exc.msg})"
-        )
+        return f"{path}:{py_exc.lineno or 1}:{py_exc.offset or 1}: does not parse, skipped ({py_exc.msg})"
     except Exception:
         pass
     line = getattr(exc, "raw_line", 1)

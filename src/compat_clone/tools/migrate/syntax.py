@@ -10,6 +10,19 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
+__all__ = [
+    "chain_nodes",
+    "code",
+    "comment_lines",
+    "compat_clone_attr",
+    "dotted",
+    "import_compat_clone",
+    "import_module_name",
+    "last_name",
+    "root_name",
+    "strings",
+]
+
 _EMPTY_MODULE = cst.Module(body=[])
 
 

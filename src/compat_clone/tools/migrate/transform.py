@@ -20,6 +20,8 @@ from compat_clone.tools.migrate.imports import drops_every_alias
 from compat_clone.tools.migrate.syntax import comment_lines, compat_clone_attr, import_compat_clone
 from compat_clone.tools.migrate.walk import Analysis
 
+__all__ = ["Transformer"]
+
 
 class Transformer(cst.CSTTransformer):
     """Rewrites a module as `analysis` says (run it on the module that was analysed).
@@ -70,9 +72,7 @@ class Transformer(cst.CSTTransformer):
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> Any:
         return self._drop_aliases(original_node, updated_node)
 
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> Any:
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine) -> Any:
         replacement = self.analysis.idiom_lines.get(original_node)
         if replacement is not None:  # a target update -> `compat_clone.copy_weights(...)`
             return updated_node.with_changes(body=[replacement])
@@ -96,9 +96,7 @@ class Transformer(cst.CSTTransformer):
         removed = self.analysis.folds.line_pairs.get(original_node)
         return updated if removed is None else self._take_comments(removed, updated)
 
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         new_body, carry = self._new_body(original_node, updated_node, is_module=False)
         if not new_body:
             new_body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=carry)]
@@ -113,9 +111,7 @@ class Transformer(cst.CSTTransformer):
         return updated_node.with_changes(body=new_body, footer=[*carry, *updated_node.footer])
 
     # -- helpers
-    def _in_scope(
-        self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine, scope: str
-    ) -> cst.With:
+    def _in_scope(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine, scope: str) -> cst.With:
         """`with <scope>:` holding `updated` (its comments folded in as for any clone line)."""
         removed = self.analysis.folds.line_pairs.get(original)
         if removed is not None:
@@ -133,9 +129,7 @@ class Transformer(cst.CSTTransformer):
             return drop_aliases(updated, drop)[0]
         return updated
 
-    def _take_comments(
-        self, removed: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine:
+    def _take_comments(self, removed: cst.SimpleStatementLine, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         """`updated` (a clone line) with the comments of the `set_weights` line folded into it.
 
         The trailing comment goes on the new argument's line (done already) or
@@ -156,9 +150,7 @@ class Transformer(cst.CSTTransformer):
             updated = updated.with_changes(leading_lines=[*updated.leading_lines, *comments])
         return updated
 
-    def _new_body(
-        self, original: Any, updated: Any, is_module: bool
-    ) -> Tuple[List[Any], List[cst.EmptyLine]]:
+    def _new_body(self, original: Any, updated: Any, is_module: bool) -> Tuple[List[Any], List[cst.EmptyLine]]:
         """A block's new statements, and the comment lines left over for its footer."""
         new_body, carry, at = self._body(original, updated)
         if at is not None:
@@ -183,9 +175,7 @@ class Transformer(cst.CSTTransformer):
             if o in self.emptied:
                 if removed_import_at is None and o in self.analysis.removed_import_lines:
                     removed_import_at = len(new_body)
-                    new_body.append(
-                        cst.SimpleStatementLine(body=[], leading_lines=[*carry, *u.leading_lines])
-                    )
+                    new_body.append(cst.SimpleStatementLine(body=[], leading_lines=[*carry, *u.leading_lines]))
                     carry = []
                 else:
                     carry.extend(u.leading_lines)
@@ -208,10 +198,6 @@ class Transformer(cst.CSTTransformer):
             return
         del new_body[at]
         if at < len(new_body):
-            new_body[at] = new_body[at].with_changes(
-                leading_lines=[*placeholder.leading_lines, *new_body[at].leading_lines]
-            )
+            new_body[at] = new_body[at].with_changes(leading_lines=[*placeholder.leading_lines, *new_body[at].leading_lines])
         else:
-            new_body.append(
-                cst.SimpleStatementLine(body=[], leading_lines=placeholder.leading_lines)
-            )
+            new_body.append(cst.SimpleStatementLine(body=[], leading_lines=placeholder.leading_lines))

@@ -69,9 +69,7 @@ class Analysis:
     reports: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     has_compat_clone_import: bool = False
     idiom_clones: Dict[cst.Call, cst.BaseExpression] = dataclasses.field(default_factory=dict)
-    idiom_lines: Dict[cst.SimpleStatementLine, cst.BaseSmallStatement] = dataclasses.field(
-        default_factory=dict
-    )
+    idiom_lines: Dict[cst.SimpleStatementLine, cst.BaseSmallStatement] = dataclasses.field(default_factory=dict)
     idiom_removed: Set[cst.CSTNode] = dataclasses.field(default_factory=set)
     notes: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     scoped_lines: Dict[cst.SimpleStatementLine, str] = dataclasses.field(default_factory=dict)
