@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from compat_clone.families.registry import entry, family_for
 
-__all__ = ["installed_families", "installed_version", "keras_module"]
+__all__ = ["installed_families", "installed_version", "installed_versions", "keras_module"]
 
 _KERAS_PACKAGES = {"keras": ("keras",), "tf_keras": ("tf_keras", "tf-keras")}  # module -> its distributions
 
@@ -59,7 +59,7 @@ def installed_families(versions: Optional[Mapping[str, str]] = None) -> List[Tup
         packages may serve the same family (``keras`` 2.15 and ``tf_keras``).
     """
     if versions is None:
-        versions = _installed_versions()
+        versions = installed_versions(_KERAS_PACKAGES)
     return [
         (family_for(module, versions[module]), module, versions[module]) for module in _KERAS_PACKAGES if versions.get(module)
     ]
@@ -90,6 +90,15 @@ def installed_version(distributions: Sequence[str]) -> Optional[str]:
     return None
 
 
-def _installed_versions() -> Dict[str, str]:
-    found = {module: installed_version(dists) for module, dists in _KERAS_PACKAGES.items()}
-    return {module: version for module, version in found.items() if version}
+def installed_versions(distributions: Mapping[str, Sequence[str]]) -> Dict[str, str]:
+    """The version of each name whose distributions are installed here, by `installed_version`.
+
+    Args:
+        distributions: a name -> the distributions that provide it, tried in
+            order (``{"tensorflow": ("tensorflow", "tensorflow-cpu")}``).
+
+    Returns:
+        name -> version, for the names installed; the others are left out.
+    """
+    found = {name: installed_version(dists) for name, dists in distributions.items()}
+    return {name: version for name, version in found.items() if version}

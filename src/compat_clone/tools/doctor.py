@@ -22,7 +22,7 @@ import traceback
 from importlib import import_module
 from typing import Any, Dict, List, Optional, Tuple
 
-from compat_clone.families.installed import installed_families, installed_version
+from compat_clone.families.installed import installed_families, installed_versions
 
 __all__ = ["add_arguments", "run", "collect", "families"]
 
@@ -43,8 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _installed() -> Dict[str, str]:
-    found = {name: installed_version(dists) for name, dists in _DISTS.items()}
-    return {name: version for name, version in found.items() if version}
+    return installed_versions(_DISTS)
 
 
 def families(installed: Dict[str, str]) -> List[Tuple[str, str, str]]:
