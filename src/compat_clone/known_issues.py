@@ -374,7 +374,7 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "TensorFlow 2 and torch: a wrong blend. The native `target.set_weights("
         "source.get_weights())` reads every value first",
         "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
-        "compat_clone.placement.torch (_tensors, _assign_torch): aliased sources read before any write",
+        "compat_clone.placement.torch (_tensors, TorchBackend.assign): aliased sources read before any write",
         (
             "tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
             "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights",

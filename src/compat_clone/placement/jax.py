@@ -32,13 +32,105 @@ class JaxBackend:
     """
 
     def resolve(self, model: Any, device: Any) -> Placement:
-        return _resolve_jax(model, device)
+        jax = framework("jax")
+        keras_distribution = _keras_distribution_class()
+        if keras_distribution is not None and isinstance(device, keras_distribution):
+            given: Any = device
+            return Placement(f"the given {type(given).__name__}", given.scope)
+        if device is None:
+            sources = [v for v in model_variables(model) if hasattr(getattr(v, "_value", None), "sharding")]
+            singles = [_jax_single_device(jax, v._value.sharding) for v in sources]
+            home = most_common([d for d in singles if d is not None])
+
+            def finish_like_source(clone: Any, layer_map: Any) -> None:
+                _jax_relayout(jax, pair_variables(model, clone, layer_map), layout_from_source=True)
+
+            where = f"the source's placement ({home})" if home is not None else "the source's placement"
+            # Entered only where it changes something: JAX keys its jit caches on
+            # the default device, so entering the one in force already would
+            # compile again every op the clone's build runs.
+            enter = (lambda: jax.default_device(home)) if home is not None and home != _default_device(jax) else None
+            return Placement(where, enter, finish_like_source)
+        if isinstance(device, jax.sharding.Sharding):
+            sharding = device
+            first = sorted(sharding.device_set, key=lambda d: d.id)[0]
+        else:
+            first = _jax_device(jax, device)
+            sharding = jax.sharding.SingleDeviceSharding(first)
+
+        def finish_on(clone: Any, layer_map: Any) -> None:
+            _jax_relayout(jax, [(sharding, v) for v in model_variables(clone)], layout_from_source=False)
+
+        return Placement(f"{sharding}", lambda: jax.default_device(first), finish_on)
 
     def assign(self, pairs: Pairs) -> None:
-        _assign_jax(pairs)
+        """Copies on the device: into the targets' own buffers from the second call on the same pairs.
+
+        The first copy between two models makes new buffers (`device_put`): an
+        in-place copy is a jitted program, compiled once per list of shapes, which
+        a one-off copy would not pay back. A repeated copy (a hard target-network
+        update every N steps) writes into the donated target buffers (`_in_place`):
+        no allocation, and no old buffer freed, per call.
+        """
+        jax = framework("jax")
+        values = [stored(src) for src, _ in pairs]
+        owned = _owned(pairs) if _seen_before(pairs) else set()
+        targets = [stored(dst) for _, dst in pairs]
+        # Prepare: every copy that needs a new buffer (a target shared, on another
+        # sharding, or in a first call) lands in one with the target's sharding
+        # and commitment. A failure here has written nothing.
+        donated, group = _donation_group(values, targets, owned)
+        fresh = [i for i in range(len(pairs)) if i not in group]
+        new: List[Any] = list(targets)
+        for i, value in zip(fresh, _jax_put_like(jax, [values[i] for i in fresh], [targets[i] for i in fresh])):
+            new[i] = value
+        for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated], [values[i] for i in donated])):
+            new[i] = value
+        # Commit: rebinding arrays of the exact shape, dtype and sharding.
+        for (_, dst), value in zip(pairs, new):
+            rebind(dst, value)
 
     def blend(self, pairs: Pairs, tau: float) -> None:
-        _blend_jax(pairs, tau)
+        """Soft update: one jitted call per device set, in place where the target's buffer may be donated.
+
+        Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`,
+        computed where the target lives (sources on another sharding are moved
+        there first, device to device); every other target (counters, seed
+        states) is copied exactly. A target only its variable holds (`_owned`)
+        is donated: the blend is written into its buffer, no new allocation per
+        step. Every other new array is made before the donated call and before
+        the first target is rebound.
+        """
+        jax = framework("jax")
+        jnp = framework("jax.numpy")
+        owned = _owned(pairs)
+        srcs = [stored(src) for src, _ in pairs]
+        dsts = [stored(dst) for _, dst in pairs]
+        # Prepare: sources onto their target's sharding, where they differ.
+        moved = [i for i, (s, d) in enumerate(zip(srcs, dsts)) if s.sharding != d.sharding]
+        for i, value in zip(moved, _jax_put(jax, [srcs[i] for i in moved], [dsts[i].sharding for i in moved])):
+            srcs[i] = value
+        inexact = {i for i, d in enumerate(dsts) if jnp.issubdtype(d.dtype, jnp.inexact)}
+        donated, in_place = _donation_group(srcs, dsts, owned & inexact)
+        groups: Dict[Any, List[int]] = {}
+        for i in sorted(inexact - in_place):
+            groups.setdefault(frozenset(dsts[i].sharding.device_set), []).append(i)
+        new: List[Any] = list(dsts)
+        exact = [i for i in range(len(dsts)) if i not in inexact]
+        for i, value in zip(exact, _jax_put_like(jax, [srcs[i] for i in exact], [dsts[i] for i in exact])):
+            new[i] = value
+        blend = _blend_jit(jax)
+        home = frozenset(dsts[donated[0]].sharding.device_set) if donated else None
+        for key in set(groups) | ({home} if home is not None else set()):
+            shared, mine = groups.get(key, []), donated if key == home else []
+            owned_out, shared_out = blend(
+                tau, [dsts[i] for i in mine], [srcs[i] for i in mine], [dsts[i] for i in shared], [srcs[i] for i in shared]
+            )
+            for i, value in zip(mine + shared, list(owned_out) + list(shared_out)):
+                new[i] = value
+        # Commit: rebinding arrays of the exact shape, dtype and sharding.
+        for (_, dst), value in zip(pairs, new):
+            rebind(dst, value)
 
     def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
         return _fresh_copy_jax
@@ -120,39 +212,6 @@ def _jax_relayout(jax: Any, pairs: Pairs, layout_from_source: bool) -> None:
         variable._direct_assign(new)
 
 
-def _resolve_jax(model: Any, device: Any) -> Placement:
-    jax = framework("jax")
-    keras_distribution = _keras_distribution_class()
-    if keras_distribution is not None and isinstance(device, keras_distribution):
-        given: Any = device
-        return Placement(f"the given {type(given).__name__}", given.scope)
-    if device is None:
-        sources = [v for v in model_variables(model) if hasattr(getattr(v, "_value", None), "sharding")]
-        singles = [_jax_single_device(jax, v._value.sharding) for v in sources]
-        home = most_common([d for d in singles if d is not None])
-
-        def finish_like_source(clone: Any, layer_map: Any) -> None:
-            _jax_relayout(jax, pair_variables(model, clone, layer_map), layout_from_source=True)
-
-        where = f"the source's placement ({home})" if home is not None else "the source's placement"
-        # Entered only where it changes something: JAX keys its jit caches on
-        # the default device, so entering the one in force already would
-        # compile again every op the clone's build runs.
-        enter = (lambda: jax.default_device(home)) if home is not None and home != _default_device(jax) else None
-        return Placement(where, enter, finish_like_source)
-    if isinstance(device, jax.sharding.Sharding):
-        sharding = device
-        first = sorted(sharding.device_set, key=lambda d: d.id)[0]
-    else:
-        first = _jax_device(jax, device)
-        sharding = jax.sharding.SingleDeviceSharding(first)
-
-    def finish_on(clone: Any, layer_map: Any) -> None:
-        _jax_relayout(jax, [(sharding, v) for v in model_variables(clone)], layout_from_source=False)
-
-    return Placement(f"{sharding}", lambda: jax.default_device(first), finish_on)
-
-
 def _default_device(jax: Any) -> Any:
     """The device JAX puts new arrays on now (`jax.default_device` / its config, else the first device)."""
     configured = getattr(jax.config, "jax_default_device", None)
@@ -201,34 +260,6 @@ def _jax_put_like(jax: Any, values: List[Any], targets: List[Any]) -> List[Any]:
     for i, value in zip(move, _jax_put(jax, [values[i] for i in move], [targets[i].sharding for i in move])):
         out[i] = value
     return out
-
-
-def _assign_jax(pairs: Pairs) -> None:
-    """Copies on the device: into the targets' own buffers from the second call on the same pairs.
-
-    The first copy between two models makes new buffers (`device_put`): an
-    in-place copy is a jitted program, compiled once per list of shapes, which
-    a one-off copy would not pay back. A repeated copy (a hard target-network
-    update every N steps) writes into the donated target buffers (`_in_place`):
-    no allocation, and no old buffer freed, per call.
-    """
-    jax = framework("jax")
-    values = [stored(src) for src, _ in pairs]
-    owned = _owned(pairs) if _seen_before(pairs) else set()
-    targets = [stored(dst) for _, dst in pairs]
-    # Prepare: every copy that needs a new buffer (a target shared, on another
-    # sharding, or in a first call) lands in one with the target's sharding
-    # and commitment. A failure here has written nothing.
-    donated, group = _donation_group(values, targets, owned)
-    fresh = [i for i in range(len(pairs)) if i not in group]
-    new: List[Any] = list(targets)
-    for i, value in zip(fresh, _jax_put_like(jax, [values[i] for i in fresh], [targets[i] for i in fresh])):
-        new[i] = value
-    for i, value in zip(donated, _in_place(jax, _copy_jit(jax), [targets[i] for i in donated], [values[i] for i in donated])):
-        new[i] = value
-    # Commit: rebinding arrays of the exact shape, dtype and sharding.
-    for (_, dst), value in zip(pairs, new):
-        rebind(dst, value)
 
 
 # -- in place: donated buffers --------------------------------------------------------
@@ -354,46 +385,3 @@ def _blend_jit(jax: Any) -> Callable[..., Any]:
 
         _JITTED.append(jax.jit(blend, donate_argnums=1))
     return _JITTED[0]
-
-
-def _blend_jax(pairs: Pairs, tau: float) -> None:
-    """Soft update: one jitted call per device set, in place where the target's buffer may be donated.
-
-    Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`,
-    computed where the target lives (sources on another sharding are moved
-    there first, device to device); every other target (counters, seed
-    states) is copied exactly. A target only its variable holds (`_owned`)
-    is donated: the blend is written into its buffer, no new allocation per
-    step. Every other new array is made before the donated call and before
-    the first target is rebound.
-    """
-    jax = framework("jax")
-    jnp = framework("jax.numpy")
-    owned = _owned(pairs)
-    srcs = [stored(src) for src, _ in pairs]
-    dsts = [stored(dst) for _, dst in pairs]
-    # Prepare: sources onto their target's sharding, where they differ.
-    moved = [i for i, (s, d) in enumerate(zip(srcs, dsts)) if s.sharding != d.sharding]
-    for i, value in zip(moved, _jax_put(jax, [srcs[i] for i in moved], [dsts[i].sharding for i in moved])):
-        srcs[i] = value
-    inexact = {i for i, d in enumerate(dsts) if jnp.issubdtype(d.dtype, jnp.inexact)}
-    donated, in_place = _donation_group(srcs, dsts, owned & inexact)
-    groups: Dict[Any, List[int]] = {}
-    for i in sorted(inexact - in_place):
-        groups.setdefault(frozenset(dsts[i].sharding.device_set), []).append(i)
-    new: List[Any] = list(dsts)
-    exact = [i for i in range(len(dsts)) if i not in inexact]
-    for i, value in zip(exact, _jax_put_like(jax, [srcs[i] for i in exact], [dsts[i] for i in exact])):
-        new[i] = value
-    blend = _blend_jit(jax)
-    home = frozenset(dsts[donated[0]].sharding.device_set) if donated else None
-    for key in set(groups) | ({home} if home is not None else set()):
-        shared, mine = groups.get(key, []), donated if key == home else []
-        owned_out, shared_out = blend(
-            tau, [dsts[i] for i in mine], [srcs[i] for i in mine], [dsts[i] for i in shared], [srcs[i] for i in shared]
-        )
-        for i, value in zip(mine + shared, list(owned_out) + list(shared_out)):
-            new[i] = value
-    # Commit: rebinding arrays of the exact shape, dtype and sharding.
-    for (_, dst), value in zip(pairs, new):
-        rebind(dst, value)

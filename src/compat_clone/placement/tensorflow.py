@@ -30,7 +30,26 @@ class TensorFlowBackend:
     """
 
     def resolve(self, model: Any, device: Any) -> Placement:
-        return _resolve_tf(model, device)
+        tf = framework("tensorflow")
+        if device is None:
+            if tf.distribute.has_strategy():
+                # The caller entered a strategy scope: its choice governs (the
+                # native way to build a clone under a strategy keeps working).
+                strategy = tf.distribute.get_strategy()
+                return Placement(f"the active {type(strategy).__name__}")
+            variables = [_tf_var(tf, v) for v in model_variables(model)]
+            strategies = [s for s in (_tf_strategy_of(v) for v in variables) if s is not None]
+            if strategies:
+                strategy = most_common(strategies)
+                return Placement(f"the source's {type(strategy).__name__}", strategy.scope)
+            device_name = most_common([v.device for v in variables if getattr(v, "device", "")])
+            if device_name:
+                return Placement(f"the source's device {device_name}", lambda: tf.device(device_name))
+            return Placement("the default device")
+        if isinstance(device, tf.distribute.Strategy):
+            return Placement(f"the given {type(device).__name__}", device.scope)
+        name = _tf_device_name(tf, device)
+        return Placement(f"device {name}", lambda: tf.device(name))
 
     def assign(self, pairs: Pairs) -> None:
         assign_tf(pairs)
@@ -88,29 +107,6 @@ def _tf_device_name(tf: Any, device: Any) -> str:
     if spec.job in (None, "localhost") and (spec.device_type.upper(), index) not in local:
         raise device_not_found(device, "TensorFlow", available)
     return str(spec.replace(device_type=spec.device_type.upper(), device_index=index).to_string())
-
-
-def _resolve_tf(model: Any, device: Any) -> Placement:
-    tf = framework("tensorflow")
-    if device is None:
-        if tf.distribute.has_strategy():
-            # The caller entered a strategy scope: its choice governs (the
-            # native way to build a clone under a strategy keeps working).
-            strategy = tf.distribute.get_strategy()
-            return Placement(f"the active {type(strategy).__name__}")
-        variables = [_tf_var(tf, v) for v in model_variables(model)]
-        strategies = [s for s in (_tf_strategy_of(v) for v in variables) if s is not None]
-        if strategies:
-            strategy = most_common(strategies)
-            return Placement(f"the source's {type(strategy).__name__}", strategy.scope)
-        device_name = most_common([v.device for v in variables if getattr(v, "device", "")])
-        if device_name:
-            return Placement(f"the source's device {device_name}", lambda: tf.device(device_name))
-        return Placement("the default device")
-    if isinstance(device, tf.distribute.Strategy):
-        return Placement(f"the given {type(device).__name__}", device.scope)
-    name = _tf_device_name(tf, device)
-    return Placement(f"device {name}", lambda: tf.device(name))
 
 
 def _tf_is_distributed(tf: Any, variable: Any) -> bool:

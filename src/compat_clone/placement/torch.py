@@ -30,13 +30,75 @@ class TorchBackend:
     """
 
     def resolve(self, model: Any, device: Any) -> Placement:
-        return _resolve_torch(model, device)
+        torch = framework("torch")
+        if device is None:
+            devices = [str(v._value.device) for v in model_variables(model) if hasattr(getattr(v, "_value", None), "device")]
+            home = most_common(devices)
+
+            def finish_like_source(clone: Any, layer_map: Any) -> None:
+                _torch_move(pair_variables(model, clone, layer_map))
+
+            enter = (lambda: _keras_device_scope(home)) if home else None
+            return Placement(f"the source's device ({home})", enter, finish_like_source)
+        name = _torch_device(torch, device)
+        target = torch.device(name)
+
+        def finish_on(clone: Any, layer_map: Any) -> None:
+            _torch_move([(target, v) for v in model_variables(clone)])
+
+        return Placement(f"device {name}", lambda: _keras_device_scope(name), finish_on)
 
     def assign(self, pairs: Pairs) -> None:
-        _assign_torch(pairs)
+        torch = framework("torch")
+        with torch.no_grad():
+            # Prepare: stage cross-device sources on the target device (direct
+            # device-to-device transfer). Nothing is written to a target yet.
+            srcs, dsts, written = _tensors(pairs)
+            for i, (s, d) in enumerate(zip(srcs, dsts)):
+                if s.device != d.device:
+                    srcs[i] = s.to(d.device)
+                elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
+                    srcs[i] = s.clone()
+            # Commit: same-device copies into buffers of the same shape and dtype.
+            _copy_into(torch, dsts, srcs)
 
     def blend(self, pairs: Pairs, tau: float) -> None:
-        _blend_torch(pairs, tau)
+        """Soft update in place: one `torch._foreach_lerp_` per (device, dtype) group.
+
+        Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`
+        on the target's device; every other target (counters, seed states) is
+        copied exactly (`_foreach_copy_`). Sources on another device are staged
+        on the target's device before anything is written.
+        """
+        torch = framework("torch")
+        groups: Dict[Tuple[Any, Any, bool], Tuple[List[Any], List[Any]]] = {}
+        with torch.no_grad():
+            # Prepare: group by (device, dtype, blended) and stage cross-device
+            # sources (device to device). Nothing is written to a target yet.
+            srcs, dsts, written = _tensors(pairs)
+            for s, d in zip(srcs, dsts):
+                if s.device != d.device:
+                    s = s.to(d.device)
+                elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
+                    s = s.clone()
+                inexact = d.is_floating_point() or d.is_complex()
+                group = groups.setdefault((d.device, d.dtype, inexact), ([], []))
+                group[0].append(d)
+                group[1].append(s)
+            # Commit: in-place kernels into buffers of the exact shape, dtype and device.
+            lerp = getattr(torch, "_foreach_lerp_", None)  # torch 2.0+
+            copy = getattr(torch, "_foreach_copy_", None)  # torch 2.1+
+            for (_, _, inexact), (dsts, srcs) in groups.items():
+                if inexact and lerp is not None:
+                    lerp(dsts, srcs, tau)
+                elif not inexact and copy is not None:
+                    copy(dsts, srcs)
+                else:  # pragma: no cover - torch < 2.1
+                    for d, s in zip(dsts, srcs):
+                        if inexact:
+                            d.lerp_(s, tau)
+                        else:
+                            d.copy_(s)
 
     def fresh_copier(self) -> Optional[Callable[[Any], Any]]:
         return _fresh_copy_torch
@@ -100,26 +162,6 @@ def _torch_move(pairs: List[Tuple[Any, Any]]) -> None:
                 param.data = param.data.to(dev)
 
 
-def _resolve_torch(model: Any, device: Any) -> Placement:
-    torch = framework("torch")
-    if device is None:
-        devices = [str(v._value.device) for v in model_variables(model) if hasattr(getattr(v, "_value", None), "device")]
-        home = most_common(devices)
-
-        def finish_like_source(clone: Any, layer_map: Any) -> None:
-            _torch_move(pair_variables(model, clone, layer_map))
-
-        enter = (lambda: _keras_device_scope(home)) if home else None
-        return Placement(f"the source's device ({home})", enter, finish_like_source)
-    name = _torch_device(torch, device)
-    target = torch.device(name)
-
-    def finish_on(clone: Any, layer_map: Any) -> None:
-        _torch_move([(target, v) for v in model_variables(clone)])
-
-    return Placement(f"device {name}", lambda: _keras_device_scope(name), finish_on)
-
-
 def _fresh_copy_torch(variable: Any) -> Any:
     """A copy of the variable's tensor on its device (a clone's first value)."""
     torch = framework("torch")
@@ -135,21 +177,6 @@ def _tensors(pairs: Pairs) -> Tuple[List[Any], List[Any], Set[int]]:
     srcs = [stored(src).detach() for src, _ in pairs]
     dsts = [stored(dst) for _, dst in pairs]
     return srcs, dsts, {d.data_ptr() for d in dsts if d.numel()}
-
-
-def _assign_torch(pairs: Pairs) -> None:
-    torch = framework("torch")
-    with torch.no_grad():
-        # Prepare: stage cross-device sources on the target device (direct
-        # device-to-device transfer). Nothing is written to a target yet.
-        srcs, dsts, written = _tensors(pairs)
-        for i, (s, d) in enumerate(zip(srcs, dsts)):
-            if s.device != d.device:
-                srcs[i] = s.to(d.device)
-            elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
-                srcs[i] = s.clone()
-        # Commit: same-device copies into buffers of the same shape and dtype.
-        _copy_into(torch, dsts, srcs)
 
 
 # A tensor this large is copied on its own (`copy_`: a cudaMemcpy on a GPU, a
@@ -173,42 +200,3 @@ def _copy_into(torch: Any, dsts: List[Any], srcs: List[Any]) -> None:
         group[1].append(s)
     for group_dsts, group_srcs in by_device.values():
         foreach_copy(group_dsts, group_srcs)
-
-
-def _blend_torch(pairs: Pairs, tau: float) -> None:
-    """Soft update in place: one `torch._foreach_lerp_` per (device, dtype) group.
-
-    Floating-point (and complex) targets become `tau * src + (1 - tau) * dst`
-    on the target's device; every other target (counters, seed states) is
-    copied exactly (`_foreach_copy_`). Sources on another device are staged
-    on the target's device before anything is written.
-    """
-    torch = framework("torch")
-    groups: Dict[Tuple[Any, Any, bool], Tuple[List[Any], List[Any]]] = {}
-    with torch.no_grad():
-        # Prepare: group by (device, dtype, blended) and stage cross-device
-        # sources (device to device). Nothing is written to a target yet.
-        srcs, dsts, written = _tensors(pairs)
-        for s, d in zip(srcs, dsts):
-            if s.device != d.device:
-                s = s.to(d.device)
-            elif s.data_ptr() in written:  # `copy-shared-variable`: read before any write
-                s = s.clone()
-            inexact = d.is_floating_point() or d.is_complex()
-            group = groups.setdefault((d.device, d.dtype, inexact), ([], []))
-            group[0].append(d)
-            group[1].append(s)
-        # Commit: in-place kernels into buffers of the exact shape, dtype and device.
-        lerp = getattr(torch, "_foreach_lerp_", None)  # torch 2.0+
-        copy = getattr(torch, "_foreach_copy_", None)  # torch 2.1+
-        for (_, _, inexact), (dsts, srcs) in groups.items():
-            if inexact and lerp is not None:
-                lerp(dsts, srcs, tau)
-            elif not inexact and copy is not None:
-                copy(dsts, srcs)
-            else:  # pragma: no cover - torch < 2.1
-                for d, s in zip(dsts, srcs):
-                    if inexact:
-                        d.lerp_(s, tau)
-                    else:
-                        d.copy_(s)
