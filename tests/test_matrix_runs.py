@@ -68,20 +68,24 @@ def _standin_env(root: Path, env: Any) -> Path:
     return env_dir
 
 
-def _run(env: Any, root: Path, command: List[str], uv: List[str], **kwargs: Any) -> Any:
-    return runner.run_one(
-        env,
+def _settings(root: Path, command: List[str], *, timeout: float = 60, say: Any = None, **kwargs: Any) -> Any:
+    """One run's settings: results under `root`, uv never called (``false``)."""
+    return runner.RunSettings(
         root=root,
         results=root / "_results",
         command=command,
-        uv=uv,
+        uv=["false"],
         source=_matrix.running_compat_clone(),
         procs=procs.Procs(),
-        timeout=60,
+        timeout=timeout,
         rebuild=False,
-        say=lambda name, text: None,
+        say=say or (lambda name, text: None),
         **kwargs,
     )
+
+
+def _run(env: Any, root: Path, command: List[str], **kwargs: Any) -> Any:
+    return runner.run_one(env, _settings(root, command, **kwargs))
 
 
 def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None:
@@ -99,7 +103,7 @@ def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None
         "'COMPAT_CLONE_EXPECT_BACKEND', 'KERAS_BACKEND', 'X', 'VIRTUAL_ENV')]); "
         "print(os.environ['PATH'].split(os.pathsep)[0]); print('2 passed, 1 skipped in 0.01s')"
     )
-    out = _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"])  # uv is never called
+    out = _run(env, tmp_path, [sys.executable, "-c", script])  # uv is never called
     log = (env_dir / "last.log").read_text()
     assert out.build == "reused" and out.status == "ok", log
     assert out.cpu_s is not None and out.cpu_s > 0
@@ -113,7 +117,7 @@ def test_stale_stamp_rebuilds_and_a_build_failure_fails_the_env(tmp_path: Path) 
     (env,) = _matrix.parse_table(one_env_table(install_compat_clone=False))
     env_dir = _standin_env(tmp_path, env)
     (env_dir / ".compat-clone-stamp").write_text("stale\n")
-    out = _run(env, tmp_path, [sys.executable, "-c", "print('ran')"], uv=["false"])  # `false venv ...` fails
+    out = _run(env, tmp_path, [sys.executable, "-c", "print('ran')"])  # `false venv ...` fails
     assert out.build == "FAILED" and out.status == "BUILD FAILED" and not out.ok
     log = (env_dir / "last.log").read_text()
     assert "building a failed" in log and "ran" not in log
@@ -134,7 +138,7 @@ def test_stale_stamp_rebuilds_and_a_build_failure_fails_the_env(tmp_path: Path) 
 def test_status_from_exit_code_and_summary(tmp_path: Path, script: str, status: str) -> None:
     (env,) = _matrix.parse_table(one_env_table(install_compat_clone=False))
     _standin_env(tmp_path, env)
-    assert _run(env, tmp_path, [sys.executable, "-c", script], uv=["false"]).status == status
+    assert _run(env, tmp_path, [sys.executable, "-c", script]).status == status
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -146,18 +150,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
         "print('grandchild', p.pid, flush=True); time.sleep(60)"
     )
-    out = runner.run_one(
-        env,
-        root=tmp_path,
-        results=tmp_path / "_results",
-        command=[sys.executable, "-c", script],
-        uv=["false"],
-        source=_matrix.running_compat_clone(),
-        procs=procs.Procs(),
-        timeout=3,
-        rebuild=False,
-        say=lambda name, text: None,
-    )
+    out = _run(env, tmp_path, [sys.executable, "-c", script], timeout=3)
     log = (env_dir / "last.log").read_text()
     assert out.status == "TIMEOUT" and "timed out after 3s" in log, log
     grandchild = int(re.search(r"grandchild (\d+)", log).group(1))  # type: ignore[union-attr]
@@ -190,16 +183,11 @@ def test_a_timeout_names_the_tests_still_running(tmp_path: Path) -> None:
     for name, text in _SLOW_PROJECT.items():
         (project / name).write_text(text)
     said: List[str] = []
-    out = runner.run_one(
+    out = _run(
         env,
-        root=tmp_path,
-        results=tmp_path / "_results",
-        uv=["false"],
-        source=_matrix.running_compat_clone(),
-        command=[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
-        procs=procs.Procs(),
+        tmp_path,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(project)],
         timeout=40,
-        rebuild=False,
         say=lambda name, text: said.append(text),
     )
     log = (env_dir / "last.log").read_text()
@@ -215,18 +203,7 @@ def test_a_timeout_without_a_pytest_record_says_so(tmp_path: Path) -> None:
     (env,) = _matrix.parse_table(one_env_table(install_compat_clone=False))
     env_dir = _standin_env(tmp_path, env)
     (env_dir / "running.json").write_text('{"finished": 3, "running": {"old::test": 1}}')  # an earlier run's
-    out = runner.run_one(
-        env,
-        root=tmp_path,
-        results=tmp_path / "_results",
-        command=[sys.executable, "-c", "import time; time.sleep(60)"],
-        uv=["false"],
-        source=_matrix.running_compat_clone(),
-        procs=procs.Procs(),
-        timeout=2,
-        rebuild=False,
-        say=lambda name, text: None,
-    )
+    out = _run(env, tmp_path, [sys.executable, "-c", "import time; time.sleep(60)"], timeout=2)
     log = (env_dir / "last.log").read_text()
     assert out.status == "TIMEOUT" and "no record of the tests running" in log and "old::test" not in log, log
 
@@ -237,14 +214,14 @@ def test_results_are_replaced_only_by_a_run_that_records(tmp_path: Path) -> None
     old = tmp_path / "_results" / "a.jsonl"
     old.parent.mkdir()
     old.write_text('{"feature": "old"}\n')
-    _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"], uv=["false"])
+    _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"])
     assert old.read_text() == '{"feature": "old"}\n'  # recorded nothing: kept
     record = (
         "import os, pathlib; d = pathlib.Path(os.environ['COMPAT_CLONE_RESULTS']); "
         "(d / (os.environ['COMPAT_CLONE_ENV'] + '.jsonl')).write_text('{\"feature\": \"new\"}\\n'); "
         "print('1 passed in 0.1s')"
     )
-    _run(env, tmp_path, [sys.executable, "-c", record], uv=["false"], table="mine.toml")
+    _run(env, tmp_path, [sys.executable, "-c", record], table="mine.toml")
     (new,) = [json.loads(line) for line in old.read_text().splitlines()]
     # each record is tagged with the table that defined the environment and when it was produced
     assert new["feature"] == "new" and new["table"] == "mine.toml"
@@ -266,18 +243,7 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
 
     def second_run() -> None:
         said.append(
-            runner.run_one(
-                env,
-                root=tmp_path,
-                results=tmp_path / "_results",
-                command=[sys.executable, "-c", "print('1 passed in 0.1s')"],
-                uv=["false"],
-                source=_matrix.running_compat_clone(),
-                procs=procs.Procs(),
-                timeout=60,
-                rebuild=False,
-                say=lambda name, text: said.append(text),
-            )
+            _run(env, tmp_path, [sys.executable, "-c", "print('1 passed in 0.1s')"], say=lambda name, text: said.append(text))
         )
 
     with open(tmp_path / ".a.lock", "a+") as held:

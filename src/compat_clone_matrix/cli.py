@@ -14,7 +14,7 @@ from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, env_stamp, find_uv, 
 from compat_clone_matrix.install import InstallSource
 from compat_clone_matrix.procs import Procs, default_jobs
 from compat_clone_matrix.results import RESULTS_DIR
-from compat_clone_matrix.runner import run_one
+from compat_clone_matrix.runner import RunSettings, run_one
 from compat_clone_matrix.summary import (
     EXIT_FAILED,
     EXIT_MISLABELED,
@@ -262,26 +262,21 @@ def _run_all(
             for e in selected
         }
         prepared = {name: fut.result() for name, fut in built.items()}
-        futures = {
-            e.name: pool.submit(
-                run_one,
-                e,
-                root=root,
-                results=root / RESULTS_DIR,
-                command=command,
-                uv=uv,
-                source=source,
-                procs=procs,
-                timeout=args.timeout,
-                rebuild=args.rebuild,
-                say=say,
-                prepared=prepared[e.name],
-                siblings=names,
-                table=table,
-                progress=progress,
-            )
-            for e in selected
-        }
+        run = RunSettings(
+            root=root,
+            results=root / RESULTS_DIR,
+            command=command,
+            uv=uv,
+            source=source,
+            procs=procs,
+            timeout=args.timeout,
+            rebuild=args.rebuild,
+            say=say,
+            siblings=names,
+            table=table,
+            progress=progress,
+        )
+        futures = {e.name: pool.submit(run_one, e, run, prepared[e.name]) for e in selected}
         outcomes = {name: fut.result() for name, fut in futures.items()}
     except KeyboardInterrupt:
         progress.close()

@@ -10,6 +10,7 @@ from its exit code, pytest's counts and the pytest plugin's claim check.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from compat_clone_matrix.results import publish_results, write_outcome
 from compat_clone_matrix.summary import Outcome, counts_text, failed_tests, format_seconds, parse_pytest_summary
 from compat_clone_matrix.table import Env
 
-__all__ = ["env_environ", "run_one"]
+__all__ = ["RunSettings", "env_environ", "run_one"]
 
 _CLAIM_FILE = "last-claim.json"  # the pytest plugin's claim check of the last run
 _RUNNING_FILE = "running.json"  # the pytest plugin's record of the tests running now
@@ -73,56 +74,64 @@ def _child_environ(
     return environ
 
 
-def run_one(
-    env: Env,
-    *,
-    root: Path,
-    results: Path,
-    command: Sequence[str],
-    uv: List[str],
-    source: InstallSource,
-    procs: Procs,
-    timeout: Optional[float],
-    rebuild: bool,
-    say: Any,
-    prepared: Optional[Outcome] = None,
-    siblings: Sequence[str] = (),
-    table: str = "",
-    progress: Any = None,
-) -> Outcome:
-    """Builds (or reuses) one environment and runs the command in it.
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What one matrix run gives every environment it runs the command in.
+
+    Attributes:
+        root: the folder of the environments (``<root>/<env name>``).
+        results: the run's result folder (`publish_results`).
+        command: what runs in each environment (its first word looked up on
+            the environment's ``PATH``).
+        uv: how to call uv (`find_uv`).
+        source: the compat_clone each environment gets.
+        procs: the run's child processes (killed together on an interrupt).
+        timeout: seconds a command may run, or None.
+        rebuild: build each environment again even where its stamp is fresh.
+        say: ``say(env name, text)``: a line of the run's progress.
+        siblings: the environments of the run, exported to the command as
+            ``COMPAT_CLONE_MATRIX_ENVS``.
+        table: the table's id (`table_id`): tags the results and outcomes.
+        progress: when given, told when a command starts and ends
+            (``progress.begin(name, log)`` / ``end(name)``).
+    """
+
+    root: Path
+    results: Path
+    command: Sequence[str]
+    uv: List[str]
+    source: InstallSource
+    procs: Procs
+    timeout: Optional[float]
+    rebuild: bool
+    say: Any
+    siblings: Sequence[str] = ()
+    table: str = ""
+    progress: Any = None
+
+
+def run_one(env: Env, run: RunSettings, prepared: Optional[Outcome] = None) -> Outcome:
+    """Builds (or reuses) one environment and runs the run's command in it.
 
     Another `compat-clone matrix` run using the same environment folder (a
     second terminal, a benchmark) is waited for: one run at a time per
     environment, so a rebuild never pulls the floor from under a running one.
     With `prepared` (the outcome of `prepare_env`), the environment built in
     the first phase is used as it is; a failed build is reported, not retried.
-    `siblings` names the environments of the run, exported to the command as
-    ``COMPAT_CLONE_MATRIX_ENVS``. `table` (`table_id`) tags the results and
-    the outcome the run writes. `progress`, when given, is told when the
-    command starts and ends (``progress.begin(name, log)`` / ``end(name)``).
+
+    Args:
+        env: the table's environment.
+        run: what the run gives every environment.
+        prepared: the environment's outcome from the build phase, or None to
+            build it here.
+
+    Returns:
+        The environment's outcome, also written into the run's results.
     """
-    with env_lock(root, env, say):
-        if prepared is not None and prepared.build == "FAILED":
-            out = prepared
-        else:
-            out = _run_one_locked(
-                env,
-                root=root,
-                results=results,
-                command=command,
-                uv=uv,
-                source=source,
-                procs=procs,
-                timeout=timeout,
-                rebuild=rebuild,
-                say=say,
-                prepared=prepared,
-                siblings=siblings,
-                table=table,
-                progress=progress,
-            )
-        write_outcome(results, out, table)
+    with env_lock(run.root, env, run.say):
+        # A build that failed in the first phase is reported, not retried.
+        out = prepared if prepared is not None and prepared.build == "FAILED" else _run_one_locked(env, run, prepared)
+        write_outcome(run.results, out, run.table)
         return out
 
 
@@ -135,65 +144,58 @@ def _read_claim(path: Path) -> Optional[Dict[str, Any]]:
     return record if isinstance(record, dict) else None
 
 
-def _run_one_locked(
-    env: Env,
-    *,
-    root: Path,
-    results: Path,
-    command: Sequence[str],
-    uv: List[str],
-    source: InstallSource,
-    procs: Procs,
-    timeout: Optional[float],
-    rebuild: bool,
-    say: Any,
-    prepared: Optional[Outcome],
-    siblings: Sequence[str],
-    table: str = "",
-    progress: Any = None,
-) -> Outcome:
-    env_dir = root / env.name
+def _run_one_locked(env: Env, run: RunSettings, prepared: Optional[Outcome]) -> Outcome:
+    env_dir = run.root / env.name
     stamp_path = env_dir / STAMP_FILE
     still_fresh = (
         prepared is not None
         and (env_dir / "bin" / "python").exists()
         and stamp_path.is_file()
-        and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, source)
+        and stamp_path.read_text(encoding="utf-8").strip() == env_stamp(env, run.source)
     )
     if prepared is not None and still_fresh:
         out = prepared  # built (or reused) in the first phase; its log goes on
     else:  # no first phase, or another run changed the environment since
         out = Outcome(env=env.name)
-        if not ensure_built(env, env_dir, out, uv=uv, source=source, procs=procs, rebuild=rebuild and prepared is None, say=say):
+        if not ensure_built(
+            env,
+            env_dir,
+            out,
+            uv=run.uv,
+            source=run.source,
+            procs=run.procs,
+            rebuild=run.rebuild and prepared is None,
+            say=run.say,
+        ):
             return out
     assert out.log is not None
     with open(out.log, "a", encoding="utf-8", errors="replace") as log:
         # The command writes its result files into a staging folder of its own.
-        staging = results / f".run-{os.getpid()}-{env.name}"
+        staging = run.results / f".run-{os.getpid()}-{env.name}"
         shutil.rmtree(staging, ignore_errors=True)
-        environ = _child_environ(env, env_dir, staging, uv, siblings, table)
+        environ = _child_environ(env, env_dir, staging, run.uv, run.siblings, run.table)
         claim_file = env_dir / _CLAIM_FILE
         for stale in (claim_file, env_dir / _RUNNING_FILE):
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()  # a check or record of an earlier run must not look like this one's
-        exe = shutil.which(command[0], path=environ["PATH"])
+        exe = shutil.which(run.command[0], path=environ["PATH"])
         if exe is None:
             out.status = "FAILED"
-            log.write(f"compat-clone matrix: command {command[0]!r} not found on PATH={environ['PATH']}\n")
-            say(env.name, f"FAILED: {command[0]!r} not found in the environment or on PATH")
+            log.write(f"compat-clone matrix: command {run.command[0]!r} not found on PATH={environ['PATH']}\n")
+            run.say(env.name, f"FAILED: {run.command[0]!r} not found in the environment or on PATH")
             return out
         staging.mkdir(parents=True)
-        say(env.name, f"running ({out.build} in {format_seconds(out.build_s)})")
+        run.say(env.name, f"running ({out.build} in {format_seconds(out.build_s)})")
         log.write(f"# environment: {json.dumps({**dict(env.env), **env.expect_vars()}, sort_keys=True)}\n")
         start = time.monotonic()
         cpu: List[float] = []
-        if progress is not None:
-            progress.begin(env.name, out.log)
+        if run.progress is not None:
+            run.progress.begin(env.name, out.log)
         try:
-            rc = procs.call([exe] + list(command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=timeout, cpu=cpu)
+            rc = run.procs.call([exe] + list(run.command[1:]), log=log, env=environ, cwd=Path.cwd(), timeout=run.timeout, cpu=cpu)
         finally:
-            if progress is not None:
-                progress.end(env.name)
+            if run.progress is not None:
+                run.progress.end(env.name)
         out.run_s = time.monotonic() - start
         out.cpu_s = cpu[0] if cpu else None
         claim = _read_claim(claim_file)
@@ -201,8 +203,8 @@ def _run_one_locked(
         no_keras = claim is not None and claim.get("verdict") == NO_KERAS
         if claim is not None:
             _log_claim(log, env.name, claim, out, mislabeled)
-        publish_results(staging, results, table, keep=not (mislabeled or no_keras))
-    _judge(out, rc, env_dir / _RUNNING_FILE, timeout=timeout, mislabeled=mislabeled, no_keras=no_keras, say=say)
+        publish_results(staging, run.results, run.table, keep=not (mislabeled or no_keras))
+    _judge(out, rc, env_dir / _RUNNING_FILE, timeout=run.timeout, mislabeled=mislabeled, no_keras=no_keras, say=run.say)
     return out
 
 
