@@ -102,13 +102,16 @@ def test_describe_records_model_and_outputs(K2: Any, name: str, tmp_path: Any) -
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_array_equal(a, b)
-    # Every layer's outputs on the first sample, in graph order: the model's outputs among them.
+    # Every layer's outputs on the first sample, in graph order: the model's outputs among them. One sample
+    # and the whole batch are two computations (oneDNN picks its kernels by batch size: mobilenet_v2 differs by
+    # more than 1e-6 on some CPUs): within the case's own tolerance.
     recorded = description.layer_outputs
     assert recorded.note == "" and recorded.records, recorded.note
     assert all(r.value.shape[0] == 1 for r in recorded.records)
     for out in probe.outputs:
         assert any(
-            r.value.shape == out[:1].shape and np.allclose(r.value, out[:1], rtol=1e-6, atol=1e-7) for r in recorded.records
+            r.value.shape == out[:1].shape and np.allclose(r.value, out[:1], rtol=case.rtol, atol=case.atol)
+            for r in recorded.records
         ), "a model output is not among the recorded layer outputs"
     again = loaded.layer_outputs
     assert [(r.layer, r.value.shape) for r in again.records] == [(r.layer, r.value.shape) for r in recorded.records]

@@ -17,14 +17,16 @@ output (strings) is skipped.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from compat_clone._walk import is_model
 from compat_clone.convert._format import LayerOutput, LayerOutputs
+from compat_clone.convert._lengths import summary
 
-__all__ = ["BUDGET", "record", "first_difference", "run_graph"]
+__all__ = ["BUDGET", "record", "empty_output", "first_difference", "run_graph"]
 
 #: bytes of layer outputs a description keeps (the first layers in graph order)
 BUDGET = 4 * 2**20
@@ -68,6 +70,64 @@ def record(model: Any, inputs: Sequence[np.ndarray], keras2: bool, budget: int =
             break
         found.append(LayerOutput(name, array, None if mask is None else np.asarray(mask).astype(bool)))
     return LayerOutputs(found, note)
+
+
+def empty_output(model: Any, inputs: Sequence[np.ndarray]) -> str:
+    """Why `inputs` would empty a layer's output, read from the layers' output shapes ("" where none would).
+
+    Each layer's `compute_output_shape` is followed along the graph; nothing
+    runs. A probe length that empties a layer's output proves nothing of the
+    layers after it, and on some CPUs TensorFlow's oneDNN pooling kills the
+    process on it (SIGFPE: tensorflow/tensorflow #125509; seen here with TF
+    2.15 and 2.21) instead of raising, so such lengths are ruled out before the
+    source runs on them. A nested model counts as one layer; where a shape
+    cannot be read, the source itself answers ("").
+
+    Args:
+        model: the source model (standalone Keras 2, tf.keras or tf_keras).
+        inputs: one array per model input.
+
+    Returns:
+        Why not, naming the layer and the shape; "" where no layer's output would be empty.
+    """
+    try:
+        graph, nodes = _nodes(model)
+        known = {id(t): (len(x),) + tuple(np.shape(x)[1:]) for t, x in zip(graph.inputs, inputs)}
+        for node in nodes:
+            layer = getattr(node, "outbound_layer", None) or node.layer
+            given = getattr(node, "keras_inputs", None)
+            ins = [known[id(t)] for t in _flat(node.input_tensors if given is None else given)]
+            try:
+                shapes = _shape_list(layer.compute_output_shape(ins[0] if len(ins) == 1 else ins))
+            except Exception as exc:  # tf.keras's convolutions refuse an empty output themselves
+                if re.search(r"negative|<= ?0", str(exc)):
+                    return f"layer {layer.name!r} refuses input shape {ins[0] if len(ins) == 1 else ins}: {summary(exc)}"
+                return ""
+            outs = _flat(node.output_tensors)
+            if len(shapes) != len(outs):
+                return ""
+            for tensor, shape in zip(outs, shapes):
+                if any(d is not None and d <= 0 for d in shape[1:]):
+                    return (
+                        f"layer {layer.name!r} would output shape {shape} (read from its output shape, not run): "
+                        "the input is too short for the model"
+                    )
+                known[id(tensor)] = shape
+    except Exception:  # shapes it cannot read: the source itself answers
+        return ""
+    return ""
+
+
+def _shape_list(value: Any) -> List[Tuple[Optional[int], ...]]:
+    """One tuple per output, from what `compute_output_shape` returned (a shape or a list of them)."""
+    listed = value.as_list() if hasattr(value, "as_list") else value
+    if (
+        isinstance(listed, (list, tuple))
+        and listed
+        and all(isinstance(v, (list, tuple)) or hasattr(v, "as_list") for v in listed)
+    ):
+        return [tuple(v.as_list() if hasattr(v, "as_list") else v) for v in listed]
+    return [tuple(listed)]
 
 
 def _nodes(model: Any) -> Tuple[Any, List[Any]]:

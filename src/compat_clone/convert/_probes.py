@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from compat_clone._walk import walk
+from compat_clone.convert._layer_outputs import empty_output
 from compat_clone.convert._lengths import OPEN_DIM, Attempt, find_length, open_dims, summary
 from compat_clone.errors import InvalidArgumentError, ProbeInputError
 from compat_clone.families.registry import entry
@@ -142,11 +143,15 @@ _ALL_NAN = "is NaN everywhere"
 def _failure(model: Any, inputs: List[np.ndarray], quick: bool = False) -> Tuple[List[np.ndarray], str]:
     """The source's outputs on `inputs`, and "" when it computed them, else why not.
 
-    Not computed: an empty output (cropped or convolved below one step), or
-    one that is NaN everywhere (a pooling over no steps). `quick`: a
+    Not computed: a layer whose output shape would be empty (`empty_output`:
+    then the source is not run), an empty output (cropped or convolved below
+    one step), or one that is NaN everywhere (a pooling over no steps). `quick`: a
     tf.keras model is called eagerly (its `predict` traces again for each
     new shape, which a search of lengths pays for every length).
     """
+    empty = empty_output(model, inputs)  # not run: TensorFlow's oneDNN pooling may crash on it
+    if empty:
+        return [], empty
     outputs = _called(model, inputs) if quick else predict(model, inputs)
     for k, out in enumerate(outputs):
         if out.size == 0:
