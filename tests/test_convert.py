@@ -13,6 +13,7 @@ what both share in tests/convert_support.py.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -290,6 +291,26 @@ def test_probes_are_as_long_as_the_source_computes(K2: Any) -> None:
         r"\(at 5: .*--inputs FILE\.npz",
     ):
         describe(model)
+
+
+@needs_keras2
+def test_a_length_that_empties_a_layer_is_ruled_out_from_its_output_shape(K2: Any) -> None:
+    """A probe length that would empty a layer's output is named from the layers' output shapes, not run
+    (TensorFlow's oneDNN pooling kills the process on such an input on some CPUs); the ruling stops at the
+    first empty layer, and a length every layer computes is left to the source."""
+    from tests.support.internals import empty_output
+
+    model = ZOO["strided_conv2d"](K2).model
+
+    def side(n: int) -> str:
+        return str(empty_output(model, [np.zeros((1, n, n, 3), "float32")]))
+
+    # 5 -> conv_s3 1x1 -> pool 0x0 (the layer the crash is in); 17 -> 5x5 -> 2x2 -> conv_valid 0x0
+    assert side(5).startswith("layer 'pool' would output shape (1, 0, 0, 4)"), side(5)
+    assert side(17).startswith("layer 'conv_valid' "), side(17)
+    assert side(23) == "" and side(64) == ""
+    # 11 -> 3x3 -> 1x1 -> conv_valid -1x-1: Keras 2 says a negative shape, tf.keras's conv refuses the shape itself
+    assert re.match(r"layer 'conv_valid' (would output shape \(1, -1, -1, 4\)|refuses input shape)", side(11)), side(11)
 
 
 @needs_both

@@ -56,6 +56,11 @@ REACHES: Dict[str, Tuple[str, str, str]] = {
         "record",
         "test_convert: the per-layer outputs a report compares, on a small model",
     ),
+    "empty_output": (
+        "compat_clone.convert._layer_outputs",
+        "empty_output",
+        "test_convert: which probe lengths are ruled out from the layers' output shapes, without running the source",
+    ),
     "compare_outputs": (
         "compat_clone.convert._proof",
         "_compare",
