@@ -100,7 +100,7 @@ def empty_output(model: Any, inputs: Sequence[np.ndarray]) -> str:
             try:
                 shapes = _shape_list(layer.compute_output_shape(ins[0] if len(ins) == 1 else ins))
             except Exception as exc:  # tf.keras's convolutions refuse an empty output themselves
-                if re.search(r"negative|<= ?0", str(exc)):
+                if re.search(r"negative|[<>]= ?0\b", str(exc), re.IGNORECASE):
                     return f"layer {layer.name!r} refuses input shape {ins[0] if len(ins) == 1 else ins}: {summary(exc)}"
                 return ""
             outs = _flat(node.output_tensors)
