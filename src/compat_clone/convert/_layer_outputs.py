@@ -97,11 +97,12 @@ def empty_output(model: Any, inputs: Sequence[np.ndarray]) -> str:
             layer = getattr(node, "outbound_layer", None) or node.layer
             given = getattr(node, "keras_inputs", None)
             ins = [known[id(t)] for t in _flat(node.input_tensors if given is None else given)]
+            in_shape: Any = ins[0] if len(ins) == 1 else ins
             try:
-                shapes = _shape_list(layer.compute_output_shape(ins[0] if len(ins) == 1 else ins))
+                shapes = _shape_list(layer.compute_output_shape(in_shape))
             except Exception as exc:  # tf.keras's convolutions refuse an empty output themselves
                 if re.search(r"negative|[<>]= ?0\b", str(exc), re.IGNORECASE):
-                    return f"layer {layer.name!r} refuses input shape {ins[0] if len(ins) == 1 else ins}: {summary(exc)}"
+                    return f"layer {layer.name!r} refuses input shape {in_shape}: {summary(exc)}"
                 return ""
             outs = _flat(node.output_tensors)
             if len(shapes) != len(outs):
