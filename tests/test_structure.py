@@ -81,6 +81,14 @@ def test_module_and_function_sizes(tmp_path: Path) -> None:
     assert str(found["function compat_clone/funcs.py:C.long"]).startswith(
         "compat_clone/funcs.py:95: function C.long has 81 lines without its docstring"
     )
+    # Sizes are advisory (issue 46): printed by `main`, never among the failing findings.
+    new, still, gone = check.report(_checked(src), {})
+    assert (new, still, gone) == ([], [], [])
+    assert check.advisories(_checked(src)) == [
+        "advisory: compat_clone/big.py:1: module has 451 lines (at most 450)",
+        "advisory: " + str(found["function compat_clone/funcs.py:C.long"]),
+    ]
+    assert check.main(["--src", str(src)]) == 0
 
 
 def test_cycles_count_type_checking_and_function_level_imports(tmp_path: Path) -> None:
@@ -169,10 +177,13 @@ def test_the_library_imports_nothing_from_the_matrix(tmp_path: Path) -> None:
 
 
 def test_known_entries_and_stale_ones(tmp_path: Path) -> None:
-    src = _package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451})
+    src = _package(tmp_path, {"__init__.py": "", "a.py": "from compat_clone import b\n", "b.py": "from compat_clone import a\n"})
     violations = _checked(src)
-    new, still, gone = check.report(violations, {"module compat_clone/big.py": "someone", "cycle x y": "other"})
-    assert new == [] and still == ["compat_clone/big.py:1: [known, someone] module has 451 lines (at most 450)"]
+    new, still, gone = check.report(violations, {"cycle compat_clone.a compat_clone.b": "someone", "cycle x y": "other"})
+    assert new == [] and still == [violations[0].tagged("known, someone")]
+    assert still[0].startswith(
+        "compat_clone/a.py:1: [known, someone] import cycle among 2 modules: compat_clone.a, compat_clone.b"
+    )
     assert gone == ["KNOWN lists 'cycle x y' (other), which is fixed: remove it from dev/structure_check.py"]
 
 
@@ -339,12 +350,11 @@ def test_known_entries_of_the_seam_rules_go_stale(tmp_path: Path, monkeypatch: p
     }
     src = _package(tmp_path, files)
     (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_big.py").write_text("x = 1\n" * 451, encoding="utf-8")
-    known = {v.key: "a later step" for v in _checked(src)}
+    (tmp_path / "tests" / "test_big.py").write_text("x = 1\n" * 451, encoding="utf-8")  # advisory: never KNOWN
+    known = {v.key: "a later step" for v in _checked(src) if not v.key.startswith(check.ADVISORY_PREFIXES)}
     assert sorted(known) == [
         "family-compare compat_clone/place.py:pick: family == 'keras3'",
         "library-imports-tools compat_clone/api.py:compat_clone.tools.cli",
-        "module tests/test_big.py",
         "private-name compat_clone/user.py:_x",
     ]
     monkeypatch.setattr(check, "KNOWN", known)
@@ -369,11 +379,23 @@ def _run(src: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_line(tmp_path: Path) -> None:
     done = _run(_package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 451}))
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr  # a size is advisory: printed, never failing
     assert done.stdout.splitlines() == [
-        "compat_clone/big.py:1: module has 451 lines (at most 450)",
-        "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries",
+        "advisory: compat_clone/big.py:1: module has 451 lines (at most 450)",
+        "structure check: 0 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries",
     ]
+    files = {
+        "__init__.py": "",
+        "big.py": "x = 1\n" * 451,
+        "a.py": "from compat_clone import b\n",
+        "b.py": "from compat_clone import a\n",
+    }
+    done = _run(_package(tmp_path / "cycle", files))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "advisory: compat_clone/big.py:1: module has 451 lines (at most 450)"
+    assert lines[1].startswith("compat_clone/a.py:1: import cycle among 2 modules: compat_clone.a, compat_clone.b")
+    assert lines[-1] == "structure check: 1 violations, 0 known (listed in KNOWN), 0 stale KNOWN entries"
     done = _run(_package(tmp_path / "clean", {"__init__.py": ""}))
     assert done.returncode == 0, done.stdout + done.stderr
 
