@@ -9,6 +9,7 @@ Keras.
 from __future__ import annotations
 
 import inspect
+import threading
 from typing import Any
 
 import numpy as np
@@ -273,15 +274,17 @@ def _refused_as_natively(K: Any, source: Any) -> str:
 
 
 def test_subclassed_model_without_usable_get_config(K: Any) -> None:
-    """Neither its config nor a structural clone can carry it: the constructor's `inner` is kept
-    under another name, so nothing says what the constructor received (tests/test_holdings.py has
-    the models that clone structurally)."""
+    """Neither its config nor a structural clone can carry it: besides the layer its constructor
+    received (kept under another name, which the structural clone copies), it holds a lock, which
+    no copy can be. The reason is in the message itself (tests/test_structural_clone.py has the
+    models that clone structurally)."""
     skip_without_subclassed_models(K)
 
     class Holder(K.models.Model):
         def __init__(self, inner: Any, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.wrapped = inner
+            self.guard = threading.Lock()
 
         def call(self, x: Any) -> Any:
             return self.wrapped(x)
@@ -293,7 +296,7 @@ def test_subclassed_model_without_usable_get_config(K: Any) -> None:
     model(K.Input((4,)))  # built symbolically: works in graph mode (Keras 2) too
     message = _refused_as_natively(K, model)
     assert "Holder" in message and "get_config" in message and "clone_function" in message
-    assert "no structural clone either: its constructor takes `inner`" in message
+    assert "no structural clone either: it cannot be copied as its structure: attribute `guard`" in message
 
 
 def _scale_layer(K: Any, with_config: bool) -> type:

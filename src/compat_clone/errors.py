@@ -37,6 +37,7 @@ __all__ = [
     "add_note",
     "CompileError",
     "revived_text",
+    "with_reason",
 ]
 
 
@@ -161,6 +162,25 @@ def add_note(exc: BaseException, note: str) -> BaseException:
     except AttributeError:  # an exception type without a __dict__: left as it is
         pass
     return exc
+
+
+def with_reason(exc: BaseException, reason: str) -> BaseException:
+    """`exc` with `reason` in its own message (`str(exc)`); the same object, to re-raise.
+
+    A native exception whose message is empty, or says only what Keras
+    tried, would otherwise print without compat_clone's reason (notes do not
+    print before Python 3.11, and many tools print `str(exc)` alone). Where
+    the message is the exception's one argument, the reason is appended to
+    it; an exception with structured arguments keeps them, and gets the
+    reason as a note.
+    """
+    args = getattr(exc, "args", ())
+    if len(args) <= 1 and all(isinstance(arg, str) for arg in args):
+        head = str(args[0]).rstrip() if args else ""
+        exc.args = (f"{head}\n\n{reason}" if head else reason,)
+        if reason in str(exc):
+            return exc
+    return add_note(exc, reason)
 
 
 def subclassed_rebuild_error(model: object, exc: BaseException) -> UnsupportedModelError:

@@ -25,8 +25,10 @@ __all__ = [
     "plan_copy",
     "plan_copy_cached",
     "iter_layers",
+    "own_variables",
     "refresh_derived_state",
     "tracked_pairs",
+    "tracked_paths",
     "untracked_weights",
 ]
 
@@ -164,7 +166,7 @@ def _checked(variables: List[Tuple[Any, Any]], spec: Spec, target: Any) -> List[
     return pairs
 
 
-def _own_variables(layer: Any) -> List[Any]:
+def own_variables(layer: Any) -> List[Any]:
     """The variables `layer` created itself, not its sub-layers' (Keras 3's lists, else Keras 2's)."""
     for names in (("_trainable_variables", "_non_trainable_variables"), ("_trainable_weights", "_non_trainable_weights")):
         lists = [getattr(layer, name, None) for name in names]
@@ -187,23 +189,34 @@ def _children(layer: Any, held: Set[int]) -> List[Any]:
         kids = list(getattr(layer, "_layers", None) or sublayers_of(layer))
     known = {id(kid) for kid in kids}
     metrics = vars(layer).get("_metrics") or []
-    kids.extend(m for m in metrics if id(m) not in known and any(id(v) in held for v in _own_variables(m)))
+    kids.extend(m for m in metrics if id(m) not in known and any(id(v) in held for v in own_variables(m)))
     return kids
 
 
 def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List[Tuple[Any, Any]]]:
-    """(layer pairs, variable pairs) of two models paired by their tracked structure.
+    """(layer pairs, variable pairs) of two models paired by their tracked structure (`tracked_paths`).
+
+    Raises:
+        WeightsMismatchError: naming the path where the structures differ.
+    """
+    layers, variables = tracked_paths(source, target)
+    return [(src, tgt) for _, src, tgt in layers], variables
+
+
+def tracked_paths(source: Any, target: Any) -> Tuple[List[Tuple[str, Any, Any]], List[Tuple[Any, Any]]]:
+    """(path, source layer, target layer) and variable pairs of two models paired by their tracked structure.
 
     Walks both models together from the top: at each level the two objects
     must be of the same class, hold as many variables of their own (a
     model's `add_weight`, a layer's kernel) and track as many sub-layers, in
     the same order (attribute, list, dict, nested model). A layer met twice
-    (shared) must meet the same counterpart twice.
+    (shared) must meet the same counterpart twice. A path is the source's
+    layer names from the top, ``"/"``-joined.
 
     Raises:
         WeightsMismatchError: naming the path where the structures differ.
     """
-    layers: List[Tuple[Any, Any]] = []
+    layers: List[Tuple[str, Any, Any]] = []
     variables: List[Tuple[Any, Any]] = []
     met: Dict[int, Any] = {}
     held_src = {id(v) for v in _own_weights(source)}
@@ -218,7 +231,7 @@ def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List
         met[id(src)] = tgt
         if _class_name(src) != _class_name(tgt):  # a class defined again (a module reloaded) pairs
             raise _differ(path, f"the source holds a {type(src).__name__}, the target a {type(tgt).__name__}")
-        own_src, own_tgt = _own_variables(src), _own_variables(tgt)
+        own_src, own_tgt = own_variables(src), own_variables(tgt)
         kids_src, kids_tgt = _children(src, held_src), _children(tgt, held_tgt)
         if len(own_src) != len(own_tgt) or len(kids_src) != len(kids_tgt):
             raise _differ(
@@ -226,7 +239,7 @@ def tracked_pairs(source: Any, target: Any) -> Tuple[List[Tuple[Any, Any]], List
                 f"the source holds {len(own_src)} variables and {len(kids_src)} layers of its own, the target "
                 f"{len(own_tgt)} and {len(kids_tgt)} (is the target built?)",
             )
-        layers.append((src, tgt))
+        layers.append((path, src, tgt))
         variables.extend(zip(own_src, own_tgt))
         stack.extend((f"{path}/{getattr(a, 'name', '?')}", a, b) for a, b in reversed(list(zip(kids_src, kids_tgt))))
     return layers, variables

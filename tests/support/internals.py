@@ -66,6 +66,11 @@ REACHES: Dict[str, Tuple[str, str, str]] = {
         "_compare",
         "test_convert_field: the proof's element rule on NumPy arrays alone",
     ),
+    "user_attributes": (
+        "compat_clone.families._structure",
+        "user_attributes",
+        "test_structural_clone: the attributes the structural clone copies, Keras's runtime ones left out",
+    ),
     "Cloner": (
         "compat_clone.families._cloner",
         "Cloner",

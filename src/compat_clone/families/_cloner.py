@@ -22,10 +22,19 @@ from compat_clone.errors import (
     add_note,
     layer_rebuild_note,
     revived_text,
+    with_reason,
 )
 from compat_clone.families._core import Family
 from compat_clone.families._layers import holds_layer_of, restore_trainable
-from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
+from compat_clone.families._structure import (
+    Parts,
+    Refused,
+    copy_plain_attributes,
+    copy_user_attributes,
+    differences,
+    keras_base,
+    structural_clone,
+)
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
 from compat_clone.weights import tracked_pairs, untracked_weights
 
@@ -229,7 +238,7 @@ class Cloner(LayerCloner):
                     )
                 if not family.is_symbolic(flat[0]):
                     raise family.not_symbolic_error(flat[0])
-            new = family.clone_sequential(self, model, input_tensors)
+            new = self._keep_class(model, family.clone_sequential(self, model, input_tensors))
         elif family.is_functional(model):
             new = self._clone_functional(model, input_tensors)
         else:
@@ -244,21 +253,46 @@ class Cloner(LayerCloner):
         restore_trainable(model, new, self.layer_map, deep=self.clone_function is None)
         return new
 
-    def _clone_subclassed(self, model: Any) -> Any:
-        """A subclassed model: rebuilt from its config, else structurally; built like its source.
+    def _keep_class(self, model: Any, new: Any) -> Any:
+        """A Sequential subclass's clone, of the source's class (`sequential-subclass-lost`).
 
-        The config round trip is the native path (`Family.clone_subclassed`);
-        where it fails, a new instance of the class from its constructor's
-        arguments (`_structure.structural_clone`, `subclass-layers-in-constructor`). Where that cannot be made
-        either, the native failure goes on with the reason as a note
-        (`native-exception-type`). Either way the clone is then built as the
-        source was (`Family.build_like`) and its layers are paired with the
-        source's by their tracked structure, for `trainable` and the weights.
+        The native clone makes a plain `Sequential` of the cloned layers; its
+        class becomes the source's (a subclass of that very class: the
+        instance is the same kind of object), and the attributes the
+        subclass's own code set are copied by the structural rules
+        (`_structure.copy_user_attributes`).
+        """
+        cls = type(model)
+        if type(new) is cls or keras_base(cls) is not type(new):
+            return new
+        new.__class__ = cls
+        try:
+            copy_user_attributes(model, new, self._parts())
+        except Refused as why:
+            raise UnsupportedModelError(
+                f"Cannot clone the Sequential subclass {model.name!r} of type {cls.__name__}: {why}. "
+                "Keep such state out of the model, or pass it to the clone yourself."
+            ) from why
+        return new
+
+    def _clone_subclassed(self, model: Any) -> Any:
+        """A subclassed model: rebuilt from its config, else as its structure; checked against its source.
+
+        The config round trip is the native path (`Family.clone_subclassed`).
+        Where it fails, or rebuilds a model that differs from the source (a
+        `get_config` that leaves out an argument: `subclass-config-differs`),
+        the clone is made as the source's structure (`_structure.structural_clone`,
+        `subclass-layers-in-constructor`): a new instance whose attributes are
+        clones of the source's, the subclass's constructor not run. Either
+        candidate is built as the source was (`Family.build_like`) and compared
+        with it path by path (`_structure.differences`) before it is returned.
+        Where no candidate is the source's structure, the clone is refused: with
+        the native call's own exception where it failed (`native-exception-type`),
+        the reason in its message, else with `UnsupportedModelError`.
         """
         family = self.family
         if family.is_revived(model):
             self._refuse_revived(model)
-        is_layer = lambda v: isinstance(v, family.layer_class())  # noqa: E731
         hidden = untracked_weights(model, [layer for layer, _ in tracked_pairs(model, model)[0]])
         if hidden:
             raise UnsupportedModelError(
@@ -267,24 +301,60 @@ class Cloner(LayerCloner):
                 f"{family.info.version}) does not track, so they are not among `model.weights` and no "
                 "copy can carry them. Assign each such layer to an attribute of its own."
             )
+        native_error: Optional[BaseException] = None
         try:
             new = family.clone_subclassed(model)
         except Exception as exc:
-            try:
-                new = structural_clone(model, self._clone_part, is_layer, family.bare_model)
-            except Refused as why:
-                # The caught exception itself, re-raised (its type the one native lets through).
-                raise add_note(exc, f"compat_clone: no structural clone either: {why}.")  # noqa: B904
-        copy_plain_attributes(model, new, family.bare_model)
+            native_error = exc
+        else:
+            copy_plain_attributes(model, new, family.bare_model)
+            differs = self._finish_subclassed(model, new)
+            if differs is None:
+                return new
+            config_text = f"rebuilt from its config it differs from the source: {differs}"
+        try:
+            new = structural_clone(model, self._parts())
+        except Refused as why:
+            differs = f"it cannot be copied as its structure: {why}"
+        else:
+            differs = self._finish_subclassed(model, new)
+            if differs is None:
+                return new
+            differs = f"copied as its structure it differs from the source: {differs}"
+        if native_error is not None:
+            # The caught exception itself, re-raised (its type the one native lets through), the reason in its message.
+            raise with_reason(native_error, f"compat_clone: no structural clone either: {differs}.")
+        raise UnsupportedModelError(
+            f"Cannot clone the subclassed model {model.name!r} of type {type(model).__name__}: {config_text}; "
+            f"and {differs}. Implement `get_config()` returning every constructor argument, or build the model "
+            "functionally and use `clone_function`."
+        )
+
+    def _finish_subclassed(self, model: Any, new: Any) -> Optional[str]:
+        """Builds a candidate clone like its source, pairs its layers; returns how it differs (None: it does not)."""
+        family = self.family
         family.build_like(model, new)
         try:
             layers = tracked_pairs(model, new)[0]
-        except WeightsMismatchError:  # the copy names the difference, where one is asked
-            self.pair_layers(model, new)
-        else:
-            for src, dst in layers[1:]:
-                self.layer_map.setdefault(id(src), (src, dst))
-        return new
+        except WeightsMismatchError as exc:
+            return str(exc)
+        candidate: LayerMap = dict(self.layer_map)
+        for src, dst in layers[1:]:
+            candidate.setdefault(id(src), (src, dst))
+        restore_trainable(model, new, candidate, deep=True)
+        differs = differences(model, new, lambda v: isinstance(v, family.layer_class()))
+        if differs is None:
+            self.layer_map.update((key, pair) for key, pair in candidate.items() if key not in self.layer_map)
+        return differs
+
+    def _parts(self) -> Parts:
+        family = self.family
+        return Parts(
+            clone_layer=self._clone_part,
+            is_layer=lambda v: isinstance(v, family.layer_class()),
+            bare=family.bare_model,
+            new_variable=family.new_variable,
+        )
 
     def _clone_part(self, layer: Any) -> Any:
         """A layer or model a subclassed model's constructor receives, cloned (shared stays shared)."""

@@ -263,6 +263,25 @@ class Family(abc.ABC):
         """A model of this Keras with nothing in it: the attributes Keras itself gives every model."""
         return self.keras().Model()
 
+    def new_variable(self, model: Any, source: Any) -> Any:
+        """A variable owned by `model` like `source` (shape, dtype, `trainable`, name), holding its value.
+
+        For a model's own variables in a structural clone (`_structure.structural_clone`):
+        its initializer is recorded nowhere, so the source's value is copied
+        (device to device, `assign_pairs`).
+        """
+        name = str(getattr(source, "name", "") or "variable").split("/")[-1].split(":")[0]
+        dtype = source.dtype
+        variable = model.add_weight(
+            name=name,
+            shape=tuple(source.shape),
+            dtype=getattr(dtype, "name", dtype),
+            initializer="zeros",
+            trainable=bool(getattr(source, "trainable", True)),
+        )
+        self.assign_pairs([(source, variable)])
+        return variable
+
     def build_like(self, source: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
         """Builds `new`, a subclassed model's clone, as `source` was built (nothing where it is).
 

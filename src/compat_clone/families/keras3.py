@@ -235,11 +235,20 @@ class Keras3(Family):
         # Keras 3 records the shapes a layer was built with (`get_build_config`);
         # a Model's `build_from_config` runs its `call` on symbolic inputs of
         # those shapes where its `build` is the default, as `keras.saving` does.
+        # Where the class has its own `build`, `build_from_config` calls it
+        # alone, and sub-layers it makes stay unbuilt, with a warning
+        # (`keras3-build-made-layers`): the clone is called instead, as the
+        # native recipe does, on symbolic inputs of those shapes (else, where its
+        # `call` cannot run symbolically, on zeros of them).
         if len(new.weights) >= len(source.weights):
             return
         config = source.get_build_config()
-        if config:
+        if not config:
+            return
+        if getattr(type(new).build, "_is_default", False):
             new.build_from_config(config)
+        if len(new.weights) < len(source.weights):
+            _build_by_call(new, config)
 
     # -- compile=True ----------------------------------------------------------
 
@@ -382,3 +391,26 @@ def _restore_single_outputs(source: Any, clone: Any) -> None:
         listed = new._outputs_struct
         if not isinstance(single, (list, tuple, dict)) and isinstance(listed, list) and len(listed) == 1:
             new._outputs_struct = listed[0]
+
+
+def _build_by_call(model: Any, config: Dict[str, Any]) -> None:
+    """Calls `model` on inputs of the shapes its source was built with: symbolic first, else zeros."""
+    import numpy as np
+    from keras.src.backend import KerasTensor
+
+    shapes = config.get("input_shape")
+    if shapes is None:
+        return
+    try:
+        model(_shaped(shapes, lambda s: KerasTensor(s)))
+    except Exception:  # a `call` that cannot run on symbolic inputs: on zeros, one sample where the batch is open
+        model(_shaped(shapes, lambda s: np.zeros(tuple(1 if d is None else d for d in s), dtype="float32")))
+
+
+def _shaped(shapes: Any, make: Callable[[Tuple[Any, ...]], Any]) -> Any:
+    """`make(shape)` for each shape of a nested structure of shapes (tuples of ints and None)."""
+    if isinstance(shapes, dict):
+        return {key: _shaped(value, make) for key, value in shapes.items()}
+    if isinstance(shapes, (list, tuple)) and all(d is None or isinstance(d, int) for d in shapes):
+        return make(tuple(shapes))
+    return [_shaped(value, make) for value in shapes]
