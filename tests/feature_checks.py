@@ -20,9 +20,11 @@ from features import (
     data,
     family_name,
     feature,
+    predict,
     two_in_two_out_layer,
     weights_snapshot,
 )
+from holdings_registry import public
 
 __all__ = ["DESCRIPTIONS", "FEATURES"]
 
@@ -355,3 +357,97 @@ def compile_like_source(K: Any, clone: Callable[..., Any]) -> None:
     c = clone(m, compile=True)
     assert type(c.optimizer) is type(m.optimizer) and c.optimizer is not m.optimizer
     assert c.optimizer.get_config() == m.optimizer.get_config()
+
+
+# -- a subclassed model is its source's structure (issue 45) ---------------------------------------
+
+
+def _subclassing(K: Any) -> None:
+    try:
+        K.models.Model()
+    except TypeError as exc:  # standalone Keras 2.0-2.1
+        raise NotApplicable(f"{K.__name__} {K.__version__} has no subclassed models") from exc
+
+
+@feature("Sequential subclass keeps its class and its attributes")
+def sequential_subclass(K: Any, clone: Callable[..., Any]) -> None:
+    class Stack(K.models.Sequential):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int = 2, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.add(K.layers.Dense(units, input_shape=(3,)))
+            self.note = f"{units} units"
+
+    m = public(Stack)(4)
+    c = clone(m, copy_weights=True)
+    assert type(c) is Stack, f"the clone is a {type(c).__name__}, not a Stack"
+    assert c.note == "4 units"
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("subclassed model: a constructor argument stored under no name of its own (Classifier(backbone, num_classes=4))")
+def subclass_unstored_argument(K: Any, clone: Callable[..., Any]) -> None:
+    _subclassing(K)
+
+    class Classifier(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, backbone: Any, num_classes: int = 3, dropout: float = 0.1, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.backbone = backbone
+            self.drop = K.layers.Dropout(dropout)
+            self.head = K.layers.Dense(num_classes)
+
+        def call(self, x: Any, training: Any = None) -> Any:
+            return self.head(self.drop(self.backbone(x), training=training))
+
+    m = public(Classifier)(K.models.Sequential([K.layers.Dense(6, input_shape=(3,))]), num_classes=4, dropout=0.7)
+    predict(m, data((2, 3)))
+    c = clone(m, copy_weights=True)
+    assert type(c) is Classifier and (c.head.units, c.drop.rate) == (4, 0.7), (type(c).__name__, c.head.units, c.drop.rate)
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("subclassed model whose get_config leaves out a constructor argument")
+def subclass_config_omits(K: Any, clone: Callable[..., Any]) -> None:
+    _subclassing(K)
+
+    class Forgetful(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int = 3, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.dense = K.layers.Dense(units)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x)
+
+        def get_config(self) -> Dict[str, Any]:
+            return {"name": self.name}  # `units` left out: from_config makes the default
+
+    m = public(Forgetful)(units=6)
+    predict(m, data((2, 3)))
+    c = clone(m, copy_weights=True)
+    assert c.dense.units == 6, f"the clone's Dense has {c.dense.units} units, the source's 6"
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("subclassed model whose sub-layers and weights are made in build()")
+def subclass_build_layers(K: Any, clone: Callable[..., Any]) -> None:
+    _subclassing(K)
+
+    class Scaled(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int = 4, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape: Any) -> None:
+            self.dense = K.layers.Dense(self.units)
+            self.scale = self.add_weight(name="scale", shape=(self.units,), initializer="ones")
+            super().build(input_shape)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x) * self.scale
+
+    m = public(Scaled)(5)
+    try:
+        predict(m, data((2, 3)))
+    except Exception as exc:  # standalone Keras 2.2-2.3 never calls a subclassed model's build()
+        raise NotApplicable(f"{K.__name__} {K.__version__} cannot run such a model: {exc}") from exc
+    c = clone(m, copy_weights=True)
+    assert_same_predictions(m, c, data((2, 3)))

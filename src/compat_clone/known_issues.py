@@ -271,7 +271,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
         "cannot be cloned: its config cannot hold a layer (NotImplementedError / TypeError)",
         f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)",
-        (),
+        ("subclass_unstored_argument",),
     ),
     KnownIssue(
         "subclass-layers-in-constructor",
@@ -280,7 +280,59 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "a subclassed model whose constructor received layers (`Holder(encoder, head)`) "
         "cannot be cloned: its config cannot hold a layer (TypeError)",
         f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.structural_clone)",
-        (),
+        ("subclass_unstored_argument",),
+    ),
+    KnownIssue(
+        "subclass-config-differs",
+        "keras3",
+        ">=3.0",
+        "a subclassed model whose `get_config` leaves out a constructor argument is rebuilt with "
+        "the argument's default (a head of 3 units for 6), silently, where its class can be found",
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.differences, then the structural clone)",
+        ("subclass_config_omits",),
+    ),
+    KnownIssue(
+        "subclass-config-differs",
+        "tf_keras",
+        ">=2.0",
+        "a subclassed model whose `get_config` leaves out a constructor argument is rebuilt with "
+        "the argument's default (a head of 3 units for 6), silently",
+        f"{_CORE}.Cloner._clone_subclassed (compat_clone.families._structure.differences, then the structural clone)",
+        ("subclass_config_omits",),
+    ),
+    KnownIssue(
+        "keras3-build-made-layers",
+        "keras3",
+        ">=3.0",
+        "a subclassed model whose own `build()` makes its sub-layers and weights comes back from "
+        "its config unbuilt (`build_from_config` warns that it cannot build it): a weight copy "
+        "into the clone fails until the user calls it",
+        f"{_K3}.Keras3.build_like (the clone called on inputs of the source's build shapes)",
+        ("subclass_build_layers",),
+    ),
+    KnownIssue(
+        "sequential-subclass-lost",
+        "keras2",
+        ">=2.0",
+        "a `Sequential` subclass comes back as a plain `Sequential`: its methods and attributes are gone",
+        f"{_CORE}.Cloner._keep_class",
+        ("sequential_subclass",),
+    ),
+    KnownIssue(
+        "sequential-subclass-lost",
+        "tf_keras",
+        ">=2.0",
+        "a `Sequential` subclass comes back as a plain `Sequential`: its methods and attributes are gone",
+        f"{_CORE}.Cloner._keep_class",
+        ("sequential_subclass",),
+    ),
+    KnownIssue(
+        "sequential-subclass-lost",
+        "keras3",
+        ">=3.0",
+        "a `Sequential` subclass comes back as a plain `Sequential`: its methods and attributes are gone",
+        f"{_CORE}.Cloner._keep_class",
+        ("sequential_subclass",),
     ),
     KnownIssue(
         "subclass-plain-attribute-lost",
