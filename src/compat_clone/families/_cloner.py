@@ -33,6 +33,7 @@ from compat_clone.families._structure import (
     copy_user_attributes,
     differences,
     keras_base,
+    layer_difference,
     structural_clone,
 )
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
@@ -155,16 +156,18 @@ class Cloner(LayerCloner):
         return any(isinstance(v, self.family.weight_owner_class()) or hasattr(v, "assign") for v in leaves)
 
     def check_rebuilt(self) -> None:
-        """Raises where a layer rebuilt from its constructor's arguments differs from its source."""
+        """Raises where a layer rebuilt from its constructor's arguments differs from its source
+        (its weights' shapes, then its config, variables and flags: `_structure.layer_difference`)."""
         for src, new in self.rebuilt:
             expected = [tuple(v.shape) for v in src.weights]
             got = [tuple(v.shape) for v in new.weights]
-            if expected != got:
+            differs = None if expected == got else f"it holds weights of shapes {got} where the source holds {expected}"
+            differs = differs or layer_difference(src.name, src, new, whole=False)
+            if differs is not None:
                 raise UnsupportedModelError(
                     f"Cannot clone layer {src.name!r} of class {type(src).__qualname__}: its "
-                    "config does not round-trip, and rebuilt from its constructor's arguments it "
-                    f"holds weights of shapes {got} where the source holds {expected}. Pass a "
-                    "`clone_function` that builds this layer."
+                    "config does not round-trip, and rebuilt from its constructor's arguments "
+                    f"{differs}. Pass a `clone_function` that builds this layer."
                 )
 
     def _user_clone(self, layer: Any) -> Any:

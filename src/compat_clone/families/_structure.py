@@ -53,6 +53,7 @@ __all__ = [
     "copy_user_attributes",
     "differences",
     "keras_base",
+    "layer_difference",
     "structural_clone",
     "user_attributes",
 ]
@@ -309,13 +310,13 @@ def differences(source: Any, new: Any, is_layer: Callable[[Any], bool]) -> Optio
     names = _attribute_paths(source, is_layer)
     for path, src, dst in layers:
         where = names.get(id(src), path)
-        found = _layer_difference(where, src, dst, whole=src is source or _is_model_like(src))
+        found = layer_difference(where, src, dst, whole=src is source or _is_model_like(src))
         if found is not None:
             return found
     return None
 
 
-def _layer_difference(where: str, src: Any, dst: Any, whole: bool) -> Optional[str]:
+def layer_difference(where: str, src: Any, dst: Any, whole: bool) -> Optional[str]:
     """How layer `dst` differs from `src` at `where`: `trainable`, config (not for a model: `whole`), own variables."""
     if getattr(src, "trainable", None) != getattr(dst, "trainable", None):
         return f"`{where}`: trainable is {src.trainable!r} in the source, {dst.trainable!r} in the clone"
