@@ -26,6 +26,14 @@ def test_import_loads_no_framework() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+def test_import_loads_no_clone_engine() -> None:
+    """`import compat_clone` loads the public face and the family registry; the engine waits for a call."""
+    code = "import sys, json, compat_clone; print(json.dumps(sorted(m for m in sys.modules if m.startswith('compat_clone'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not [m for m in loaded if m.startswith(("compat_clone.families._", "compat_clone.weights"))], loaded
+
+
 def test_cli_help_loads_no_framework() -> None:
     code = (
         "import sys, json, contextlib, io\n"

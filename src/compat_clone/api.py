@@ -10,9 +10,10 @@ import numbers
 from typing import Any, Callable, Optional
 
 from compat_clone.errors import InvalidArgumentError, NotAModelError
-from compat_clone.families import _driver
-from compat_clone.families._types import CloneRequest
 from compat_clone.families.registry import family_of
+
+# The clone engine (`families._driver` and what it imports) is loaded on the first
+# call, not on `import compat_clone` (issue 46: the import stays within its 50 ms).
 
 __all__ = ["clone_model", "copy_weights", "family_of"]
 
@@ -150,6 +151,9 @@ def clone_model(
     _check_bool(compile, "compile")
     if name is not None and (not isinstance(name, str) or not name):
         raise InvalidArgumentError(f"Expected `name` to be a non-empty string or None. Received: name={name!r}.")
+    from compat_clone.families import _driver
+    from compat_clone.families._types import CloneRequest
+
     request = CloneRequest(
         input_tensors=input_tensors,
         clone_function=clone_function,
@@ -253,5 +257,7 @@ def copy_weights(source: Any, target: Any, *, tau: float = 1.0) -> Any:
             f"{tgt_info.version} model ({tgt_info.family}). Expected two models "
             "of the same Keras; clone the source with `compat_clone.clone_model`."
         )
+    from compat_clone.families import _driver
+
     _driver.copy_weights(source, target, src_info, tau)
     return target
