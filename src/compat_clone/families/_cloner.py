@@ -336,7 +336,12 @@ class Cloner(LayerCloner):
     def _finish_subclassed(self, model: Any, new: Any) -> Optional[str]:
         """Builds a candidate clone like its source, pairs its layers; returns how it differs (None: it does not)."""
         family = self.family
-        family.build_like(model, new)
+        try:
+            family.build_like(model, new)
+        except CompatCloneError:
+            raise
+        except Exception as exc:  # a candidate that cannot run as its source was run is not its structure
+            return f"built like the source, it raised {type(exc).__name__}: {str(exc).strip()[:300]}"
         try:
             layers = tracked_pairs(model, new)[0]
         except WeightsMismatchError as exc:

@@ -486,8 +486,8 @@ def _strip(config: Any) -> Any:
     """A config without the `_LIFE_KEYS`, nested configs included."""
     if isinstance(config, dict):
         return {key: _strip(value) for key, value in config.items() if key not in _LIFE_KEYS}
-    if isinstance(config, (list, tuple)):
-        return type(config)(_strip(value) for value in config)
+    if isinstance(config, (list, tuple)):  # tracking wrappers (tf_keras's ListWrapper) become plain lists
+        return (tuple if isinstance(config, tuple) else list)(_strip(value) for value in config)
     return config
 
 
