@@ -23,7 +23,10 @@ The rules (the golden rule of compat_clone):
 
 * where the native recipe works, compat_clone returns a clone;
 * a clone compat_clone returns is right (never silently wrong);
-* where compat_clone refuses, ``str(exc)`` says why;
+* where compat_clone refuses, ``str(exc)`` is not empty and the reason is
+  compat_clone's: its own error, or a ``compat_clone: ...`` note on the
+  native exception (docs/architecture.md, `native-exception-type`), never an
+  exception escaped from the middle of a clone;
 * neither way changes the source.
 
 Why the test goes on after a broken rule: today's library is expected to
@@ -154,6 +157,14 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:200] if text else ""
 
 
+def _from_compat_clone(exc: BaseException) -> bool:
+    """Whether compat_clone gave its reason: its own error, or (`native-exception-type`) a note on the native one."""
+    from compat_clone.errors import CompatCloneError
+
+    notes = getattr(exc, "__notes__", None) or []
+    return isinstance(exc, CompatCloneError) or any(str(note).startswith("compat_clone") for note in notes)
+
+
 def _general(text: str) -> str:
     """A message's first line with the example's own names and numbers taken out, to group examples by kind."""
     text = re.sub(r"Gen\d+", "Gen#", text.strip().splitlines()[0] if text.strip() else "")
@@ -251,6 +262,10 @@ def check_example(K: Any, spec: Spec, findings: Findings) -> None:
         detail = f"{message}\n{notes}".strip()
         if not str(exc).strip():
             findings.breaks("a refusal must say why (str(exc) is empty)", type(exc).__name__, detail, built.code)
+        elif not _from_compat_clone(exc):
+            findings.breaks(
+                "a refusal must say why (an exception escaped, no compat_clone reason)", type(exc).__name__, detail, built.code
+            )
         if native_state == "ok":
             findings.breaks(
                 "refused where the native recipe works", f"{type(exc).__name__}: {_general(str(exc))}", detail, built.code
