@@ -51,7 +51,8 @@ from hypothesis import strategies as st
 #   mask           an explicit `mask` argument to the model's call
 #   block          a subclassed model nested in another and called there
 #   eager          the model is called eagerly (else through predict)
-ALL_CAPS = frozenset({"build", "model_weight", "arithmetic", "mask", "block", "eager"})
+#   training       a nested model's call takes `training`
+ALL_CAPS = frozenset({"build", "model_weight", "arithmetic", "mask", "block", "eager", "training"})
 
 # -- the spec ------------------------------------------------------------------
 
@@ -137,7 +138,8 @@ def family_caps(K: Any) -> FrozenSet[str]:
         return ALL_CAPS
     # Standalone Keras 2.2-2.3 (graph mode): its Model has no add_weight before it is built, a
     # subclassed call must return a layer's output, it cannot call a subclassed model inside
-    # another, and its models run through predict (which takes no mask).
+    # another, its models run through predict (which takes no mask), and a model's call takes
+    # no `training` (2.2.4: "call() got an unexpected keyword argument 'training'").
     return frozenset()
 
 
@@ -199,7 +201,7 @@ def model_specs(draw: Any, caps: FrozenSet[str] = ALL_CAPS) -> ModelSpec:
     """A `keras.Model` subclass (see the module docstring)."""
     in_dim = draw(st.integers(2, 4))
     mask = "mask" in caps and draw(st.sampled_from([False, False, True]))
-    signature = "mask" if mask else draw(st.sampled_from(["plain", "training"]))
+    signature = "mask" if mask else draw(st.sampled_from(["plain", "training"] if "training" in caps else ["plain"]))
     names = iter(draw(st.permutations(_ATTRS)))
     made = ["init", "build"] if "build" in caps else ["init"]
     args = _Args(draw)
@@ -281,7 +283,7 @@ def sequential_specs(draw: Any, caps: FrozenSet[str] = ALL_CAPS) -> SequentialSp
     return SequentialSpec(
         style=style,
         in_dim=in_dim,
-        with_input=draw(st.booleans()),
+        with_input=draw(st.booleans()) if "eager" in caps else True,  # graph-mode Keras builds no Sequential by predict
         leaves=tuple(leaves),
         num_classes=num_classes,
         kwargs=draw(st.booleans()),
@@ -465,7 +467,9 @@ def _model_source(spec: ModelSpec, name: str, eager: bool) -> str:
 
 def _sequential_source(spec: SequentialSpec, name: str, eager: bool) -> str:
     size_of = {"num_classes": "num_classes"}
-    exprs = ([f"K.Input(({spec.in_dim},))"] if spec.with_input else []) + [_layer_expr(leaf, size_of) for leaf in spec.leaves]
+    # standalone Keras 2 takes an InputLayer, not an Input tensor, in a Sequential's list
+    first = f"K.Input(({spec.in_dim},))" if eager else f"K.layers.InputLayer(input_shape=({spec.in_dim},))"
+    exprs = ([first] if spec.with_input else []) + [_layer_expr(leaf, size_of) for leaf in spec.leaves]
     lines = [f"class {name}(K.Sequential):"]
     arg = spec.num_classes
     if spec.style == "list":
