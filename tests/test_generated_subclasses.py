@@ -24,9 +24,10 @@ The rules (the golden rule of compat_clone):
 * where the native recipe works, compat_clone returns a clone;
 * a clone compat_clone returns is right (never silently wrong);
 * where compat_clone refuses, ``str(exc)`` is not empty and the reason is
-  compat_clone's: its own error, or a ``compat_clone: ...`` note on the
-  native exception (docs/architecture.md, `native-exception-type`), never an
-  exception escaped from the middle of a clone;
+  compat_clone's: its own error, or the native exception with a
+  ``compat_clone: ...`` reason in its message (in a note where its arguments
+  are structured: `errors.with_reason`), never an exception escaped from the
+  middle of a clone;
 * neither way changes the source.
 
 Why the test goes on after a broken rule: today's library is expected to
@@ -158,11 +159,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _from_compat_clone(exc: BaseException) -> bool:
-    """Whether compat_clone gave its reason: its own error, or (`native-exception-type`) a note on the native one."""
+    """Whether compat_clone gave its reason: its own error, or the native one with a ``compat_clone: ...``
+    reason in its message (or, where its arguments are structured, in a note)."""
     from compat_clone.errors import CompatCloneError
 
     notes = getattr(exc, "__notes__", None) or []
-    return isinstance(exc, CompatCloneError) or any(str(note).startswith("compat_clone") for note in notes)
+    return isinstance(exc, CompatCloneError) or any("compat_clone:" in str(text) for text in [str(exc), *notes])
 
 
 def _general(text: str) -> str:
