@@ -33,10 +33,12 @@ The rules (the golden rule of compat_clone):
 Why the test goes on after a broken rule: today's library is expected to
 break some, and the engineer fixing them wants every kind at once. Each
 example's outcome (native ok / wrong / failed, compat ok / refused / wrong)
-is an `event` (``--hypothesis-show-statistics``); the broken rules are
-collected by kind, each with its count and the smallest source that breaks
-it (a runnable reproducer: define ``K``, run the source, ``make(x)``), and
-the test fails once at the end with that list.
+and what it holds is an `event`, counted by the sweep as well (the given is
+nested in the test, for its `K`, so pytest prints no Hypothesis statistics):
+the table is printed (``-s``) and is the head of the failure message. The
+broken rules are collected by kind, each with its count and the smallest
+source that breaks it (a runnable reproducer: define ``K``, run the source,
+``make(x)``), and the test fails once at the end with that list.
 
 Examples per family and test: as tests/strategies.py's profiles say (`ci`
 200, `dev` 20, which `make test` sets in the matrix, `nightly` 2000), and at
@@ -200,6 +202,7 @@ class Findings:
         self.outcomes: Counter = Counter()
         self.refusals: Dict[str, Finding] = {}
         self.native: Dict[str, Finding] = {}
+        self.mix: Counter = Counter()  # the events, counted here too: the given is nested, so pytest shows no statistics
 
     def breaks(self, rule: str, kind: str, detail: str, code: str) -> None:
         key = f"{rule}: {kind}"
@@ -213,6 +216,7 @@ class Findings:
 
     def report(self) -> str:
         lines = [f"{self.family}: outcomes (native, compat_clone): {dict(sorted(self.outcomes.items()))}"]
+        lines.append("mix: " + ", ".join(f"{label} {n}" for label, n in sorted(self.mix.items())))
         for finding in sorted(self.broken.values(), key=lambda f: -f.count):
             lines += ["", f"== {finding.rule} ({finding.count} example(s)); the smallest:", finding.detail, finding.code]
         for title, found in (
@@ -232,6 +236,7 @@ def check_example(K: Any, spec: Spec, findings: Findings) -> None:
     built = build(K, spec, eager="eager" in family_caps(K))
     for label in labels(spec):
         event(label)
+        findings.mix[label] += 1
     expected = run(K, built.model, built)
     before = snapshot(built.model)
 
