@@ -515,7 +515,7 @@ _COUNTER = itertools.count()
 
 
 @dataclasses.dataclass
-class Built:
+class Generated:
     model: Any
     code: str  # the source it was built from
     x: np.ndarray
@@ -547,7 +547,7 @@ def leaf_paths(spec: Spec) -> List[Tuple[str, str]]:
     return [(_element(slot, i), names[leaf.kind]) for slot in spec.slots for i, leaf in enumerate(slot.leaves)]
 
 
-def build(K: Any, spec: Spec, eager: bool = True) -> Built:
+def build(K: Any, spec: Spec, eager: bool = True) -> Generated:
     """Defines `spec`'s class(es) with Keras module `K`, makes the model, fills its weights from the
     spec's seed and applies what the user froze. The classes are findable as `<this module>.<name>`
     (as users' module-level classes are)."""
@@ -568,7 +568,7 @@ def build(K: Any, spec: Spec, eager: bool = True) -> Built:
     model = namespace["make"](x, mask)
     fill_weights(model, seed=spec.seed)
     namespace["freeze"](model)
-    return Built(model, code, x, mask, leaf_paths(spec))
+    return Generated(model, code, x, mask, leaf_paths(spec))
 
 
 def resolve(model: Any, path: str) -> Any:

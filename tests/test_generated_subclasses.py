@@ -59,7 +59,7 @@ from features import family_name, skip_without_subclassed_models
 from hypothesis import event, given, settings
 from model_state import assert_unchanged, snapshot
 from strategies import SETTINGS
-from strategies_subclassed import Built, Spec, build, family_caps, labels, model_specs, resolve, sequential_specs
+from strategies_subclassed import Generated, Spec, build, family_caps, labels, model_specs, resolve, sequential_specs
 
 import compat_clone
 
@@ -74,7 +74,7 @@ RUN = (
 # -- running and comparing -----------------------------------------------------
 
 
-def run(K: Any, model: Any, built: Built) -> np.ndarray:
+def run(K: Any, model: Any, built: Generated) -> np.ndarray:
     """The model's output on the example's inputs (and mask), training=False, as NumPy."""
     family = family_name(K)
     if family == "keras2":  # graph mode: predict
@@ -98,7 +98,7 @@ def _weight_facts(model: Any) -> List[Any]:
     return [(tuple(int(d) for d in v.shape), id(v) in trainable) for v in model.weights]
 
 
-def wrongs(K: Any, built: Built, clone: Any, expected: np.ndarray) -> List[str]:
+def wrongs(K: Any, built: Generated, clone: Any, expected: np.ndarray) -> List[str]:
     """How `clone` differs from the source (empty: right). Its weights are overwritten last."""
     source, found = built.model, []
     if type(clone) is not type(source):
@@ -147,7 +147,7 @@ def wrongs(K: Any, built: Built, clone: Any, expected: np.ndarray) -> List[str]:
     return found
 
 
-def native_recipe(K: Any, built: Built) -> Any:
+def native_recipe(K: Any, built: Generated) -> Any:
     """``clone_model(m)``, called on the inputs, the source's weights set."""
     clone = K.models.clone_model(built.model)
     run(K, clone, built)
