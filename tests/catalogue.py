@@ -1,4 +1,4 @@
-"""The layer catalogue: every public layer class a Keras exports, built from a table, in three containers.
+"""The layer catalogue: every public layer class a Keras exports, built from a table, in four containers.
 
 Why: the suite's other models are chosen by hand, so a layer nobody thought
 of (a new preprocessing layer, a cell, a wrapper) can clone wrongly without a
@@ -23,7 +23,11 @@ Each case is one class in one container (`CONTAINERS`):
 * ``sequential``: ``Sequential([input, layer])``, where the layer takes one
   input (`NotApplicable` otherwise);
 * ``holder``: a `Model` subclass holding the layer under another attribute
-  name (``self.inner``), as users hold layers.
+  name (``self.inner``), given to its constructor, as users hold layers; the
+  native `clone_model` cannot rebuild it (its config cannot hold a layer);
+* ``holder_config``: the same, with a `get_config` that serializes the layer
+  (as Keras asks), so the native `clone_model` can rebuild it: where native
+  passes here, compat_clone must too.
 
 A layer that supports masks and takes one float sequence is preceded by
 ``Masking`` (the first sample's last step masked), in every container, so
@@ -65,7 +69,7 @@ __all__ = [
     "worse_than_native",
 ]
 
-CONTAINERS = ("functional", "sequential", "holder")
+CONTAINERS = ("functional", "sequential", "holder", "holder_config")
 BATCH = 2
 WORDS = ("the", "cat", "sat", "on", "a", "mat")  # the string inputs' words
 
@@ -137,28 +141,49 @@ def _apply(layer: Any, xs: Any, call: str) -> Any:
     return layer(xs[0])
 
 
-_HOLDERS: Dict[int, type] = {}
+_HOLDERS: Dict[Tuple[int, bool], type] = {}
 
 
-def holder_class(K: Any) -> type:
-    """`Holder`: a `Model` subclass of `K` that holds the layer under test as ``self.inner``."""
-    if id(K) not in _HOLDERS:
-        call_layer = _apply
+def holder_class(K: Any, config: bool = False) -> type:
+    """`Holder`: a `Model` subclass of `K` that holds the layer under test as ``self.inner``.
 
-        class Holder(K.models.Model):  # type: ignore[misc,name-defined]
-            def __init__(self, layer: Any, masking: Any = None, style: str = "one", **kwargs: Any) -> None:
-                super().__init__(**kwargs)
-                self.inner = layer
-                self.masking = masking
-                self.style = style
+    As users write one: the layer is given to the constructor. With `config`,
+    `ConfigHolder` also writes its layers into `get_config` (as Keras asks of
+    a class whose constructor takes arguments), so the native `clone_model`
+    can rebuild it from its config; the plain `Holder` cannot be rebuilt so.
+    """
+    if (id(K), config) in _HOLDERS:
+        return _HOLDERS[(id(K), config)]
+    call_layer = _apply
 
-            def call(self, x: Any) -> Any:
-                if self.masking is not None:
-                    x = self.masking(x)
-                return call_layer(self.inner, x, self.style)
+    class Holder(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, layer: Any, masking: Any = None, style: str = "one", **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.inner = layer
+            self.masking = masking
+            self.style = style
 
-        _HOLDERS[id(K)] = Holder
-    return _HOLDERS[id(K)]
+        def call(self, x: Any) -> Any:
+            if self.masking is not None:
+                x = self.masking(x)
+            return call_layer(self.inner, x, self.style)
+
+    class ConfigHolder(Holder):
+        def get_config(self) -> Dict[str, Any]:
+            held = {"layer": self.inner, "masking": self.masking}
+            layers = {key: K.layers.serialize(value) for key, value in held.items() if value is not None}
+            return {"name": self.name, "trainable": self.trainable, "style": self.style, **layers}
+
+        @classmethod
+        def from_config(cls, config: Dict[str, Any], custom_objects: Any = None) -> Any:
+            config = dict(config)
+            for key in ("layer", "masking"):
+                if config.get(key) is not None:
+                    config[key] = K.layers.deserialize(config[key])
+            return cls(**config)
+
+    _HOLDERS[(id(K), config)] = ConfigHolder if config else Holder
+    return _HOLDERS[(id(K), config)]
 
 
 def _input(K: Any, shape: Tuple[int, ...], dtype: str) -> Any:
@@ -183,7 +208,7 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
         raise NotBuilt(spec.skip)
     if container == "sequential" and (len(spec.inputs) > 1 or spec.call != "one"):
         raise NotApplicable("a Sequential model takes one input into one layer")
-    if container == "holder":
+    if container.startswith("holder"):
         skip_without_subclassed_models(K)
     try:
         layer = _make(K, cls, spec, tmp)
@@ -202,7 +227,7 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
             stack = [_input_layer(K, shapes[0], spec.dtype), *([masking] if masking is not None else []), placed]
             model = K.models.Sequential(stack)
         else:
-            model = holder_class(K)(placed, masking, spec.call)
+            model = holder_class(K, config=container == "holder_config")(placed, masking, spec.call)
         feed = x if len(x) > 1 else x[0]
         outputs(model, feed)
     except (NotApplicable, NotBuilt):
@@ -235,14 +260,16 @@ def layers_of(model: Any) -> List[Any]:
 
 
 def adapted_state(layer: Any) -> Dict[str, Any]:
-    """What `adapt` leaves in a layer beyond its weights: a vocabulary, bin boundaries."""
+    """What `adapt` leaves in a layer: a vocabulary, bin boundaries, the mean and variance it normalizes with
+    (Keras 3 derives them from its weights when `adapt` finishes: a weight copy alone does not set them)."""
     state: Dict[str, Any] = {}
     vocabulary = getattr(layer, "get_vocabulary", None)
     if callable(vocabulary):
         state["vocabulary"] = [v.decode() if isinstance(v, bytes) else v for v in vocabulary()]
-    boundaries = getattr(layer, "bin_boundaries", None)
-    if boundaries is not None:
-        state["bin_boundaries"] = [float(b) for b in np.ravel(np.asarray(boundaries))]
+    for name in ("bin_boundaries", "mean", "variance"):  # Discretization's, Normalization's
+        value = getattr(layer, name, None)
+        if value is not None and not callable(value):
+            state[name] = [round(float(v), 5) for v in np.ravel(np.asarray(value))]
     return state
 
 
@@ -282,6 +309,7 @@ def gather(reports: Sequence[Any]) -> Dict[str, Any]:
                 "n/a": sum(row["built"] == "n/a" for row in rows),
                 "native_pass": sum(row.get("native") == "pass" for row in rows),
                 "compat_clone_pass": sum(row.get("ours") == "pass" for row in rows),
+                "masked": sum(bool(row.get("masked")) for row in rows),
             }
             for container in CONTAINERS
             for rows in [[row for row in fam["cases"] if row["container"] == container]]
@@ -301,8 +329,8 @@ def summary_lines(families: Mapping[str, Any]) -> List[str]:
         lines.append(head)
         for container, n in fam["containers"].items():
             lines.append(
-                f"  {container:<10} {n['built']:>4} built, native {n['native_pass']:>4} pass, "
-                f"compat_clone {n['compat_clone_pass']:>4} pass ({n['not_built']} not built, {n['n/a']} n/a)"
+                f"  {container:<13} {n['built']:>4} built, native {n['native_pass']:>4} pass, "
+                f"compat_clone {n['compat_clone_pass']:>4} pass ({n['masked']} masked, {n['not_built']} not built, {n['n/a']} n/a)"
             )
         for name, why in sorted(fam["not_built"].items()):
             lines.append(f"  not built: {name}: {why}")

@@ -1,4 +1,4 @@
-"""Every public layer class of the Keras under test, cloned natively and through compat_clone, in three containers.
+"""Every public layer class of the Keras under test, cloned natively and through compat_clone, in four containers (functional, Sequential, two Model subclasses).
 
 Why: compat_clone must never be worse than the native `clone_model`, for any
 layer a user can take from ``K.layers``, not only for the layers the other
