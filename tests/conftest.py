@@ -156,14 +156,39 @@ def family(K: Any) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The cases sweeps skipped, each with why (tests/sweeps.py), after the run's summary."""
+    """The cases sweeps skipped, each with why (tests/sweeps.py), and the layer catalogue's table
+    (tests/catalogue.py), after the run's summary."""
     from sweeps import summary_lines
 
-    lines = summary_lines(report for reports in terminalreporter.stats.values() for report in reports)
+    reports = [report for reports in terminalreporter.stats.values() for report in reports]
+    lines = summary_lines(reports)
     if lines:
         terminalreporter.section("cases skipped by sweeps")
         for line in lines:
             terminalreporter.line(line)
+    _catalogue_summary(terminalreporter, reports)
+
+
+def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
+    """The layer catalogue's per-family table, printed, and written to ``$COMPAT_CLONE_RESULTS/<env>.catalogue.json``."""
+    if not any(getattr(report, "user_properties", None) and "test_catalogue.py" in report.nodeid for report in reports):
+        return
+    import json
+
+    from catalogue import gather, summary_lines
+
+    families = gather(reports)
+    if not families:
+        return
+    terminalreporter.section("layer catalogue")
+    for line in summary_lines(families):
+        terminalreporter.line(line)
+    folder = os.environ.get("COMPAT_CLONE_RESULTS")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        env = os.environ.get("COMPAT_CLONE_ENV", "default")
+        with open(os.path.join(folder, f"{env}.catalogue.json"), "w", encoding="utf-8") as fh:
+            json.dump({"env": env, "families": families}, fh, indent=1, sort_keys=True)
 
 
 def _run_host(
