@@ -24,7 +24,7 @@ from compat_clone.errors import (
     revived_text,
 )
 from compat_clone.families._core import Family
-from compat_clone.families._layer_state import carry_table
+from compat_clone.families._layer_state import carry_before_call
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.families._structure import Refused, copy_plain_attributes, structural_clone
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
@@ -110,7 +110,7 @@ class Cloner(LayerCloner):
             new = self._from_constructor_arguments(layer)
             if new is None:
                 raise
-        carry_table(layer, new)  # `lookup-table-not-cloned`: before the clone is called
+        carry_before_call(layer, new)  # `lookup-table-not-cloned`: before the clone is called
         return new
 
     def _refuse_revived(self, layer: Any) -> None:

@@ -30,7 +30,16 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from compat_clone.errors import UnsupportedModelError
 
-__all__ = ["assign_handlers", "carry_state", "carry_table", "handler_spec", "is_weight_handler", "split_handlers"]
+__all__ = [
+    "assign_handlers",
+    "carry_before_call",
+    "carry_plain",
+    "carry_state",
+    "carry_table",
+    "handler_spec",
+    "is_weight_handler",
+    "split_handlers",
+]
 
 Pair = Tuple[Any, Any]
 Spec = Callable[[Any], Tuple[Tuple[Optional[int], ...], str]]
@@ -108,6 +117,55 @@ def carry_table(source: Any, new: Any) -> None:
         ) from exc
 
 
+# -- plain data derived from data --------------------------------------------------------
+
+# Attributes in which `adapt()` leaves plain data (lists, numpy arrays) rather
+# than variables: Keras 3's `Discretization` (`bin_boundaries`, and the
+# quantile `summary` a later `adapt` starts from). Its config carries the
+# boundaries, but a layer made by a subclassed model's constructor is not
+# rebuilt from its own config.
+_PLAIN_ADAPTED = ("bin_boundaries", "summary")
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (hasattr(value, "__len__") and len(value) == 0) or getattr(value, "size", 1) == 0
+
+
+def carry_plain(source: Any, new: Any) -> None:
+    """Copies what `adapt()` left in plain attributes of `source` into its clone, where the clone's are empty.
+
+    Variables are never copied here (they would be shared): only lists and
+    numpy arrays, each a new copy.
+    """
+    if not callable(getattr(source, "adapt", None)) or type(new) is not type(source):
+        return
+    import copy
+
+    for name in _PLAIN_ADAPTED:
+        value = getattr(source, name, None)
+        plain = isinstance(value, (list, tuple)) or type(value).__module__ == "numpy"
+        if plain and not _is_empty(value) and _is_empty(getattr(new, name, None)):
+            setattr(new, name, copy.deepcopy(value))
+
+
+def carry_before_call(source: Any, new: Any) -> None:
+    """What a layer adapted to data keeps outside its config, set on its clone before the clone is called.
+
+    The lookup tables (`carry_table`) and plain adapted data (`carry_plain`):
+    an output whose width follows them (a vocabulary's size, a number of
+    bins) is then as wide as the source's when the clone is called.
+
+    Args:
+        source: a layer of the source model.
+        new: its clone, not yet called.
+
+    Raises:
+        UnsupportedModelError: where the clone does not accept the source's vocabulary.
+    """
+    carry_table(source, new)
+    carry_plain(source, new)
+
+
 # -- variables derived from data ---------------------------------------------------------
 
 
@@ -115,16 +173,16 @@ def _adapted_variables(layer: Any) -> List[Any]:
     """The non-trainable variables of a layer that `adapt()` fills (none for other layers)."""
     if not (callable(getattr(layer, "adapt", None)) and callable(getattr(layer, "finalize_state", None))):
         return []
-    if not getattr(layer, "built", False):
-        return []
     return [v for v in getattr(layer, "non_trainable_weights", None) or [] if not is_weight_handler(v)]
 
 
 def _carry_variables(source: Any, new: Any, spec: Spec) -> List[Pair]:
     """(source, clone) pairs of an adapted layer's variables, checked; [] where nothing is to carry."""
-    src, dst = _adapted_variables(source), _adapted_variables(new)
+    src = _adapted_variables(source)
     if not src:
         return []
+    _build_like(source, new)
+    dst = _adapted_variables(new)
     shapes = [(spec(a), spec(b)) for a, b in zip(src, dst)]
     if len(src) != len(dst) or any(a != b for a, b in shapes):
         raise UnsupportedModelError(
@@ -136,6 +194,20 @@ def _carry_variables(source: Any, new: Any, spec: Spec) -> List[Pair]:
     return list(zip(src, dst))
 
 
+def _build_like(source: Any, new: Any) -> None:
+    """Builds a clone layer not built yet (a subclassed model's, before its first call) as its source was."""
+    if getattr(new, "built", False) or not getattr(source, "built", False):
+        return
+    if callable(getattr(source, "get_build_config", None)) and callable(getattr(new, "build_from_config", None)):
+        config = source.get_build_config()  # Keras 3 (tf.keras 2.13+ has it too)
+        if config:
+            new.build_from_config(config)
+            return
+    shape = getattr(source, "_build_input_shape", None)  # tf.keras before 2.13
+    if shape is not None:
+        new.build(shape)
+
+
 def carry_state(
     layer_pairs: List[Pair],
     spec: Spec,
@@ -144,8 +216,8 @@ def carry_state(
 ) -> None:
     """Carries each adapted layer's state into its clone, once the clone is built.
 
-    Tables not set yet (layers rebuilt with a whole model's config, not one
-    by one) are set (`carry_table`). With `variables`, the variables that
+    Tables and plain data not set yet (layers rebuilt with a whole model's
+    config, not one by one) are set (`carry_before_call`). With `variables`, the variables that
     `adapt()` fills (`Normalization`'s mean and variance, tf.keras'
     `Discretization` summary) are copied, all shapes checked before the
     first write, and each clone layer recomputes what it derives from them
@@ -168,7 +240,7 @@ def carry_state(
     pairs: List[Pair] = []
     finish: List[Any] = []
     for src, dst in seen.values():
-        carry_table(src, dst)
+        carry_before_call(src, dst)
         if variables:
             found = _carry_variables(src, dst, spec)
             if found:
