@@ -355,3 +355,44 @@ def compile_like_source(K: Any, clone: Callable[..., Any]) -> None:
     c = clone(m, compile=True)
     assert type(c.optimizer) is type(m.optimizer) and c.optimizer is not m.optimizer
     assert c.optimizer.get_config() == m.optimizer.get_config()
+
+
+def _adapted_layer(K: Any, name: str, data: Any, **kwargs: Any) -> Any:
+    """A preprocessing layer of `K` adapted on `data`; NotApplicable where `K` has none (or needs TensorFlow)."""
+    cls = getattr(K.layers, name, None)
+    if cls is None:
+        raise NotApplicable(f"no {name} layer in {K.__name__} {K.__version__}")
+    try:
+        layer = cls(**kwargs)
+    except ImportError as exc:  # Keras 3 on JAX / torch without TensorFlow: the lookup layers need it
+        raise NotApplicable(f"{name} needs TensorFlow here: {exc}") from exc
+    layer.adapt(data)
+    return layer
+
+
+def _assert_same_outputs(m: Any, c: Any, x: Any) -> None:
+    np.testing.assert_allclose(np.asarray(c(x)), np.asarray(m(x)), rtol=1e-6)
+
+
+@feature("adapted StringLookup: the clone holds the source's vocabulary (no weight copy)")
+def lookup_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "StringLookup", np.array([["a"], ["b"], ["a"]]))
+    x = K.Input((1,), dtype="string")
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), np.array([["a"], ["b"], ["q"]]))
+
+
+@feature("adapted Normalization: the clone holds the source's mean and variance (no weight copy)")
+def normalization_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Normalization", data((8, 3)) * 10 + 5)
+    x = K.Input((3,))
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), data((2, 3), seed=1))
+
+
+@feature("adapted Discretization: the clone holds the source's bin boundaries (no weight copy)")
+def discretization_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Discretization", np.arange(12, dtype="float32").reshape(12, 1), num_bins=4)
+    x = K.Input((1,))
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), np.array([[0.5], [5.5], [11.0]], dtype="float32"))
