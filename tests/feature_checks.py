@@ -396,3 +396,16 @@ def discretization_adapted(K: Any, clone: Callable[..., Any]) -> None:
     x = K.Input((1,))
     m = K.models.Model(x, layer(x))
     _assert_same_outputs(m, clone(m), np.array([[0.5], [5.5], [11.0]], dtype="float32"))
+
+
+@feature("adapted Discretization: the clone can be adapted again, the source keeps its boundaries")
+def discretization_readapt(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Discretization", np.arange(12, dtype="float32").reshape(12, 1), num_bins=4)
+    x = K.Input((1,))
+    m = K.models.Model(x, layer(x))
+    probe = np.array([[0.5], [5.5], [11.0]], dtype="float32")
+    before = np.asarray(m(probe))
+    c = clone(m)
+    c.layers[-1].adapt(np.arange(100, 112, dtype="float32").reshape(12, 1))
+    assert not np.array_equal(np.asarray(c(probe)), before), "adapting the clone changed nothing"
+    np.testing.assert_array_equal(np.asarray(m(probe)), before)

@@ -148,7 +148,13 @@ def _the_layer(model: Any, cls: type) -> Any:
 def test_clone_carries_adapted_state(K: Any, kind: str, model_kind: str, copy_weights: bool) -> None:
     make, data, spec, x, other = KINDS[kind](K)
     model = MODELS[model_kind](K, make, data, spec)
-    expected = _out(model, x)
+    try:
+        expected = _out(model, x)
+    except ValueError as exc:
+        if model_kind.startswith("subclassed") and spec.get("dtype") == "string":
+            # Keras 3.0 converts a subclassed model's inputs to floats before its `call`.
+            pytest.skip(f"the source itself cannot take strings here: {exc}")
+        raise
     layer_class = type(make())
     clone = compat_clone.clone_model(model, copy_weights=copy_weights)
     clone_layer = _the_layer(clone, layer_class)

@@ -164,6 +164,10 @@ def carry_before_call(source: Any, new: Any) -> None:
     """
     carry_table(source, new)
     carry_plain(source, new)
+    if getattr(source, "input_bin_boundaries", ()) is None and getattr(new, "input_bin_boundaries", None) is not None:
+        # `keras3-discretization-readapt`: Keras 3.0's config gives the adapted
+        # boundaries to the constructor, which then refuses `adapt()`.
+        new.input_bin_boundaries = None
 
 
 # -- variables derived from data ---------------------------------------------------------
