@@ -364,9 +364,9 @@ def _adapted_layer(K: Any, name: str, data: Any, **kwargs: Any) -> Any:
         raise NotApplicable(f"no {name} layer in {K.__name__} {K.__version__}")
     try:
         layer = cls(**kwargs)
-    except ImportError as exc:  # Keras 3 on JAX / torch without TensorFlow: the lookup layers need it
+        layer.adapt(data)
+    except ImportError as exc:  # Keras 3 on JAX / torch without TensorFlow: the lookup layers, tf.data in `adapt`
         raise NotApplicable(f"{name} needs TensorFlow here: {exc}") from exc
-    layer.adapt(data)
     return layer
 
 
