@@ -256,3 +256,43 @@ def test_copy_weights_carries_what_set_weights_carries(K: Any, kind: str) -> Non
     by_native.set_weights(model.get_weights())
     compat_clone.copy_weights(model, by_copy)
     np.testing.assert_allclose(_out(by_copy, x), _out(by_native, x), rtol=1e-6)
+
+
+# Lookup layers set up otherwise: special tokens at other places, other output modes.
+VARIANTS: Dict[str, Tuple[str, Dict[str, Any], Any, Any]] = {
+    "mask-and-two-oov": ("StringLookup", {"mask_token": "", "num_oov_indices": 2}, _STRINGS, [["a"], [""], ["q"]]),
+    "multi_hot": ("StringLookup", {"output_mode": "multi_hot"}, _STRINGS, [["a"], ["c"], ["q"]]),
+    "invert": ("StringLookup", {"invert": True}, {"shape": (1,), "dtype": "int64"}, [[1], [2], [0]]),
+    "integer-mask": ("IntegerLookup", {"mask_token": 0}, {"shape": (1,), "dtype": "int64"}, [[3], [0], [9]]),
+    "tf_idf-padded": (
+        "TextVectorization",
+        {"output_mode": "tf_idf", "max_tokens": 8, "pad_to_max_tokens": True},
+        _TEXT,
+        ["a c", "q"],
+    ),
+    "count": ("TextVectorization", {"output_mode": "count"}, _TEXT, ["a a c", "q"]),
+}
+_VARIANT_DATA = {
+    "StringLookup": np.array([["a"], ["b"], ["c"], ["a"]]),
+    "IntegerLookup": np.array([[3], [5], [3]]),
+    "TextVectorization": np.array(["a b c", "a b", "a"]),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_lookup_variants(K: Any, variant: str) -> None:
+    name, kwargs, spec, x = VARIANTS[variant]
+    make = lambda: getattr(K.layers, name)(**kwargs)  # noqa: E731
+    try:
+        layer = make()
+    except ImportError as exc:
+        pytest.skip(f"{name} needs TensorFlow in this environment: {exc}")
+    if kwargs.get("invert"):
+        layer.adapt(np.array([["a"], ["b"], ["a"]]))
+    else:
+        layer.adapt(_VARIANT_DATA[name])
+    model = _functional(K, lambda: layer, None, spec)
+    probe = np.array(x)
+    for copy_weights in (False, True):
+        clone = compat_clone.clone_model(model, copy_weights=copy_weights)
+        np.testing.assert_array_equal(_out(clone, probe), _out(model, probe))
