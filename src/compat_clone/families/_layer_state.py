@@ -20,8 +20,10 @@ feature (the methods it has), never by its class name: `get_vocabulary` /
 derived from data.
 
 Keras 3 on JAX or torch: the lookup layers and `Hashing` need TensorFlow
-(they cannot be made without it); `Normalization` and `Discretization`
-are carried there alike.
+(they cannot be made without it), and so does `Discretization.adapt()`
+(3.15 checks for a `tf.data.Dataset`); with TensorFlow installed they are
+carried as on the TensorFlow backend. `Normalization` is carried on every
+backend.
 """
 
 from __future__ import annotations
@@ -136,6 +138,10 @@ def carry_plain(source: Any, new: Any) -> None:
 
     Variables are never copied here (they would be shared): only lists and
     numpy arrays, each a new copy.
+
+    Args:
+        source: a layer of the source model.
+        new: its clone.
     """
     if not callable(getattr(source, "adapt", None)) or type(new) is not type(source):
         return
@@ -221,8 +227,8 @@ def carry_state(
     """Carries each adapted layer's state into its clone, once the clone is built.
 
     Tables and plain data not set yet (layers rebuilt with a whole model's
-    config, not one by one) are set (`carry_before_call`). With `variables`, the variables that
-    `adapt()` fills (`Normalization`'s mean and variance, tf.keras'
+    config, not one by one) are set (`carry_before_call`). With
+    `variables`, the variables that `adapt()` fills (`Normalization`'s mean and variance, tf.keras'
     `Discretization` summary) are copied, all shapes checked before the
     first write, and each clone layer recomputes what it derives from them
     (`adapted-state-not-cloned`). Without (`copy_weights=True` copies them
