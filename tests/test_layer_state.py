@@ -301,3 +301,14 @@ def test_lookup_variants(K: Any, variant: str) -> None:
     for copy_weights in (False, True):
         clone = compat_clone.clone_model(model, copy_weights=copy_weights)
         np.testing.assert_array_equal(_out(clone, probe), _out(model, probe))
+
+
+def test_soft_update_keeps_an_equal_table(K: Any) -> None:
+    # `copy-weight-handler`: a table equal to the source's is not made anew at each soft update.
+    make, data, spec, x, _ = _kind(K, "StringLookup")
+    model = _functional(K, make, data, spec)
+    clone = compat_clone.clone_model(model, copy_weights=True)
+    table = _the_layer(clone, type(make())).lookup_table
+    compat_clone.copy_weights(model, clone, tau=0.5)
+    assert _the_layer(clone, type(make())).lookup_table is table
+    np.testing.assert_array_equal(_out(clone, x), _out(model, x))

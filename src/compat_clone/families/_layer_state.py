@@ -294,5 +294,11 @@ def assign_handlers(pairs: List[Pair]) -> None:
     among its weights as a `VocabWeightHandler`, which `set_weights` fills;
     the copy does the same, so it carries what native `set_weights` carries.
     """
+    import numpy as np
+
     for src, dst in pairs:
-        dst.set_weights(src.get_tensors())
+        tokens = src.get_tensors()
+        # A table already equal is left as it is (a soft update every step): `set_weights`
+        # makes a new table, which a function traced on the old one would not see.
+        if not all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(tokens, dst.get_tensors())):
+            dst.set_weights(tokens)
