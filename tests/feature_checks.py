@@ -451,3 +451,57 @@ def subclass_build_layers(K: Any, clone: Callable[..., Any]) -> None:
         raise NotApplicable(f"{K.__name__} {K.__version__} cannot run such a model: {exc}") from exc
     c = clone(m, copy_weights=True)
     assert_same_predictions(m, c, data((2, 3)))
+
+
+def _adapted_layer(K: Any, name: str, data: Any, **kwargs: Any) -> Any:
+    """A preprocessing layer of `K` adapted on `data`; NotApplicable where `K` has none (or needs TensorFlow)."""
+    cls = getattr(K.layers, name, None)
+    if cls is None:
+        raise NotApplicable(f"no {name} layer in {K.__name__} {K.__version__}")
+    try:
+        layer = cls(**kwargs)
+        layer.adapt(data)
+    except ImportError as exc:  # Keras 3 on JAX / torch without TensorFlow: the lookup layers, tf.data in `adapt`
+        raise NotApplicable(f"{name} needs TensorFlow here: {exc}") from exc
+    return layer
+
+
+def _assert_same_outputs(m: Any, c: Any, x: Any) -> None:
+    np.testing.assert_allclose(np.asarray(c(x)), np.asarray(m(x)), rtol=1e-6)
+
+
+@feature("adapted StringLookup: the clone holds the source's vocabulary (no weight copy)")
+def lookup_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "StringLookup", np.array([["a"], ["b"], ["a"]]))
+    x = K.Input((1,), dtype="string")
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), np.array([["a"], ["b"], ["q"]]))
+
+
+@feature("adapted Normalization: the clone holds the source's mean and variance (no weight copy)")
+def normalization_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Normalization", data((8, 3)) * 10 + 5)
+    x = K.Input((3,))
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), data((2, 3), seed=1))
+
+
+@feature("adapted Discretization: the clone holds the source's bin boundaries (no weight copy)")
+def discretization_adapted(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Discretization", np.arange(12, dtype="float32").reshape(12, 1), num_bins=4)
+    x = K.Input((1,))
+    m = K.models.Model(x, layer(x))
+    _assert_same_outputs(m, clone(m), np.array([[0.5], [5.5], [11.0]], dtype="float32"))
+
+
+@feature("adapted Discretization: the clone can be adapted again, the source keeps its boundaries")
+def discretization_readapt(K: Any, clone: Callable[..., Any]) -> None:
+    layer = _adapted_layer(K, "Discretization", np.arange(12, dtype="float32").reshape(12, 1), num_bins=4)
+    x = K.Input((1,))
+    m = K.models.Model(x, layer(x))
+    probe = np.array([[0.5], [5.5], [11.0]], dtype="float32")
+    before = np.asarray(m(probe))
+    c = clone(m)
+    c.layers[-1].adapt(np.arange(100, 112, dtype="float32").reshape(12, 1))
+    assert not np.array_equal(np.asarray(c(probe)), before), "adapting the clone changed nothing"
+    np.testing.assert_array_equal(np.asarray(m(probe)), before)

@@ -12,6 +12,9 @@ and `tests/test_native_bugs.py` is generated from it: in every matrix
 environment each row's checks must fail natively *exactly* where the row's
 versions say (and pass elsewhere), and pass through `compat_clone` everywhere,
 so the table cannot drift from what the releases do.
+
+What a wrapper of the native call must keep whatever the release (compat_clone's
+own past mistakes, not upstream bugs) is the other table, `wrapper_rules`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Tuple
 
-__all__ = ["KnownIssue", "KNOWN_ISSUES", "WrapperRule", "WRAPPER_RULES", "affects", "issues_for", "issue"]
+__all__ = ["KnownIssue", "KNOWN_ISSUES", "affects", "issues_for", "issue"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +91,63 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "no `clone_function` argument for every layer (2.0-2.2 have none; 2.3 only for functional models)",
         f"{_CORE}.Cloner.clone_layer",
         ("clone_function_every_layer",),
+    ),
+    KnownIssue(
+        "lookup-table-not-cloned",
+        "keras3",
+        ">=3.0",
+        "an adapted `StringLookup` / `IntegerLookup` / `TextVectorization` is rebuilt from its "
+        "config, which holds no adapted vocabulary: the clone's table is empty and its first call "
+        "raises FailedPreconditionError ('Table not initialized'); `set_weights` cannot fill it "
+        "(the table is not a weight), nor the tf-idf weights",
+        "compat_clone.families._layer_state.carry_table (from _cloner.Cloner._default_clone, "
+        "before the clone is called; _driver._carry_state for layers rebuilt with a whole model)",
+        ("lookup_adapted",),
+    ),
+    KnownIssue(
+        "lookup-table-not-cloned",
+        "tf_keras",
+        ">=2.0",
+        "an adapted `StringLookup` / `IntegerLookup` / `TextVectorization` is rebuilt from its "
+        "config, which holds no adapted vocabulary: the clone's table is empty and its first call "
+        "raises FailedPreconditionError until `set_weights` fills it",
+        "compat_clone.families._layer_state.carry_table (from _cloner.Cloner._default_clone, "
+        "before the clone is called; _driver._carry_state for layers rebuilt with a whole model)",
+        ("lookup_adapted",),
+    ),
+    KnownIssue(
+        "keras3-discretization-readapt",
+        "keras3",
+        "<3.10",
+        "the clone of an adapted `Discretization` receives the adapted boundaries as constructor "
+        "arguments (`bin_boundaries` with `num_bins`), so adapting the clone raises ValueError "
+        "('Cannot adapt a Discretization layer that has been initialized with `bin_boundaries`')",
+        "compat_clone.families._layer_state.carry_before_call (the clone's boundaries marked adapted, "
+        "its quantile summary copied)",
+        ("discretization_readapt",),
+        "keras-team/keras #20971 (merged 2025-03-04; 3.0 affected and 3.15 fixed are checked here)",
+    ),
+    KnownIssue(
+        "adapted-state-not-cloned",
+        "keras3",
+        ">=3.0",
+        "an adapted `Normalization` is rebuilt with mean 0 and variance 1: its statistics are "
+        "variables the clone re-initializes (and `set_weights` writes them without re-running "
+        "`finalize_state()`, so the clone still uses 0 and 1)",
+        "compat_clone.families._layer_state.carry_state (from _driver._carry_state; with "
+        "copy_weights, weights.refresh_derived_state)",
+        ("normalization_adapted",),
+    ),
+    KnownIssue(
+        "adapted-state-not-cloned",
+        "tf_keras",
+        ">=2.0",
+        "an adapted `Normalization` (mean, variance) or `Discretization` (its quantile summary) "
+        "keeps what it learned in variables the clone re-initializes: the clone normalizes with "
+        "0 and 1, and puts every value in bin 0",
+        "compat_clone.families._layer_state.carry_state (from _driver._carry_state; with "
+        "copy_weights, weights.refresh_derived_state)",
+        ("normalization_adapted", "discretization_adapted"),
     ),
     KnownIssue(
         "no-call-function",
@@ -351,86 +411,6 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "its config: the clone fails or computes something else",
         f"{_CORE}.Cloner._refuse_revived (refused, the native exception with the reason)",
         (),
-    ),
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class WrapperRule:
-    """What a drop-in wrapper of the native `clone_model` must keep, in every family.
-
-    Not an upstream bug: each row is a way a wrapper (compat_clone included,
-    before these rows) is worse than the native call it wraps, the code that
-    prevents it (citing the id) and the tests that show it side by side.
-
-    Attributes:
-        id: short stable name, cited by the code that keeps the rule.
-        symptom: what the user saw where the rule was broken.
-        handled_by: the module (and function) of compat_clone that keeps it.
-        tests: the tests that check it against the native call.
-    """
-
-    id: str
-    symptom: str
-    handled_by: str
-    tests: Tuple[str, ...]
-
-
-WRAPPER_RULES: Tuple[WrapperRule, ...] = (
-    WrapperRule(
-        "native-alias-rebound",
-        "`keras.models.clone_model = compat_clone.clone_model` (by hand or by "
-        "`compat_clone.patch()`) made every clone raise RecursionError (tf_keras 2.21, "
-        "Keras 3.15): the wrapper called the public name it had replaced",
-        "compat_clone._native.clone_model_of (the native function from its defining module); "
-        "compat_clone._patch never rebinds a defining module that compat_clone calls",
-        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses", "tests/test_patch.py"),
-    ),
-    WrapperRule(
-        "wrapped-user-exception",
-        "an exception raised by the user's `clone_function` / `call_function` came back "
-        "as `CloneFunctionError` (a ValueError): a library's `except RuntimeError` (tfmot's "
-        "missing QuantizeConfig) no longer caught it; the native call lets it through",
-        "compat_clone.families._cloner.Cloner._user_clone / _user_call (the same "
-        "object re-raised, a note naming the layer added with compat_clone.errors.add_note)",
-        (
-            "tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
-            "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively",
-        ),
-    ),
-    WrapperRule(
-        "native-exception-type",
-        "a layer whose config round trip (`layer.__class__.from_config(layer.get_config())`, "
-        "the native default clone) failed came back as `UnsupportedModelError` (a ValueError) "
-        "where the native `clone_model` lets the original through (e.g. a TypeError from "
-        "`from_config`), and the same for Keras 3's native rebuild of a subclassed model. "
-        "The rule: a call the native clone also makes lets its exception through, the same "
-        "object with compat_clone's advice as a note; a step native does not make (a `Lambda` "
-        "rebuilt from its live function, a subclassed-model rebuild where native refuses the "
-        "model: standalone Keras 2, tf.keras before 2.7) raises compat_clone's own error",
-        "compat_clone.families._cloner.Cloner.clone_layer (errors.layer_rebuild_note), "
-        "compat_clone.families.keras3.Keras3.clone_subclassed and "
-        "compat_clone.families._core.Family.clone_subclassed (errors.subclassed_rebuild_note; "
-        "the latter asks the native call, on the failure path only, whether it fails alike); "
-        "Family.clone_lambda and Keras3.config_round_trip keep UnsupportedModelError for "
-        "their own steps",
-        (
-            "tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
-            "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument",
-        ),
-    ),
-    WrapperRule(
-        "copy-shared-variable",
-        "`copy_weights(source, target, tau=)` where a target variable is also a source "
-        "variable (models sharing a layer, pairs by order) read it after writing it on "
-        "TensorFlow 2 and torch: a wrong blend. The native `target.set_weights("
-        "source.get_weights())` reads every value first",
-        "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
-        "compat_clone.placement.torch (_tensors, TorchBackend.assign): aliased sources read before any write",
-        (
-            "tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
-            "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights",
-        ),
     ),
 )
 

@@ -25,6 +25,7 @@ from compat_clone.errors import (
     with_reason,
 )
 from compat_clone.families._core import Family
+from compat_clone.families._layer_state import carry_before_call
 from compat_clone.families._layers import holds_layer_of, restore_trainable
 from compat_clone.families._structure import (
     Parts,
@@ -114,12 +115,13 @@ class Cloner(LayerCloner):
         if self.family.is_revived(layer):
             self._refuse_revived(layer)
         try:
-            return self.family.config_round_trip(layer)
+            new = self.family.config_round_trip(layer)
         except Exception:
-            rebuilt = self._from_constructor_arguments(layer)
-            if rebuilt is None:
+            new = self._from_constructor_arguments(layer)
+            if new is None:
                 raise
-            return rebuilt
+        carry_before_call(layer, new)  # `lookup-table-not-cloned`: before the clone is called
+        return new
 
     def _refuse_revived(self, layer: Any) -> None:
         """Refuses a layer revived without its class: with the native round trip's own exception

@@ -26,13 +26,16 @@ import contextlib
 import importlib
 from typing import Any, ContextManager, Optional, Type
 
+from compat_clone._walk import is_model
+from compat_clone.errors import WeightsMismatchError
 from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner
 from compat_clone.families._core import Family
+from compat_clone.families._layer_state import carry_state
 from compat_clone.families._skip_init import Prefill, zeros_initializers
 from compat_clone.families._types import CloneRequest, LayerMap
 from compat_clone.families.registry import FamilyInfo, entry
-from compat_clone.weights import plan_copy, plan_copy_cached, refresh_derived_state
+from compat_clone.weights import plan_copy, plan_copy_cached, refresh_derived_state, tracked_pairs
 
 __all__ = ["clone", "copy_weights", "new_family"]
 
@@ -57,6 +60,8 @@ def clone(model: Any, request: CloneRequest) -> Any:
         if settings is not None:
             _compile.apply(family, new, settings)
     cloner.check_rebuilt()
+    if request.clone_function is None:  # a user's `clone_function` decides what its layers hold
+        _carry_state(family, model, new, cloner.layer_map, variables=not request.copy_weights)
     if request.name is not None:
         _rename(new, request.name)
     if request.copy_weights:
@@ -91,6 +96,16 @@ def _copy(
     else:
         family.assign_pairs(pairs, tau)
     refresh_derived_state(target)
+
+
+def _carry_state(family: Family, model: Any, new: Any, layer_map: LayerMap, variables: bool) -> None:
+    """The adapted state of preprocessing layers, carried into the clone (`adapted-state-not-cloned`)."""
+    pairs = list(layer_map.values())
+    for src, dst in [(model, new), *pairs]:  # layers rebuilt inside a model rebuilt from its config
+        if is_model(src):
+            with contextlib.suppress(WeightsMismatchError):  # structures that differ: the layer map's pairs only
+                pairs.extend(tracked_pairs(src, dst)[0])
+    carry_state(pairs, family.variable_spec, family.assign_pairs, variables)
 
 
 def _copied(entry: Any, src: Any, dst: Any) -> bool:

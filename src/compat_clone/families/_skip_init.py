@@ -84,10 +84,16 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
     names = list(inspect.signature(original).parameters)
     position = names.index("initializer") - 1
     name_at = names.index("name") - 1 if "name" in names else None
+    shape_at = names.index("shape") - 1 if "shape" in names else None
 
     @functools.wraps(original)
     def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not getattr(_ACTIVE, "depth", 0):
+            return original(self, *args, **kwargs)
+        shape = args[shape_at] if shape_at is not None and len(args) > shape_at else kwargs.get("shape")
+        if _unknown_dimension(shape):
+            # `zeros-unknown-shape`: no zeros of an unknown size (tf.keras'
+            # `Discretization` summary, shape (2, None)): its own initializer.
             return original(self, *args, **kwargs)
         prefill: Optional[Prefill] = getattr(_ACTIVE, "prefill", None)
         first: Any = "zeros"
@@ -105,6 +111,13 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 
     setattr(add_weight, _MARK, original)
     return add_weight
+
+
+def _unknown_dimension(shape: Any) -> bool:
+    try:
+        return any(d is None for d in shape)
+    except TypeError:  # no shape given, or a scalar
+        return False
 
 
 def _install(layer_cls: type) -> bool:

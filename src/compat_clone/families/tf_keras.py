@@ -14,6 +14,7 @@ from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from compat_clone.families._compile import unprefix_metric_names
 from compat_clone.families._core import Family
+from compat_clone.families._layer_state import assign_handlers, handler_spec, is_weight_handler, split_handlers
 from compat_clone.families._types import CompileSettings, LayerCloner, Node
 
 __all__ = ["TfKeras"]
@@ -205,13 +206,17 @@ class TfKeras(Family):
     # -- weights ---------------------------------------------------------------
 
     def variable_spec(self, variable: Any) -> Tuple[Tuple[Optional[int], ...], str]:
+        if is_weight_handler(variable):  # `copy-weight-handler`: a lookup table, not a variable
+            return handler_spec(variable)
         dtype = getattr(variable.dtype, "base_dtype", variable.dtype)
         return tuple(variable.shape.as_list()), str(getattr(dtype, "name", dtype))
 
     def assign_pairs(self, pairs: List[Tuple[Any, Any]], tau: float = 1.0) -> None:
         from compat_clone.placement import assign_tf
 
-        assign_tf(pairs, tau)  # variable to variable: stays on the device
+        handlers, variables = split_handlers(pairs)
+        assign_tf(variables, tau)  # variable to variable: stays on the device
+        assign_handlers(handlers)  # `copy-weight-handler`: tables, as `set_weights` fills them
 
 
 def _weight_count(model: Any) -> int:
