@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import pytest
 
@@ -189,6 +189,34 @@ def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
         env = os.environ.get("COMPAT_CLONE_ENV", "default")
         with open(os.path.join(folder, f"{env}.catalogue.json"), "w", encoding="utf-8") as fh:
             json.dump({"env": env, "families": families}, fh, indent=1, sort_keys=True)
+        _catalogue_records(families)
+
+
+def _catalogue_records(families: Dict[str, Any]) -> None:
+    """COMPATIBILITY.md's row group for the catalogue: per container, native and compat_clone, "N of M classes"."""
+    import types
+
+    from feature_records import write_records
+
+    for fam in families.values():
+        package, _, version = str(fam.get("keras", "? ?")).partition(" ")
+        keras = types.SimpleNamespace(__name__=package, __version__=version)
+        exported = fam["exported"]
+        for container, n in fam["containers"].items():
+            if not n["built"]:
+                continue
+            of = f" of {n['built']} classes built ({exported} exported)" if exported is not None else f" of {n['built']} classes"
+            records = [
+                {
+                    "feature": f"catalogue_{container}",
+                    "description": f"catalogue, every exported layer class in a {container} container: N of M classes pass",
+                    "side": side,
+                    "outcome": "pass" if n[key] == n["built"] else "fail",
+                    "detail": f"{n[key]}{of}",
+                }
+                for side, key in (("native", "native_pass"), ("compat_clone", "compat_clone_pass"))
+            ]
+            write_records(keras, records)
 
 
 def _run_host(
