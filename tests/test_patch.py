@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import compat_clone
-from tests.support.internals import is_ours, routed_modules
+from tests.support.internals import bound_names, is_ours, routed_modules
 
 ROOTS = ("keras", "tf_keras", "tensorflow")
 
@@ -54,6 +54,7 @@ def _nothing_left_patched(K: Any) -> Any:
     yield
     assert not routed_modules(), "a test left compat_clone.patch() active"
     assert _keras_aliases() == before, "a test left a Keras module rebound"
+    assert not bound_names(), "a test left a name of another module rebound"
 
 
 def test_patch_routes_every_alias_and_unpatch_restores_them(K: Any) -> None:
