@@ -8,7 +8,9 @@ The matrix runner (`compat-clone matrix`) sets, per environment:
                                     (prefix match: ``2.2.4``, ``3.15``);
 * ``COMPAT_CLONE_EXPECT_BACKEND``   Keras 3 backend (``tensorflow``/``jax``/``torch``);
 * ``COMPAT_CLONE_RESULTS``          folder where feature results are written;
-* ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run;
+* ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run
+                                    (set by our overlay, tests/matrix-overlay.toml,
+                                    as are ``COMPAT_CLONE_SUITE`` and ``HYPOTHESIS_PROFILE``);
 * ``COMPAT_CLONE_WIDE``             ``1`` in ``make test-wide``: the tests ``make test``
                                     runs in fewer environments run in all.
 
@@ -304,8 +306,8 @@ def _claim_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide: 
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Skips tests marked for a family this run does not test."""
     active = set(families_under_test())
-    # Soak checks run in one matrix env per family and backend (the table sets
-    # COMPAT_CLONE_SOAK=1 there) and always outside the matrix.
+    # Soak checks run in one matrix env per family and backend (our overlay,
+    # tests/matrix-overlay.toml, sets COMPAT_CLONE_SOAK=1 there) and always outside the matrix.
     soak_here = not os.environ.get("COMPAT_CLONE_ENV") or os.environ.get("COMPAT_CLONE_SOAK") == "1"
     # An environment kept as a conversion SOURCE only (tf.keras-2.4: TensorFlow 2.4's
     # own SavedModels) sets COMPAT_CLONE_SUITE=framework-free: the tests that clone

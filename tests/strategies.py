@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 
 # -- settings profiles ---------------------------------------------------------
 # ci: 200 examples per family, the same ones every run (derandomized), no
-# example database written. dev: 20 examples, derandomized too: the matrix
-# runs it in most environments of `make test`, whose result must not depend on
+# example database written. dev: 20 examples, derandomized too: our overlay
+# (tests/matrix-overlay.toml) sets it in most environments of `make test`, whose result must not depend on
 # the run (a fresh draw that fails once in a while is found by `nightly`, not
 # by CI). nightly: 2000 fresh examples. Pick one with HYPOTHESIS_PROFILE=nightly;
 # `ci` is the default.

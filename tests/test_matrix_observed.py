@@ -95,6 +95,21 @@ def test_the_users_table_holds_no_package_of_our_own_tests() -> None:
         assert "pytest" in names, env.name
 
 
+# Words a note of the user's table would use about compat_clone's own suite.
+_OUR_SUITE_WORDS = ("conversion tests", "our suite", "our tests", "own tests", "tests/", "make test", "test_")
+
+
+def test_the_users_table_holds_no_variable_or_note_of_our_own_tests() -> None:
+    """The built-in table as the installed wheel reads it: no COMPAT_CLONE_* / HYPOTHESIS_* setting, no note on our suite."""
+    from compat_clone_matrix.table import load_table
+
+    for env in load_table(None):
+        ours = sorted(k for k, _ in env.env if k.startswith(("COMPAT_CLONE_", "HYPOTHESIS_")))
+        assert not ours, (env.name, ours)
+        said = [w for w in _OUR_SUITE_WORDS if w in env.note.lower()]
+        assert not said, (env.name, said, env.note)
+
+
 def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: Any) -> None:
     from pathlib import Path
 
@@ -109,12 +124,26 @@ def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: An
     assert "keras-hub==0.32.0" in by_name["keras-3.15-jax"].no_deps
     assert "tensorflow-model-optimization==0.8.0" in by_name["tf_keras-2.21"].packages
     assert all("hypothesis>=6" in e.packages for e in ours)
+    # the variables our tests read (tests/conftest.py, tests/strategies.py) come from the overlay
+    variables = {e.name: dict(e.env) for e in ours}
+    assert variables["tf.keras-2.4"]["COMPAT_CLONE_SUITE"] == "framework-free"
+    assert {n for n, v in variables.items() if v.get("COMPAT_CLONE_SOAK") == "1"} == {
+        "keras-2.2.4",
+        "tf_keras-2.21",
+        "keras-3.15-tf",
+        "keras-3.15-jax",
+        "keras-3.15-torch",
+    }
+    assert variables["keras-2.3.1"]["HYPOTHESIS_PROFILE"] == "ci" and variables["keras-3.0-tf"]["KERAS_BACKEND"] == "tensorflow"
     bad = tmp_path / "bad.toml"
     bad.write_text('[[env]]\nname = "keras-9.9"\npackages = ["x"]\n')
     with pytest.raises(TableError, match="keras-9.9"):
         apply_overlay(table, bad)
     bad.write_text('[defaults]\npython = "3.12"\n')
     with pytest.raises(TableError, match="python"):
+        apply_overlay(table, bad)
+    bad.write_text('[[env]]\nname = "keras-3.15-tf"\npackages = ["x"]\n\n[[env]]\nname = "keras-3.15-tf"\nenv = { A = "1" }\n')
+    with pytest.raises(TableError, match="keras-3.15-tf"):  # a second entry would drop the first's additions
         apply_overlay(table, bad)
 
 

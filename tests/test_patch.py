@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import compat_clone
-from tests.support.internals import is_ours, routed_modules
+from tests.support.internals import bound_names, is_ours, routed_modules
 
 ROOTS = ("keras", "tf_keras", "tensorflow")
 
@@ -54,6 +54,7 @@ def _nothing_left_patched(K: Any) -> Any:
     yield
     assert not routed_modules(), "a test left compat_clone.patch() active"
     assert _keras_aliases() == before, "a test left a Keras module rebound"
+    assert not bound_names(), "a test left a name of another module rebound"
 
 
 def test_patch_routes_every_alias_and_unpatch_restores_them(K: Any) -> None:
@@ -121,13 +122,17 @@ def test_a_name_rebound_by_someone_else_stays_theirs(K: Any, monkeypatch: Any) -
         assert K.models.clone_model is theirs and K.models.__name__ not in handle.modules
 
 
-def test_modules_of_other_packages_are_never_touched(K: Any, monkeypatch: Any) -> None:
+def test_a_module_of_another_package_gets_only_its_native_names_routed(K: Any, monkeypatch: Any) -> None:
+    native = K.models.clone_model
     library = types.ModuleType("some_library.cloning")
-    library.clone_model = K.models.clone_model  # a library's own `from keras.models import clone_model`
+    library.clone_model = native  # a library's own `from keras.models import clone_model`
+    library.other = object()
     monkeypatch.setitem(sys.modules, "some_library.cloning", library)
     with compat_clone.patched() as handle:
-        assert library.clone_model is K.models.clone_model.__wrapped__
-        assert "some_library.cloning" not in handle.modules
+        assert is_ours(library.clone_model) and library.clone_model.__wrapped__ is native
+        assert "some_library.cloning" not in handle.modules  # a Keras module list; the library is not one
+        assert set(vars(library)) == {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "clone_model", "other"}
+    assert library.clone_model is native
 
 
 def _outcome(fn: Any) -> Any:
@@ -201,11 +206,14 @@ inputs = K.Input((3,))
 model = K.models.Model(inputs, K.layers.Dense(2)(inputs))
 clone = K.models.clone_model(model, name="fresh")
 native = public.__wrapped__
+public_is_ours = bool(getattr(public, "__compat_clone__", False))
 handle.unpatch()
 print(json.dumps({
     "frameworks_before_import": frameworks,
     "routed": routed,
-    "public_is_ours": bool(getattr(public, "__compat_clone__", False)),
+    "public_is_ours": public_is_ours,
+    # a global of __main__ that took the routed name while patched: the native one again
+    "global_restored": public is native,
     "clone_name": clone.name,
     "restored": K.models.clone_model is native,
     "native_module": native.__module__,
@@ -229,5 +237,5 @@ def test_a_keras_imported_after_patch_is_routed(K: Any) -> None:
     assert report["frameworks_before_import"] == []  # patch() imported no framework
     assert K.models.__name__ in report["routed"]
     assert report["public_is_ours"] and report["clone_name"] == "fresh"
-    assert report["restored"]
+    assert report["restored"] and report["global_restored"]
     assert report["native_module"] == K.models.clone_model.__module__

@@ -155,11 +155,12 @@ def _served_here() -> List[Served]:
 
 
 def _make_test_envs() -> List[Tuple[str, Served]]:
-    """Every environment `make test` runs (the enabled ones), with its claim."""
+    """Every environment `make test` runs (the enabled ones, with our overlay's variables), with its claim."""
+    from compat_clone_matrix.overlay import apply_overlay
     from compat_clone_matrix.table import load_table
 
     envs = []
-    for env in load_table(TABLE):
+    for env in apply_overlay(load_table(TABLE), ROOT / "tests" / "matrix-overlay.toml"):
         if env.enabled and dict(env.env).get("COMPAT_CLONE_SUITE") != "framework-free":
             claim = dict(env.expect)
             envs.append((env.name, Served(claim["family"], claim["version"], claim.get("backend", "tensorflow"))))

@@ -12,10 +12,16 @@ for that one call and puts the original loader back afterwards.
 
 What is rebound, and what is not:
 
-* only modules of the Keras packages, only where `clone_model` holds that
-  package's native function: a name rebound by someone else, and modules of
-  other packages (a library's own `from keras.models import clone_model`,
-  bound before `patch()`), are left alone;
+* in the modules of the Keras packages, the name `clone_model`, only where it
+  holds that package's native function: a name rebound by someone else is
+  left alone;
+* in every other module, a name of any kind that holds a native function
+  object itself (identity, `is`): a library's own `from keras.models import
+  clone_model as cm` bound before `patch()`, a class attribute, a function
+  default (`compat_clone._bound` says exactly where it looks, and what it costs);
+  nothing else of those modules is touched. A module imported while the patch
+  is on takes the routed name from the routed Keras module, and gets the
+  native one back from `unpatch()` too;
 * not the module that *defines* `clone_model` (`keras.src.models.cloning`,
   `tf_keras.src.models.cloning`, `keras.models.cloning` of Keras 2.6-2.12):
   the native function calls that global itself for nested models, and
@@ -36,6 +42,9 @@ import sys
 import threading
 import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from compat_clone._bound import bind as _bind_names
+from compat_clone._bound import restore as _restore_names
 
 __all__ = ["Patch", "patch", "patched"]
 
@@ -146,6 +155,25 @@ def _route_loaded() -> None:
             _route(module)
 
 
+def _router_for_defined() -> None:
+    """A router for the native function of each loaded defining module (`_native.defining_modules`).
+
+    The routed Keras modules give most natives their router; this covers a
+    native only its defining module holds (a library that imported
+    `keras.src.models.cloning` itself), so `compat_clone._bound` finds the names bound to it.
+    """
+    from compat_clone._native import defining_modules, is_ours
+
+    for package in _ROOTS:
+        for name in defining_modules(package):
+            try:
+                fn = vars(sys.modules[name]).get("clone_model")
+            except (KeyError, TypeError):  # not loaded; an object without a __dict__
+                continue
+            if callable(fn) and not is_ours(fn) and getattr(fn, "__module__", None) == name:
+                _router_for(fn)
+
+
 def _restore() -> None:
     for module, native, router in list(_routed.values()):
         try:
@@ -249,6 +277,7 @@ class Patch:
                     sys.meta_path.remove(_finder)
                 _finder = None
             _restore()
+            _restore_names(_routers)
 
     def __enter__(self) -> Patch:
         return self
@@ -267,12 +296,14 @@ def patch() -> Patch:
     A library that calls `keras.models.clone_model`, `tf.keras.models.clone_model`
     or `tf_keras.models.clone_model` itself then clones with
     `compat_clone.clone_model`: same arguments, the clone `compat_clone` makes.
-    Keras packages imported after the call are routed as they load. Only the
-    modules of the Keras packages are touched, and only where their
-    `clone_model` is still the native function; a library that bound the
-    function to a name of its own before the call (`from keras.models import
-    clone_model`) keeps the native one: call `patch()` before importing it.
-    Idempotent and thread-safe; imports no framework. `compat_clone.patched`
+    Keras packages imported after the call are routed as they load. A
+    library that bound the native function to a name of its own (`from
+    keras.models import clone_model as cm`, a class attribute, a function
+    default), before or after the call, gets the routed one too, and the
+    native one back from `unpatch()`: only slots that hold the native
+    function object itself are rebound. Each call scans the loaded modules
+    once (tens of milliseconds with TensorFlow loaded), and so does the last
+    `unpatch()`. Idempotent and thread-safe; imports no framework. `compat_clone.patched`
     is this same function, an alias kept for existing code.
 
     Returns:
@@ -306,6 +337,8 @@ def patch() -> Patch:
         # Every time, not only the first: a module loaded while no finder ran
         # (a race with an import already under way) is caught by the next call.
         _route_loaded()
+        _router_for_defined()
+        _bind_names(_routers)
     return Patch()
 
 

@@ -98,5 +98,10 @@ def apply_overlay(envs: Sequence[Env], path: os.PathLike[str] | str) -> List[Env
                 f"The overlay {str(path)!r} adds to environment {name!r}, which the table does not have. "
                 "Expected one of the table's names (`compat-clone matrix --list`)."
             )
+        if name in per_env:
+            raise TableError(
+                f"The overlay {str(path)!r} adds to environment {name!r} twice. "
+                "Expected one [[env]] entry per environment: merge the two."
+            )
         per_env[str(name)] = entry
     return [_added(_added(env, defaults), per_env.get(env.name, {})) for env in envs]

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Tuple
 # attribute path reads through an object (a cache's own table).
 REACHES: Dict[str, Tuple[str, str, str]] = {
     "routed_modules": ("compat_clone._patch", "routed_modules", "test_patch: no test may leave compat_clone.patch() active"),
+    "bound_names": ("compat_clone._bound", "bound_names", "test_patch_bound: no test may leave a library's name rebound"),
     "is_ours": ("compat_clone._native", "is_ours", "test_patch: a patched Keras name is compat_clone's wrapper of the original"),
     "walk": ("compat_clone._walk", "walk", "test_holdings: the layers a clone visits, walked the way the clone walks them"),
     "keras_for": (
