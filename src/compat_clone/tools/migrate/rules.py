@@ -78,6 +78,7 @@ TRIGGERS = (
     b"deepcopy",
     b"update",
     b"assign",
+    b"set_value",
 )
 
 # Top-level packages whose star imports may bring a `clone_model` in.

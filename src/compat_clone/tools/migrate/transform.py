@@ -42,12 +42,12 @@ class Transformer(cst.CSTTransformer):
         self.comment_placed: Set[cst.Comment] = set()  # fold comments put on the new argument
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        result = super().on_leave(original_node, updated_node)
+        result: Any = super().on_leave(original_node, updated_node)
         comments = self.analysis.moved_comments.get(original_node)
         if comments and isinstance(result, cst.CSTNode) and hasattr(result, "leading_lines"):
             # comments from inside a rewritten expression or loop: above the statement, in their order
             moved = [cst.EmptyLine(comment=c) for c in comments]
-            result = result.with_changes(leading_lines=[*getattr(result, "leading_lines"), *moved])
+            result = result.with_changes(leading_lines=[*result.leading_lines, *moved])
         return result
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
