@@ -328,7 +328,7 @@ class IdiomAnalysis:
         value = None if update.tau is None else literal_value(update.tau.with_changes(lpar=[], rpar=[]))
         if value is not None and not 0.0 < value <= 1.0:
             why = TAU_RANGE_WHY.format(tau=tau_text, source=update.source, target=update.target)
-        elif update.lists is not None and (update.lists[0] != update.lists[1] or update.lists[0] not in WHOLE_LISTS):
+        elif update.lists is not None and not set(update.lists) <= WHOLE_LISTS:
             why = partial_lists_why(update.rule, update.source, update.target, tau_text, update.lists)
         elif update.temporaries and not self._only_used_in(update.temporaries, statements):
             names = ", ".join(f"`{n}`" for n in update.temporaries)

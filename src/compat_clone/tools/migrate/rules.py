@@ -219,8 +219,8 @@ GRAPH_UPDATE_WHY = (
 )
 ASSIGN_UPDATE_WHY = (
     "soft target update by variable assignment (`t.assign(tau * s + (1 - tau) * t)`) over "
-    "variables this tool cannot follow to two models' lists (a loop over `zip(T.weights, S.weights)` or "
-    "`zip(T.variables, S.variables)` alone is rewritten); not rewritten: the lists chosen decide what is "
+    "variables this tool cannot follow to two models' lists (a loop over `zip(T.weights, S.weights)` alone is "
+    "rewritten); not rewritten: the lists chosen decide what is "
     "blended, and which pairs by order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
     "variable, trainable or not, blended; the others copied exactly."
 )
@@ -259,9 +259,9 @@ RULES = {
     "array-update": "an update by NumPy arithmetic (`np.array(S.get_weights())`, then `T.set_weights(...)`) whose "
     "temporaries are used elsewhere",
     "variable-copy": "a per-variable copy (`K.set_value(t, K.get_value(s))`, `t.assign(s)` over zipped variable "
-    "lists) over lists other than all of each model's variables",
-    "assign-update": "a per-variable blend (`t.assign(tau * s + (1 - tau) * t)`) over lists other than all of "
-    "each model's variables, or over lists the tool cannot read",
+    "lists) over lists other than both models' `weights` (`trainable_weights`, `variables`, ...)",
+    "assign-update": "a per-variable blend (`t.assign(tau * s + (1 - tau) * t)`) over lists other than both "
+    "models' `weights`, or over lists the tool cannot read",
     "tau-range": "a soft update whose literal `tau` is outside (0, 1], which `copy_weights` refuses",
     "deepcopy": "`copy.deepcopy` of what may be a Keras model (a site to review)",
 }
@@ -301,6 +301,14 @@ def partial_lists_why(rule: str, source: str, target: str, tau: Optional[str], l
     True
     """
     zipped = f"`zip({target}.{lists[0]}, {source}.{lists[1]})`"
+    if lists == ("variables", "variables"):
+        return (
+            f"{_UPDATE_FORMS[rule]} over {zipped}; not rewritten: in Keras 3 `variables` also holds each layer's "
+            "random-seed state (Dropout's `seed_generator_state`), which this loop copies and "
+            f"{_copy_call(source, target, tau)} does not (in Keras 2 the lists are the same). If the seed state "
+            f"does not matter (it only decides which units dropout drops), replace the loop by "
+            f"{_copy_call(source, target, tau)}, else keep it."
+        )
     return (
         f"{_UPDATE_FORMS[rule]} over {zipped}; not rewritten: {_copy_call(source, target, tau)} "
         "copies every variable of the model (trainable or not), which this loop does not, so the two are not the "

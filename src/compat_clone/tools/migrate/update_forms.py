@@ -37,8 +37,9 @@ from compat_clone.tools.migrate.syntax import dotted, last_name
 
 __all__ = ["WHOLE_LISTS", "VARIABLE_LISTS", "find_array_update", "find_variable_loop"]
 
-# The variable lists of a Keras model a loop may zip, and those that hold every variable
-# (`copy_weights` copies every variable: a loop over `trainable_weights` alone does less).
+# The variable lists of a Keras model a loop may zip, and the one that holds what `copy_weights` copies:
+# a loop over `trainable_weights` does less; one over `variables` more in Keras 3, where it also holds
+# each layer's random-seed state (Dropout's `seed_generator_state`), which `copy_weights` leaves alone.
 VARIABLE_LISTS = frozenset(
     {
         "weights",
@@ -49,7 +50,7 @@ VARIABLE_LISTS = frozenset(
         "non_trainable_variables",
     }
 )
-WHOLE_LISTS = frozenset({"weights", "variables"})
+WHOLE_LISTS = frozenset({"weights"})
 
 # `s.numpy()`, `s.value()`, `s.read_value()`: the value of variable `s`, as `s` itself gives it
 _READS = frozenset({"numpy", "value", "read_value"})

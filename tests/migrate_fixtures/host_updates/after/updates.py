@@ -29,6 +29,11 @@ def hard_update_assign(target, source):
     compat_clone.copy_weights(source, target)
 
 
+def hard_update_variables(target, source):
+    for t, s in zip(target.variables, source.variables):
+        t.assign(s)
+
+
 def soft_update_assign(target, source, tau):
     compat_clone.copy_weights(source, target, tau=tau)
 

@@ -31,6 +31,11 @@ def hard_update_set_value(target, source):
 
 
 def hard_update_assign(target, source):
+    for t, s in zip(target.weights, source.weights):
+        t.assign(s)
+
+
+def hard_update_variables(target, source):
     for t, s in zip(target.variables, source.variables):
         t.assign(s)
 
