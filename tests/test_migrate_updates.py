@@ -75,6 +75,12 @@ SNIPPETS = {
         "    {'class_name': m.__class__.__name__,  # the class\n     'config': m.get_config()}\n)\n",
         "import compat_clone\n# the class\nc = compat_clone.clone_model(m)\n",
     ),
+    "imports the new call reads stay, those only the loop read go": (
+        "from cfg import TAU\nfrom nets import online, target\nimport keras.backend as K\n"
+        "for t, s in zip(target.weights, online.weights):\n    K.set_value(t, TAU * K.get_value(s) + (1 - TAU) * K.get_value(t))\n",
+        "from cfg import TAU\nfrom nets import online, target\nimport compat_clone\n"
+        "compat_clone.copy_weights(online, target, tau=TAU)\n",
+    ),
     "CRLF and tabs kept": (
         "def f(target, source):\r\n\tfor t, s in zip(target.weights, source.weights):\r\n\t\tt.assign(s)\r\n",
         "import compat_clone\r\n\r\n\r\ndef f(target, source):\r\n\tcompat_clone.copy_weights(source, target)\r\n",

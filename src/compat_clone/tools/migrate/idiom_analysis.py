@@ -25,6 +25,7 @@ from compat_clone.tools.migrate.idioms import (
     get_weights_of,
     is_trivial,
     literal_value,
+    names_in,
     serialized_model,
     set_weights_call,
     single,
@@ -42,7 +43,7 @@ from compat_clone.tools.migrate.rules import (
     partial_lists_why,
     temporaries_why,
 )
-from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, inner_comments, last_name
+from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, inner_comments, last_name, root_name
 from compat_clone.tools.migrate.update_forms import WHOLE_LISTS, find_array_update, find_variable_loop
 from compat_clone.tools.migrate.walk import Analysis, Walk
 
@@ -383,8 +384,14 @@ class IdiomAnalysis:
         if comments:
             self.analysis.moved_comments.setdefault(last, []).extend(comments)
         self.analysis.idiom_removed.update(statements[:-1])
+        # the names only the removed code reads (`np`, `K`) may take their imports with them; not those the
+        # new call reads (the models, `tau`)
+        kept = {source.partition(".")[0], target.partition(".")[0], *names_in(tau or cst.Pass())}
         for statement in statements:
-            self.analysis.rewritten_refs.update(m.findall(statement, m.Name() | m.Attribute()))
+            for node in m.findall(statement, m.Name() | m.Attribute()):
+                root = root_name(node)
+                if root is not None and root.value not in kept:
+                    self.analysis.rewritten_refs.add(node)
         if not self._built_alike(source, target):
             why = HARD_UPDATE_NOTE if tau is None else SOFT_UPDATE_NOTE
             self.note(statements[0], why.format(source=source, target=target, tau=tau_text))
