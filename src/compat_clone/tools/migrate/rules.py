@@ -201,12 +201,12 @@ HARD_UPDATE_NOTE = (
     "that `{target}` is built like `{source}` (a clone of it, or the same builder call): "
     "`copy_weights` pairs variables layer by layer and checks every shape and dtype first, so "
     "two models whose layers differ but whose weight lists line up by order, which "
-    "`set_weights` filled by order (casting dtypes), make it raise `WeightsMismatchError` with "
+    "the old code filled by order (`set_weights` or a loop over the lists, casting dtypes), make it raise `WeightsMismatchError` with "
     "the target unchanged; and it takes models only (keep `set_weights` for two layers)."
 )
 SOFT_UPDATE_NOTE = (
     "rewritten to `compat_clone.copy_weights({source}, {target}, tau={tau})`. The host-list "
-    "form blended every weight, non-float ones too (then cast back); `copy_weights` blends "
+    "form (and a loop over the variables) blended every weight, non-float ones too (then cast back); `copy_weights` blends "
     "floating-point variables and copies the others exactly, and refuses a `tau` outside "
     "(0, 1]. " + HARD_UPDATE_NOTE.split(". ", 1)[1]
 )
