@@ -97,7 +97,7 @@ def find_array_update(body: Sequence[cst.BaseStatement], last: int) -> Optional[
             return bound[node.value]
         return _array_of(node)
 
-    funcs = [func for func in (v[1] for v in bound.values())]
+    funcs = [array[1] for array in bound.values()]
     funcs += [c.func for c in m.findall(arg, m.Call()) if isinstance(c, cst.Call) and _array_of(c) is not None]
     whole = operand(arg)
     tau: Optional[cst.BaseExpression] = None
