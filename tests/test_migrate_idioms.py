@@ -110,6 +110,7 @@ def test_dqn_updates_leave_the_same_weights() -> None:
     steps: List[Tuple[str, Tuple[Any, ...]]] = [
         ("update_target_soft", ()),
         ("update_target_by_index", (0.3,)),
+        ("update_target_variables", ()),
         ("update_target_hard", ()),
     ]
     for method, args in steps:

@@ -19,7 +19,10 @@ rewrites:
   old codebases use"): ``T.set_weights(S.get_weights())`` anywhere becomes
   ``compat_clone.copy_weights(S, T)``; soft target updates on host lists
   (a comprehension or a loop over ``zip(S.get_weights(), T.get_weights())``)
-  become ``compat_clone.copy_weights(S, T, tau=tau)``; hand-rolled clones
+  become ``compat_clone.copy_weights(S, T, tau=tau)``, and so do updates by
+  NumPy arithmetic (``np.array(S.get_weights())``) and loops over
+  ``zip(T.weights, S.weights)`` of ``K.set_value`` / ``t.assign``
+  (`update_forms.py`); hand-rolled clones
   (``model_from_config({'class_name': ..., 'config': m.get_config()})``,
   ``Model.from_config(m.get_config())``, ``model_from_json(m.to_json())``)
   become ``compat_clone.clone_model(m)``. Soft updates built as graph ops
@@ -43,7 +46,7 @@ The package has two halves. `cli`, `source`, `report` and `rules` import no
 libcst, so `compat-clone --help` and the other subcommands work without it.
 `source.load_codemod` is the one place libcst is imported: it checks for
 libcst (or raises `ImportError` saying how to install it), then imports
-`codemod`, which with `walk`, `analysis`, `idiom_analysis`, `folds`, `idioms`, `imports`,
+`codemod`, which with `walk`, `analysis`, `idiom_analysis`, `folds`, `idioms`, `update_forms`, `imports`,
 `transform`, `edits` and `syntax` subclasses and uses libcst at module level.
 """
 
@@ -55,6 +58,7 @@ from compat_clone.tools.migrate.cli import (
     EXIT_OK,
     EXIT_REVIEW,
     add_arguments,
+    is_excluded,
     iter_python_files,
     run,
 )
@@ -71,6 +75,7 @@ __all__ = [
     "migrate_source",
     "migrate_path",
     "iter_python_files",
+    "is_excluded",
     "add_arguments",
     "run",
 ]

@@ -175,12 +175,12 @@ class Analyzer(Walk):
     # -- after the walk (metadata is only available during it)
     def leave_Module(self, original_node: cst.Module) -> None:
         analysis = self.analysis
-        self._unused_imports()
         foldable = analysis.attr_calls | {call for call in analysis.name_calls if self._through_rewritten_import(call)}
         foldable |= set(analysis.idiom_clones)
         analysis.folds = find_folds(self.bodies, foldable, analysis.idiom_clones)
         for body in self.bodies:
             self.idioms.target_updates(body)
+        self._unused_imports()  # after the updates: an import only a rewritten update used may go
         if self.star_imports:
             star, line = self.star_imports[0]
             for node in self.unbound_clone_calls:

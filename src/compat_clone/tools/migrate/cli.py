@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import sys
 from typing import Iterator, List, Optional, Sequence
@@ -11,7 +12,7 @@ from compat_clone.tools.migrate.report import MigrateResult
 from compat_clone.tools.migrate.rules import REVIEW_RULES
 from compat_clone.tools.migrate.source import load_codemod, migrate_path
 
-__all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "EXIT_REVIEW", "add_arguments", "run", "iter_python_files"]
+__all__ = ["EXIT_OK", "EXIT_CHANGES", "EXIT_ERROR", "EXIT_REVIEW", "add_arguments", "run", "iter_python_files", "is_excluded"]
 
 EXIT_OK = 0
 EXIT_CHANGES = 1  # --check: a file would change, or a use needs a fix by hand
@@ -23,7 +24,8 @@ _DESCRIPTION = (
     "clone_model from keras.models, tf.keras.models, tensorflow.keras.models and "
     "tf_keras.models, and a following `c.set_weights(m.get_weights())` folded into "
     "`copy_weights=True`; and the idioms old code uses instead (docs/migrate.md): "
-    "`T.set_weights(S.get_weights())` and soft target updates on host lists become "
+    "`T.set_weights(S.get_weights())`, soft target updates on host lists or NumPy arrays, and loops "
+    "of `K.set_value` / `t.assign` over `zip(T.weights, S.weights)` become "
     "`compat_clone.copy_weights`, hand-rolled clones (`model_from_config`, `from_config`, "
     "`model_from_json`) `compat_clone.clone_model`. Prints a unified diff unless --write or "
     "--check. Uses that cannot be rewritten safely are reported as PATH:LINE:COL on stderr "
@@ -50,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of code: list the saved Keras 2 models under DIR (.h5, .keras, SavedModel) "
         "with the `compat-clone convert` command for each",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip the files and folders matching GLOB (repeatable): a pattern matches a file's or folder's "
+        "name, or its path as walked (`--exclude legacy/py2`, `--exclude '*_py2.py'`), as in flake8 and ruff",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="edit the files in place")
     mode.add_argument(
@@ -60,30 +70,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def iter_python_files(paths: Sequence[str]) -> Iterator[str]:
+def is_excluded(path: str, patterns: Sequence[str]) -> bool:
+    """Whether `path` matches one of the `--exclude` globs, in flake8's and ruff's sense.
+
+    A pattern matches the last part of the path (`py2`, `*_old.py`) or the
+    whole path, normalized with `/` (`legacy/py2`, `*/py2/*`); a trailing `/`
+    is ignored.
+
+    Example:
+
+    >>> is_excluded("src/legacy/py2", ["legacy/py2"]), is_excluded("src/py2/a.py", ["py2"])
+    (True, False)
+    """
+    norm = os.path.normpath(path).replace(os.sep, "/")
+    name = norm.rpartition("/")[2]
+    for pattern in patterns:
+        pattern = pattern.rstrip("/").replace(os.sep, "/")
+        if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(norm, pattern):
+            return True
+        if "/" in pattern and not pattern.startswith(("/", "*")) and fnmatch.fnmatchcase(norm, "*/" + pattern):
+            return True
+    return False
+
+
+def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
     """Yields the files to migrate: each file named, and every `*.py` under each folder.
 
     Folders are walked in sorted order, skipping hidden folders (`.git`,
-    `.venv`), `__pycache__`, and virtual environments (a folder with a
-    `pyvenv.cfg`).
+    `.venv`), `__pycache__`, virtual environments (a folder with a
+    `pyvenv.cfg`), and what `exclude` matches (`is_excluded`).
 
     Args:
         paths: files and folders, as given on the command line.
+        exclude: the `--exclude` globs.
 
     Returns:
         An iterator of file paths: a folder's files (sorted) before its
         subfolders' (sorted).
     """
     for path in paths:
+        if is_excluded(path, exclude):
+            continue
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(
                     d
                     for d in dirs
-                    if not d.startswith(".") and d != "__pycache__" and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
+                    if not d.startswith(".")
+                    and d != "__pycache__"
+                    and not os.path.exists(os.path.join(root, d, "pyvenv.cfg"))
+                    and not is_excluded(os.path.join(root, d), exclude)
                 )
                 for name in sorted(files):
-                    if name.endswith(".py"):
+                    if name.endswith(".py") and not is_excluded(os.path.join(root, name), exclude):
                         yield os.path.join(root, name)
         else:
             yield path
@@ -115,16 +154,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"compat-clone migrate: {exc}", file=sys.stderr)
         return EXIT_ERROR
     errors = 0
+    unparsed: List[str] = []
     would_change: List[str] = []
     reports = review = reviewed = 0
     missing = [p for p in args.paths if not os.path.exists(p)]
     for path in missing:
         print(f"{path}: no such file or folder, skipped", file=sys.stderr)
         errors += 1
-    for path in iter_python_files([p for p in args.paths if p not in missing]):
+    for path in iter_python_files([p for p in args.paths if p not in missing], args.exclude):
         result = _migrate_file(path)
-        if result is None:
+        if result is None or result.error is not None:
             errors += 1
+            if result is not None:
+                unparsed.append(path)
             continue
         for report in result.reports:
             if not report.reviewed:
@@ -142,6 +184,13 @@ def run(args: argparse.Namespace) -> int:
             f"to review (mark one reviewed with `# compat-clone: ok RULE`), {reviewed} marked reviewed.",
             file=sys.stderr,
         )
+    if unparsed:
+        print(
+            f"{len(unparsed)} file(s) do not parse (listed above, with the reason; Python 2 code, say): "
+            + ", ".join(unparsed)
+            + ". Fix them, or leave them out with --exclude GLOB (repeatable).",
+            file=sys.stderr,
+        )
     if errors:
         return EXIT_ERROR
     if not args.check:
@@ -150,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _migrate_file(path: str) -> Optional[MigrateResult]:
-    """The migration of `path`; None, said on stderr, when it could not be done."""
+    """The migration of `path`; None, said on stderr, when it could not be done (a result with
+    `error` set, said on stderr too, when it does not parse)."""
     try:
         result = migrate_path(path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -165,7 +215,6 @@ def _migrate_file(path: str) -> Optional[MigrateResult]:
         return None
     if result.error is not None:
         print(result.error, file=sys.stderr)
-        return None
     return result
 
 

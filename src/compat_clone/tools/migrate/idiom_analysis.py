@@ -9,7 +9,7 @@ installed.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 import libcst.matchers as m
@@ -17,12 +17,15 @@ from libcst.metadata import Assignment, ImportAssignment, PositionProvider
 
 from compat_clone.tools.migrate.idioms import (
     SERIALIZED_BY,
+    SoftUpdate,
     assigned,
     bare,
     blend,
     find_soft_update,
     get_weights_of,
     is_trivial,
+    literal_value,
+    names_in,
     serialized_model,
     set_weights_call,
     single,
@@ -35,9 +38,13 @@ from compat_clone.tools.migrate.rules import (
     HARD_UPDATE_NOTE,
     MODEL_CLASSES,
     SOFT_UPDATE_NOTE,
+    TAU_RANGE_WHY,
     keras_root,
+    partial_lists_why,
+    temporaries_why,
 )
-from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, last_name
+from compat_clone.tools.migrate.syntax import chain_nodes, code, dotted, inner_comments, last_name, root_name
+from compat_clone.tools.migrate.update_forms import WHOLE_LISTS, find_array_update, find_variable_loop
 from compat_clone.tools.migrate.walk import Analysis, Walk
 
 __all__ = ["IdiomAnalysis"]
@@ -52,6 +59,8 @@ class IdiomAnalysis:
 
     def __init__(self, analyzer: Walk) -> None:
         self.analyzer = analyzer
+        # `t.assign(blend)` calls reported as `assign-update`, by call: a loop decided later takes its report back
+        self.assign_reports: Dict[cst.Call, Tuple[int, int, str]] = {}
 
     @property
     def analysis(self) -> Analysis:
@@ -88,6 +97,7 @@ class IdiomAnalysis:
                 return True
             if len(args) == 1 and self.blends_with(args[0].value, func.value):
                 self.analyzer.report(node, ASSIGN_UPDATE_WHY)  # `t.assign(...)`
+                self.assign_reports[node] = self.analysis.reports[-1]
                 return True
         if name == "deepcopy" and len(args) == 1 and self.analyzer.resolved(func) == {"copy.deepcopy"}:
             arg = dotted(args[0].value)
@@ -200,6 +210,7 @@ class IdiomAnalysis:
                 self.analyzer.report(node, CUSTOM_OBJECTS_WHY.format(function=code(func), argument=argument, model=code(model)))
                 return True
         self.analysis.idiom_clones[node] = model
+        self._keep_comments(node)
         self.analysis.rewritten_refs.update(chain_nodes(owner))
         if removed is not None:
             self.analysis.idiom_removed.add(removed)
@@ -279,9 +290,18 @@ class IdiomAnalysis:
         return True
 
     def target_updates(self, body: Sequence[cst.BaseStatement]) -> None:
-        """Rewrites the hard and soft target updates of one block (`idioms.find_soft_update`)."""
+        """Rewrites (or reports) the hard and soft target updates of one block.
+
+        The forms: `T.set_weights(S.get_weights())`, soft updates on host lists
+        (`idioms.find_soft_update`), updates by NumPy arithmetic and loops over
+        zipped variable lists (`update_forms`).
+        """
         folds = self.analysis.folds
         for i, line in enumerate(body):
+            loop = find_variable_loop(line, i)
+            if loop is not None:
+                self._decide(body, loop)
+                continue
             small = single(line)
             found = None if small is None else set_weights_call(small)
             if found is None or line in folds.removed_lines or not isinstance(line, cst.SimpleStatementLine):
@@ -292,27 +312,86 @@ class IdiomAnalysis:
                 if source != target and not _is_a_layer(source, target):
                     self._rewrite_update([line], source, target, None)
                 continue
-            soft = find_soft_update(body, i)
-            if soft is None or _is_a_layer(soft.source, soft.target):
-                continue
-            statements = list(body[soft.first : soft.last + 1])
-            taken = self.analysis.idiom_removed | set(self.analysis.idiom_lines) | folds.removed_lines
-            if any(s in taken for s in statements):
-                continue
-            if soft.temporaries and not self._only_used_in(soft.temporaries, statements):
-                continue
-            self._rewrite_update(statements, soft.source, soft.target, soft.tau)
+            soft = find_soft_update(body, i) or find_array_update(body, i)
+            if soft is not None:
+                self._decide(body, soft)
+
+    def _decide(self, body: Sequence[cst.BaseStatement], update: SoftUpdate) -> None:
+        """Rewrites `update` where that is the same operation, reports it (by its rule) where it is not."""
+        if _is_a_layer(update.source, update.target) or not all(self._is_of(f, package) for f, package in update.funcs):
+            return  # not models, or not NumPy's / Keras's functions: not the idiom
+        statements = list(body[update.first : update.last + 1])
+        taken = self.analysis.idiom_removed | set(self.analysis.idiom_lines) | self.analysis.folds.removed_lines
+        if any(s in taken for s in statements):
+            return
+        tau_text = None if update.tau is None else _tau_text(update.tau)
+        why: Optional[str] = None
+        value = None if update.tau is None else literal_value(update.tau.with_changes(lpar=[], rpar=[]))
+        if value is not None and not 0.0 < value <= 1.0:
+            why = TAU_RANGE_WHY.format(tau=tau_text, source=update.source, target=update.target)
+        elif update.lists is not None and not set(update.lists) <= WHOLE_LISTS:
+            why = partial_lists_why(update.rule, update.source, update.target, tau_text, update.lists)
+        elif update.temporaries and not self._only_used_in(update.temporaries, statements):
+            names = ", ".join(f"`{n}`" for n in update.temporaries)
+            why = temporaries_why(update.rule, update.source, update.target, tau_text, names)
+        self._take_back_assign_report(statements[-1])
+        if why is not None:
+            self.analyzer.report(statements[-1], why)
+            return
+        self._rewrite_update(statements, update.source, update.target, update.tau)
+
+    def _is_of(self, func: cst.BaseExpression, package: str) -> bool:
+        """Whether `func` is, through the imports, a function of `package` ("numpy", or "keras": any Keras)."""
+        names = self.analyzer.resolved(func)
+        if not names:
+            return False
+        if package == "keras":
+            return all(keras_root(q) is not None for q in names)
+        return all(q.partition(".")[0] == package for q in names)
+
+    def _take_back_assign_report(self, statement: cst.CSTNode) -> None:
+        """Drops the generic `assign-update` report of a loop now decided on its own."""
+        for call in m.findall(statement, m.Call()):
+            report = self.assign_reports.pop(call, None) if isinstance(call, cst.Call) else None
+            if report is not None and report in self.analysis.reports:
+                self.analysis.reports.remove(report)
+
+    def _keep_comments(self, node: cst.CSTNode) -> None:
+        """Keeps the comments inside `node`, which is replaced: they go above its statement."""
+        comments = [c for c in m.findall(node, m.Comment()) if isinstance(c, cst.Comment)]
+        statement: Any = node
+        while statement is not None and not isinstance(statement, cst.BaseStatement):
+            statement = self.analyzer.parent(statement)
+        if comments and statement is not None:
+            self.analysis.moved_comments.setdefault(statement, []).extend(comments)
 
     def _rewrite_update(self, statements: List[Any], source: str, target: str, tau: Optional[cst.BaseExpression]) -> None:
-        """Replaces `statements` (the last a `set_weights` line) by one `copy_weights` call."""
-        tau_text = ""
-        if tau is not None:
-            text = code(tau.with_changes(lpar=[], rpar=[]))
-            tau_text = code(tau) if "\n" in text else text
+        """Replaces `statements` (the last a `set_weights` line or a loop) by one `copy_weights` call.
+
+        The comments inside them are kept (the removed statements' by the
+        transform; the last one's, from inside its expression, go above it), and
+        the imports only they used may go.
+        """
+        tau_text = "" if tau is None else _tau_text(tau)
         call = f"compat_clone.copy_weights({source}, {target}"
         call += f", tau={tau_text})" if tau is not None else ")"
-        self.analysis.idiom_lines[statements[-1]] = cst.Expr(cst.parse_expression(call))
+        last = statements[-1]
+        self.analysis.idiom_lines[last] = cst.Expr(cst.parse_expression(call))
+        if isinstance(last, cst.SimpleStatementLine):
+            comments = [c for small in last.body for c in m.findall(small, m.Comment()) if isinstance(c, cst.Comment)]
+        else:
+            comments = inner_comments(last)
+        if comments:
+            self.analysis.moved_comments.setdefault(last, []).extend(comments)
         self.analysis.idiom_removed.update(statements[:-1])
+        # the names only the removed code reads (`np`, `K`) may take their imports with them; not those the
+        # new call reads (the models, `tau`)
+        kept = {source.partition(".")[0], target.partition(".")[0], *names_in(tau or cst.Pass())}
+        for statement in statements:
+            for node in m.findall(statement, m.Name() | m.Attribute()):
+                root = root_name(node)
+                if root is not None and root.value not in kept:
+                    self.analysis.rewritten_refs.add(node)
         if not self._built_alike(source, target):
             why = HARD_UPDATE_NOTE if tau is None else SOFT_UPDATE_NOTE
             self.note(statements[0], why.format(source=source, target=target, tau=tau_text))
@@ -332,6 +411,12 @@ class IdiomAnalysis:
             if any(bare(v) == bare(value) for v in source_values):
                 return True
         return False
+
+
+def _tau_text(tau: cst.BaseExpression) -> str:
+    """`tau` as the `tau=` argument writes it: without its parentheses, unless it spans lines."""
+    text = code(tau.with_changes(lpar=[], rpar=[]))
+    return code(tau) if "\n" in text else text
 
 
 def _is_a_layer(*names: str) -> bool:

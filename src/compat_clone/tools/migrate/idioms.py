@@ -19,6 +19,10 @@ from compat_clone.tools.migrate.syntax import code, dotted
 
 __all__ = [
     "SERIALIZED_BY",
+    "SoftUpdate",
+    "literal_value",
+    "names_in",
+    "two_names",
     "assigned",
     "bare",
     "blend",
@@ -63,6 +67,24 @@ def names_in(node: cst.CSTNode) -> Set[str]:
 
 def _number(node: cst.CSTNode) -> Optional[float]:
     if isinstance(node, (cst.Integer, cst.Float)) and not node.lpar:
+        return float(node.value.replace("_", ""))
+    return None
+
+
+def literal_value(node: cst.CSTNode) -> Optional[float]:
+    """The value of a number literal, signed and parenthesized or not (`-0.5`, `(2)`); else None.
+
+    Example:
+
+    >>> literal_value(cst.parse_expression("(-1.5)")), literal_value(cst.parse_expression("tau"))
+    (-1.5, None)
+    """
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        inner = literal_value(node.expression)
+        if inner is None:
+            return None
+        return -inner if isinstance(node.operator, cst.Minus) else inner
+    if isinstance(node, (cst.Integer, cst.Float)):
         return float(node.value.replace("_", ""))
     return None
 
@@ -174,18 +196,26 @@ class SoftUpdate:
     Attributes:
         source: the source model, as dotted text.
         target: the target model.
-        tau: the source's coefficient, as written.
+        tau: the source's coefficient, as written; None for a hard update (a copy).
         first: the index in its block of the first statement of the idiom.
-        last: the index of its `target.set_weights(...)` line.
+        last: the index of its last statement (the `target.set_weights(...)` line, or the loop).
         temporaries: the names the idiom binds, which go with it.
+        rule: the idiom's rule (`rules.RULES`), for the report when it is not rewritten.
+        funcs: (function, package) pairs: each function the idiom calls must be that
+            package's (`np.array` NumPy's, `K.set_value` a Keras one) for the idiom to be it.
+        lists: for a loop over variables, the lists it zips: (target's, source's), such as
+            ("weights", "weights").
     """
 
     source: str
     target: str
-    tau: cst.BaseExpression
+    tau: Optional[cst.BaseExpression]
     first: int
     last: int
     temporaries: Tuple[str, ...]
+    rule: str = "list-update"
+    funcs: Tuple[Tuple[cst.BaseExpression, str], ...] = ()
+    lists: Optional[Tuple[str, str]] = None
 
 
 def _pair_blend(expr: cst.CSTNode, source_key: str, target_key: str) -> Optional[cst.BaseExpression]:
@@ -213,7 +243,7 @@ def _comprehension_blend(node: cst.CSTNode, target: str) -> Optional[Tuple[str, 
     comp = node.for_in
     if comp.inner_for_in is not None or comp.ifs or comp.asynchronous is not None:
         return None
-    names = _two_names(comp.target)
+    names = two_names(comp.target)
     models = _zip_of_weights(comp.iter)
     if names is None or models is None:
         return None
@@ -227,7 +257,7 @@ def _comprehension_blend(node: cst.CSTNode, target: str) -> Optional[Tuple[str, 
     return source, tau
 
 
-def _two_names(node: cst.CSTNode) -> Optional[Tuple[str, str]]:
+def two_names(node: cst.CSTNode) -> Optional[Tuple[str, str]]:
     if isinstance(node, cst.Tuple) and len(node.elements) == 2:
         a, b = (e.value for e in node.elements)
         if isinstance(a, cst.Name) and isinstance(b, cst.Name) and a.value != b.value:
@@ -253,7 +283,7 @@ def find_soft_update(body: Sequence[cst.BaseStatement], last: int) -> Optional[S
         return None
     target, arg = found
     found_update = _soft_update_at(body, last, target, arg)
-    if found_update is None or names_in(found_update.tau) & set(found_update.temporaries):
+    if found_update is None or names_in(found_update.tau or cst.Pass()) & set(found_update.temporaries):
         return None  # `tau` names something the idiom binds: it would be gone
     return found_update
 
@@ -295,7 +325,7 @@ def _append_loop(
     start = assigned(single(body[last - 2]))
     if start is None or start[0] != name or not (isinstance(start[1], cst.List) and not start[1].elements):
         return None
-    names = _two_names(loop.target)
+    names = two_names(loop.target)
     models = _zip_of_weights(loop.iter)
     if names is None or models is None or not isinstance(step, cst.Expr):
         return None

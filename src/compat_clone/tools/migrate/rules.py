@@ -7,12 +7,16 @@ that have nothing to be rewritten to.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from compat_clone.families.registry import MODEL_CLASS_NAMES
 
 __all__ = [
     "ASSIGN_UPDATE_WHY",
+    "RULES",
+    "TAU_RANGE_WHY",
+    "partial_lists_why",
+    "temporaries_why",
     "CLONE_AND_BUILD_PARAMS",
     "CLONE_AND_BUILD_TARGETS",
     "CLONE_MODEL_HOMES",
@@ -74,6 +78,7 @@ TRIGGERS = (
     b"deepcopy",
     b"update",
     b"assign",
+    b"set_value",
 )
 
 # Top-level packages whose star imports may bring a `clone_model` in.
@@ -196,12 +201,12 @@ HARD_UPDATE_NOTE = (
     "that `{target}` is built like `{source}` (a clone of it, or the same builder call): "
     "`copy_weights` pairs variables layer by layer and checks every shape and dtype first, so "
     "two models whose layers differ but whose weight lists line up by order, which "
-    "`set_weights` filled by order (casting dtypes), make it raise `WeightsMismatchError` with "
+    "the old code filled by order (`set_weights` or a loop over the lists, casting dtypes), make it raise `WeightsMismatchError` with "
     "the target unchanged; and it takes models only (keep `set_weights` for two layers)."
 )
 SOFT_UPDATE_NOTE = (
     "rewritten to `compat_clone.copy_weights({source}, {target}, tau={tau})`. The host-list "
-    "form blended every weight, non-float ones too (then cast back); `copy_weights` blends "
+    "form (and a loop over the variables) blended every weight, non-float ones too (then cast back); `copy_weights` blends "
     "floating-point variables and copies the others exactly, and refuses a `tau` outside "
     "(0, 1]. " + HARD_UPDATE_NOTE.split(". ", 1)[1]
 )
@@ -213,10 +218,10 @@ GRAPH_UPDATE_WHY = (
     "(one cached graph op in standalone Keras 2) and drop the ops."
 )
 ASSIGN_UPDATE_WHY = (
-    "soft target update by variable assignment (`t.assign(tau * s + (1 - tau) * t)` over "
-    "zipped variable lists); not rewritten: the lists chosen (`weights`, `variables`, "
-    "`trainable_weights`) decide what is blended, and this tool cannot tell which pairs by "
-    "order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
+    "soft target update by variable assignment (`t.assign(tau * s + (1 - tau) * t)`) over "
+    "variables this tool cannot follow to two models' lists (a loop over `zip(T.weights, S.weights)` alone is "
+    "rewritten); not rewritten: the lists chosen decide what is "
+    "blended, and which pairs by order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
     "variable, trainable or not, blended; the others copied exactly."
 )
 # Checked by tests/test_migrate_idioms.py::test_deepcopy_of_a_model_as_the_report_says.
@@ -241,11 +246,87 @@ CUSTOM_OBJECTS_WHY = (
 
 # A use that needs a decision, not a fix: whether the object is a Keras model (this tool cannot tell).
 REVIEW_RULES = frozenset({"deepcopy"})
-RULES = ("clone-model", "multi-gpu-model", "clone-and-build-model", "custom-objects", "graph-update", "assign-update", "deepcopy")
+# The rule table: each rule a report can fall under, and what it covers (docs/migrate.md lists them,
+# tests/test_migrate_updates.py checks that it does).
+RULES = {
+    "clone-model": "a `clone_model` the tool cannot follow or rewrite (a value, a lookup by name, a star import)",
+    "multi-gpu-model": "`multi_gpu_model`: removed, nothing to rewrite it to",
+    "clone-and-build-model": "`clone_and_build_model` with an argument `clone_model` has no equivalent for",
+    "custom-objects": "a hand-rolled clone given `custom_objects` where no `custom_object_scope` can be put",
+    "graph-update": "a soft update built as graph ops (`K.function(updates=...)`, `K.update`, `tf.assign`)",
+    "list-update": "a soft update on host lists (a comprehension or loop over zipped `get_weights()`) whose "
+    "temporaries are used elsewhere",
+    "array-update": "an update by NumPy arithmetic (`np.array(S.get_weights())`, then `T.set_weights(...)`) whose "
+    "temporaries are used elsewhere",
+    "variable-copy": "a per-variable copy (`K.set_value(t, K.get_value(s))`, `t.assign(s)` over zipped variable "
+    "lists) over lists other than both models' `weights` (`trainable_weights`, `variables`, ...)",
+    "assign-update": "a per-variable blend (`t.assign(tau * s + (1 - tau) * t)`) over lists other than both "
+    "models' `weights`, or over lists the tool cannot read",
+    "tau-range": "a soft update whose literal `tau` is outside (0, 1], which `copy_weights` refuses",
+    "deepcopy": "`copy.deepcopy` of what may be a Keras model (a site to review)",
+}
+# What each update idiom is called in its reports, by rule.
+_UPDATE_FORMS = {
+    "list-update": "soft target update on host lists (over zipped `get_weights()`)",
+    "array-update": "target update by NumPy arithmetic (`np.array(...get_weights())`, then `set_weights`)",
+    "variable-copy": "per-variable copy (`K.set_value(t, K.get_value(s))` / `t.assign(s)` over zipped variable lists)",
+    "assign-update": "soft target update by variable assignment",
+}
+
+
+def _copy_call(source: str, target: str, tau: Optional[str]) -> str:
+    return f"`compat_clone.copy_weights({source}, {target}" + (f", tau={tau})`" if tau is not None else ")`")
+
+
+def temporaries_why(rule: str, source: str, target: str, tau: Optional[str], names: str) -> str:
+    """The report for an update idiom left alone because what it binds (`names`) is used elsewhere.
+
+    Example:
+
+    >>> temporaries_why("array-update", "m", "t", "0.1", "`mw`").endswith("`compat_clone.copy_weights(m, t, tau=0.1)`.")
+    True
+    """
+    return (
+        f"{_UPDATE_FORMS[rule]}: not rewritten, because {names} (which the update binds) is used elsewhere too. "
+        f"Replace the update by {_copy_call(source, target, tau)}."
+    )
+
+
+def partial_lists_why(rule: str, source: str, target: str, tau: Optional[str], lists: Tuple[str, str]) -> str:
+    """The report for a per-variable loop over lists other than every variable of each model.
+
+    Example:
+
+    >>> "copies every variable" in partial_lists_why("variable-copy", "s", "t", None, ("trainable_weights",) * 2)
+    True
+    """
+    zipped = f"`zip({target}.{lists[0]}, {source}.{lists[1]})`"
+    if lists == ("variables", "variables"):
+        return (
+            f"{_UPDATE_FORMS[rule]} over {zipped}; not rewritten: in Keras 3 `variables` also holds each layer's "
+            "random-seed state (Dropout's `seed_generator_state`), which this loop copies and "
+            f"{_copy_call(source, target, tau)} does not (in Keras 2 the lists are the same). If the seed state "
+            f"does not matter (it only decides which units dropout drops), replace the loop by "
+            f"{_copy_call(source, target, tau)}, else keep it."
+        )
+    return (
+        f"{_UPDATE_FORMS[rule]} over {zipped}; not rewritten: {_copy_call(source, target, tau)} "
+        "copies every variable of the model (trainable or not), which this loop does not, so the two are not the "
+        "same operation. Keep the loop if only those variables are meant; if every variable is, "
+        f"replace it by {_copy_call(source, target, tau)}."
+    )
+
+
+TAU_RANGE_WHY = (
+    "target update with `tau={tau}`, outside (0, 1]; not rewritten: `compat_clone.copy_weights` raises "
+    "`ValueError` for it. `tau=0` leaves the target as it is (delete the update); `tau=1` is a copy "
+    "(`compat_clone.copy_weights({source}, {target})`); a `tau` above 1 or below 0 extrapolates, which "
+    "`copy_weights` does not do: keep the update as it is."
+)
 
 
 def rule_of(why: str) -> str:
-    """The rule a report's message belongs to, one of `RULES`: the name `# compat-clone: ok RULE` gives.
+    """The rule a report's message belongs to, a key of `RULES`: the name `# compat-clone: ok RULE` gives.
 
     Example:
 
@@ -256,8 +337,11 @@ def rule_of(why: str) -> str:
         return "deepcopy"
     if why == GRAPH_UPDATE_WHY:
         return "graph-update"
-    if why == ASSIGN_UPDATE_WHY:
-        return "assign-update"
+    for rule, form in _UPDATE_FORMS.items():
+        if why.startswith(form):
+            return rule
+    if why.startswith("target update with `tau="):
+        return "tau-range"
     if why.startswith("hand-rolled clone ("):
         return "custom-objects"
     if MULTI_GPU_WHY in why:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 import libcst as cst
+import libcst.matchers as m
 
 __all__ = [
     "chain_nodes",
@@ -18,6 +19,7 @@ __all__ = [
     "dotted",
     "import_compat_clone",
     "import_module_name",
+    "inner_comments",
     "last_name",
     "root_name",
     "strings",
@@ -100,6 +102,21 @@ def comment_lines(line: cst.SimpleStatementLine) -> List[cst.EmptyLine]:
     if trailing is not None:
         out.append(cst.EmptyLine(comment=trailing))
     return out
+
+
+def inner_comments(statement: cst.CSTNode) -> List[cst.Comment]:
+    """The comments of a statement other than those of the lines above it, in source order.
+
+    For a statement line, the comments inside its statements and at its end;
+    for a compound statement (a loop), every comment of its header and body.
+    """
+    if isinstance(statement, cst.SimpleStatementLine):
+        found = [c for small in statement.body for c in m.findall(small, m.Comment())]
+        trailing = statement.trailing_whitespace.comment
+        return [c for c in found if isinstance(c, cst.Comment)] + ([trailing] if trailing is not None else [])
+    if hasattr(statement, "leading_lines"):
+        statement = statement.with_changes(leading_lines=[])
+    return [c for c in m.findall(statement, m.Comment()) if isinstance(c, cst.Comment)]
 
 
 def import_compat_clone() -> cst.Import:

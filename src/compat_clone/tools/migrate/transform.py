@@ -17,7 +17,7 @@ from compat_clone.tools.migrate.edits import (
     insert_import,
 )
 from compat_clone.tools.migrate.imports import drops_every_alias
-from compat_clone.tools.migrate.syntax import comment_lines, compat_clone_attr, import_compat_clone
+from compat_clone.tools.migrate.syntax import comment_lines, compat_clone_attr, import_compat_clone, inner_comments
 from compat_clone.tools.migrate.walk import Analysis
 
 __all__ = ["Transformer"]
@@ -40,6 +40,15 @@ class Transformer(cst.CSTTransformer):
         self.needs_import = analysis.uses_compat_clone and not analysis.has_compat_clone_import
         self.emptied: Set[cst.CSTNode] = set()  # original lines whose statements all went
         self.comment_placed: Set[cst.Comment] = set()  # fold comments put on the new argument
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        result: Any = super().on_leave(original_node, updated_node)
+        comments = self.analysis.moved_comments.get(original_node)
+        if comments and isinstance(result, cst.CSTNode) and hasattr(result, "leading_lines"):
+            # comments from inside a rewritten expression or loop: above the statement, in their order
+            moved = [cst.EmptyLine(comment=c) for c in comments]
+            result = result.with_changes(leading_lines=[*result.leading_lines, *moved])
+        return result
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         updated = updated_node
@@ -169,9 +178,12 @@ class Transformer(cst.CSTTransformer):
                 continue  # its comments went onto the clone line
             if o in self.analysis.idiom_removed:  # part of an idiom: its comments go on
                 carry.extend(u.leading_lines)
-                if isinstance(u, cst.SimpleStatementLine) and u.trailing_whitespace.comment:
-                    carry.append(cst.EmptyLine(comment=u.trailing_whitespace.comment))
+                carry.extend(cst.EmptyLine(comment=c) for c in inner_comments(o))
                 continue
+            replacement = self.analysis.idiom_lines.get(o)
+            if replacement is not None and not isinstance(o, cst.SimpleStatementLine):
+                # a loop -> one `compat_clone.copy_weights(...)` line (its comments moved above by `on_leave`)
+                u = cst.SimpleStatementLine(body=[replacement], leading_lines=u.leading_lines)
             if o in self.emptied:
                 if removed_import_at is None and o in self.analysis.removed_import_lines:
                     removed_import_at = len(new_body)

@@ -49,13 +49,15 @@ class Analysis:
         reports: (line, column, why) of each use left alone, sorted.
         has_compat_clone_import: the module already has `import compat_clone`.
         idiom_clones: hand-rolled clones (`model_from_json(m.to_json())`...) -> their model.
-        idiom_lines: target-update lines -> the `compat_clone.copy_weights(...)` statement
-            that replaces them.
+        idiom_lines: target-update lines (or loops) -> the `compat_clone.copy_weights(...)`
+            statement that replaces them.
         idiom_removed: the statements that go with an idiom (their comments are kept).
         notes: (line, column, why) of rewrites whose difference the user should know.
         scoped_lines: lines of hand-rolled clones given `custom_objects` -> the
             `custom_object_scope(...)` expression the rewritten line is wrapped in.
         scope_imports: the `from <keras>.utils import custom_object_scope` lines to add.
+        moved_comments: statement -> the comments from inside what is rewritten in it (an
+            expression replaced, a loop body), which go above it.
     """
 
     attr_calls: Set[cst.Call] = dataclasses.field(default_factory=set)
@@ -69,11 +71,12 @@ class Analysis:
     reports: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     has_compat_clone_import: bool = False
     idiom_clones: Dict[cst.Call, cst.BaseExpression] = dataclasses.field(default_factory=dict)
-    idiom_lines: Dict[cst.SimpleStatementLine, cst.BaseSmallStatement] = dataclasses.field(default_factory=dict)
+    idiom_lines: Dict[cst.BaseStatement, cst.BaseSmallStatement] = dataclasses.field(default_factory=dict)
     idiom_removed: Set[cst.CSTNode] = dataclasses.field(default_factory=set)
     notes: List[Tuple[int, int, str]] = dataclasses.field(default_factory=list)
     scoped_lines: Dict[cst.SimpleStatementLine, str] = dataclasses.field(default_factory=dict)
     scope_imports: List[str] = dataclasses.field(default_factory=list)
+    moved_comments: Dict[cst.CSTNode, List[cst.Comment]] = dataclasses.field(default_factory=dict)
 
     @property
     def uses_compat_clone(self) -> bool:

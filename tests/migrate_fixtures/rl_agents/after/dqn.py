@@ -35,8 +35,7 @@ class DQNAgent:
         compat_clone.copy_weights(self.model, self.target_model, tau=tau)
 
     def update_target_variables(self):
-        for t, s in zip(self.target_model.weights, self.model.weights):
-            t.assign(self.tau * s + (1 - self.tau) * t)
+        compat_clone.copy_weights(self.model, self.target_model, tau=self.tau)
 
     def snapshot(self):
         snap = compat_clone.clone_model(self.model, copy_weights=True)
