@@ -117,10 +117,21 @@ def _judge(case: Case, clone: Any) -> str:
     if any(id(v) in ids for v in clone.weights):
         return "shares variables with the source"
     before = [np.array(w, copy=True) for w in model.get_weights()]
-    clone.set_weights([(np.asarray(w) + 1).astype(np.asarray(w).dtype) for w in clone.get_weights()])
+    clone.set_weights([_changed(w) for w in clone.get_weights()])
     if not all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())):
         return "assigning to the clone's weights changed the source's"
     return ""
+
+
+def _changed(weight: Any) -> np.ndarray:
+    """A different value of a weight's kind: +1 for numbers, a suffix for a vocabulary's strings (tf_keras lists
+    a lookup layer's vocabulary among its weights)."""
+    array = np.asarray(weight)
+    if array.dtype.kind in "biuf":
+        return (array + 1).astype(array.dtype)
+    return np.array([item + (b"~" if isinstance(item, bytes) else "~") for item in array.ravel()], dtype=object).reshape(
+        array.shape
+    )
 
 
 def _native(K: Any) -> Callable[[Case], Any]:

@@ -330,6 +330,11 @@ def layer_difference(where: str, src: Any, dst: Any, whole: bool) -> Optional[st
                 f"{_show(b.get(key, _MISSING))} in the clone"
             )
     for src_var, dst_var in zip(own_variables(src), own_variables(dst)):
+        if not (hasattr(src_var, "shape") and hasattr(dst_var, "shape")):
+            # tf_keras's lookup layers list a `VocabWeightHandler` among their weights: a table, not a variable
+            if type(src_var) is not type(dst_var):
+                return f"`{where}`: it holds a {type(src_var).__name__} in the source, a {type(dst_var).__name__} in the clone"
+            continue
         pairs = [
             ("shape", _shape(src_var), _shape(dst_var)),
             ("dtype", _dtype(src_var), _dtype(dst_var)),
