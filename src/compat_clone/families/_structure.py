@@ -322,8 +322,9 @@ def layer_difference(where: str, src: Any, dst: Any, whole: bool) -> Optional[st
         return f"`{where}`: trainable is {src.trainable!r} in the source, {dst.trainable!r} in the clone"
     a, b = (None, None) if whole else (_strip(_config(src)), _strip(_config(dst)))
     if a is not None and b is not None:
+        skipped = _SKIPPED_KEYS | (_LAMBDA_KEYS if any(k.__name__ == "Lambda" for k in type(src).__mro__) else frozenset())
         for key in sorted(set(a) | set(b), key=str):
-            if key in ("name", "trainable") or _same(a.get(key, _MISSING), b.get(key, _MISSING)):
+            if key in skipped or _same(a.get(key, _MISSING), b.get(key, _MISSING)):
                 continue
             return (
                 f"`{where}` ({type(src).__name__}): its config's {key!r} is {_show(a.get(key, _MISSING))} in the source, "
@@ -481,6 +482,13 @@ def _config(layer: Any) -> Optional[Dict[str, Any]]:
         return None
     return config if isinstance(config, dict) else None
 
+
+_SKIPPED_KEYS = frozenset({"name", "trainable"})
+#: A `Lambda`'s functions, serialized: a function cloned from the same code serializes with other bytes
+#: (tf.keras marshals the code object); the class, the other settings and the outputs are compared.
+_LAMBDA_KEYS = frozenset(
+    {"function", "function_type", "module", "output_shape", "output_shape_type", "output_shape_module", "mask", "mask_type"}
+)
 
 #: What a config records of a layer's life, not of its structure: a nested layer's build and compile settings
 #: (a built source has them, a clone not yet called does not).
