@@ -178,6 +178,9 @@ TABLE: Dict[str, Spec] = {
     "GRU": _spec({"units": 2}, SEQ),
     "SimpleRNN": _spec({"units": 2}, SEQ),
     "RNN": _spec({"cell": _layer("SimpleRNNCell", 2)}, SEQ),
+    # standalone Keras 2.2-2.3: the convolutional RNN over its cell, and 2.0-2.2's legacy MaxoutDense
+    "ConvRNN2D": _spec({"cell": _layer("ConvLSTM2DCell", 2, 2)}, (3, 4, 4, 2)),
+    "MaxoutDense": _spec({"output_dim": 2}),
     "LSTMCell": _spec({"units": 2}, SEQ, cell=True),
     "GRUCell": _spec({"units": 2}, SEQ, cell=True),
     "SimpleRNNCell": _spec({"units": 2}, SEQ, cell=True),

@@ -23,6 +23,7 @@ from typing import Any, List
 
 import numpy as np
 import pytest
+from conftest import families_under_test
 
 from compat_clone.tools import migrate as _migrate
 from compat_clone.tools.migrate.rules import RULES
@@ -207,10 +208,18 @@ def test_check_passes_on_a_legacy_tree_once_python2_files_are_excluded(tmp_path:
 
 
 def _tf_keras() -> Any:
+    """`tf.keras`, where the family it serves is the one this environment tests (never TensorFlow 1's)."""
     tf = pytest.importorskip("tensorflow")
+    if int(tf.__version__.split(".")[0]) < 2:
+        pytest.skip(f"TensorFlow {tf.__version__}'s tf.keras is no family compat_clone serves")
     keras = tf.keras
     if not hasattr(keras.backend, "set_value"):
         pytest.skip("this tf.keras has no backend.set_value")
+    import compat_clone
+
+    family = compat_clone.family_of(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])).family
+    if family not in families_under_test():
+        pytest.skip(f"tf.keras is {family} here, not tested in this environment")
     return keras
 
 

@@ -102,8 +102,9 @@ def _carry_state(family: Family, model: Any, new: Any, layer_map: LayerMap, vari
     """The adapted state of preprocessing layers, carried into the clone (`adapted-state-not-cloned`)."""
     pairs = list(layer_map.values())
     for src, dst in [(model, new), *pairs]:  # layers rebuilt inside a model rebuilt from its config
-        if is_model(src):
-            with contextlib.suppress(WeightsMismatchError):  # structures that differ: the layer map's pairs only
+        if is_model(src) and getattr(src, "built", True) and getattr(dst, "built", True):
+            # structures that differ: the layer map's pairs only; tf.keras's unbuilt model has no `weights` (ValueError)
+            with contextlib.suppress(WeightsMismatchError, ValueError):
                 pairs.extend(tracked_pairs(src, dst)[0])
     carry_state(pairs, family.variable_spec, family.assign_pairs, variables)
 

@@ -71,7 +71,10 @@ KERAS_RUNTIME = frozenset(
         # standalone Keras 2.2-2.3 (compile, fit, predict)
         "loss_functions", "loss_weights", "metrics", "metrics_tensors", "metrics_updates", "sample_weight_mode",
         "sample_weight_modes", "sample_weights", "stateful_metric_functions", "stateful_metric_names", "targets",
-        "total_loss", "weighted_metrics",
+        "total_loss", "weighted_metrics", "loss_weights_list", "skip_target_indices",
+        # standalone Keras 2.0-2.1: a Sequential's graph, made on its first use
+        "supports_masking", "input_layers", "input_layers_node_indices", "input_layers_tensor_indices", "output_layers",
+        "output_layers_node_indices", "output_layers_tensor_indices",
     }
 )  # fmt: skip
 
@@ -95,6 +98,7 @@ KERAS_RUNTIME_PRIVATE = frozenset(
         "_feed_sample_weights", "_feed_targets", "_function_kwargs", "_feed_target_names", "_compile_metric_functions",
         "_compile_weighted_metrics", "_per_output_metrics", "_per_output_weighted_metrics", "_loss_weights_list",
         "_training_endpoints", "_target_tensors", "_output_tensor_cache", "_output_shape_cache", "_output_mask_cache",
+        "_output_loss_metrics", "_container_nodes", "_nodes_by_depth", "_network_nodes", "_layers_by_depth",
     }
 )  # fmt: skip
 _RUNTIME_PREFIXES = ("_self_", "_keras_api_", "_checkpoint", "_saved_model")
@@ -428,8 +432,11 @@ def _is_graph_tensor(value: Any) -> bool:
     bookkeeping, never copied (the clone makes its own when it is built). An eager tensor has no `op`."""
     if hasattr(value, "assign") or callable(getattr(value, "add_weight", None)):
         return False
+    kind = type(value)
+    if kind.__name__ in ("KerasTensor", "Node") and kind.__module__.split(".")[0] in OWNER_PACKAGES:
+        return True  # a symbolic tensor, or a node of the layer graph (standalone Keras 2's `_nodes_by_depth`)
     try:
-        return hasattr(value, "op") and hasattr(value, "graph") or type(value).__name__ == "KerasTensor"
+        return hasattr(value, "op") and hasattr(value, "graph")
     except Exception:
         return False
 

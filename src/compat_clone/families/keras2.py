@@ -249,8 +249,8 @@ class Keras2(Family):
         import numpy as np
 
         inputs = getattr(source, "inputs", None)
-        if len(new.weights) >= len(source.weights):
-            return
+        if len(new.weights) >= len(source.weights) and (not inputs or getattr(new, "inputs", None)):
+            return  # built, and given its inputs where its source has them (a structural clone is marked built)
         if not inputs:  # called on Keras tensors instead (`model(Input(...))`): the same call on new ones
             nodes = getattr(source, "_inbound_nodes", None) or []
             if nodes:
