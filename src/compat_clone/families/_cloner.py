@@ -38,7 +38,7 @@ from compat_clone.families._structure import (
     structural_clone,
 )
 from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
-from compat_clone.weights import tracked_pairs, untracked_weights
+from compat_clone.weights import tracked_pairs, tracked_paths, untracked_weights
 
 __all__ = ["Cloner"]
 
@@ -345,14 +345,14 @@ class Cloner(LayerCloner):
         except Exception as exc:  # a candidate that cannot run as its source was run is not its structure
             return f"built like the source, it raised {type(exc).__name__}: {str(exc).strip()[:300]}"
         try:
-            layers = tracked_pairs(model, new)[0]
+            layers = tracked_paths(model, new)[0]
         except WeightsMismatchError as exc:
             return str(exc)
         candidate: LayerMap = dict(self.layer_map)
-        for src, dst in layers[1:]:
+        for _, src, dst in layers[1:]:
             candidate.setdefault(id(src), (src, dst))
-        restore_trainable(model, new, candidate, deep=True)
-        differs = differences(model, new, lambda v: isinstance(v, family.layer_class()))
+        restore_trainable(model, new, candidate, deep=True)  # flags only: the walk's pairs stand
+        differs = differences(model, new, lambda v: isinstance(v, family.layer_class()), layers)
         if differs is None:
             self.layer_map.update((key, pair) for key, pair in candidate.items() if key not in self.layer_map)
         return differs

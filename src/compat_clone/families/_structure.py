@@ -40,8 +40,9 @@ import inspect
 from collections import abc as cabc
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from compat_clone._walk import OWNER_PACKAGES
+from compat_clone._walk import OWNER_PACKAGES, is_model
 from compat_clone.errors import WeightsMismatchError
+from compat_clone.families._layer_state import is_weight_handler
 from compat_clone.weights import own_variables, tracked_paths
 
 __all__ = [
@@ -299,22 +300,26 @@ def _plan(path: str, value: Any, parts: Parts, own: Dict[int, Any]) -> Make:
     return lambda variables: copied
 
 
-def differences(source: Any, new: Any, is_layer: Callable[[Any], bool]) -> Optional[str]:
+def differences(
+    source: Any, new: Any, is_layer: Callable[[Any], bool], layers: Optional[List[Tuple[str, Any, Any]]] = None
+) -> Optional[str]:
     """The first way `new` differs from `source`, path by path; None where it is the source's structure.
 
     Compared: each sub-layer's class and config (its name aside), each
     variable's shape, dtype and `trainable` flag, each layer's `trainable`
     flag, sharing. A path names the attributes from the model down
-    (``classifier.head``), else the layers' names.
+    (``classifier.head``), else the layers' names. `layers` is the two
+    models' `tracked_paths` where the caller walked them already.
     """
-    try:
-        layers = tracked_paths(source, new)[0]
-    except WeightsMismatchError as exc:
-        return str(exc)
+    if layers is None:
+        try:
+            layers = tracked_paths(source, new)[0]
+        except WeightsMismatchError as exc:
+            return str(exc)
     names = _attribute_paths(source, is_layer)
     for path, src, dst in layers:
         where = names.get(id(src), path)
-        found = layer_difference(where, src, dst, whole=src is source or _is_model_like(src))
+        found = layer_difference(where, src, dst, whole=src is source or is_model(src))
         if found is not None:
             return found
     return None
@@ -335,7 +340,7 @@ def layer_difference(where: str, src: Any, dst: Any, whole: bool) -> Optional[st
                 f"{_show(b.get(key, _MISSING))} in the clone"
             )
     for src_var, dst_var in zip(own_variables(src), own_variables(dst)):
-        if not (hasattr(src_var, "shape") and hasattr(dst_var, "shape")):
+        if is_weight_handler(src_var) or is_weight_handler(dst_var):
             # tf_keras's lookup layers list a `VocabWeightHandler` among their weights: a table, not a variable
             if type(src_var) is not type(dst_var):
                 return f"`{where}`: it holds a {type(src_var).__name__} in the source, a {type(dst_var).__name__} in the clone"
@@ -461,7 +466,7 @@ def _attribute_paths(model: Any, is_layer: Callable[[Any], bool]) -> Dict[int, s
                 if is_layer(item) and id(item) not in paths:
                     paths[id(item)] = f"{prefix}.{key}{suffix}"
                     stack.append((paths[id(item)], item))
-        for i, layer in enumerate(getattr(owner, "layers", None) or [] if _is_model_like(owner) else []):
+        for i, layer in enumerate(getattr(owner, "layers", None) or [] if is_model(owner) else []):
             if is_layer(layer) and id(layer) not in paths:
                 paths[id(layer)] = f"{prefix}.layers[{i}]"
                 stack.append((paths[id(layer)], layer))
@@ -474,12 +479,6 @@ def _items(value: Any) -> List[Tuple[str, Any]]:
     if isinstance(value, (list, tuple)):
         return [(f"[{i}]", v) for i, v in enumerate(value)]
     return [("", value)]
-
-
-def _is_model_like(layer: Any) -> bool:
-    from compat_clone._walk import is_model
-
-    return is_model(layer)
 
 
 def _config(layer: Any) -> Optional[Dict[str, Any]]:
