@@ -31,7 +31,7 @@ from compat_clone.errors import WeightsMismatchError
 from compat_clone.families import _compile
 from compat_clone.families._cloner import Cloner
 from compat_clone.families._core import Family
-from compat_clone.families._layer_state import carry_state
+from compat_clone.families._layer_state import carry_state, holds_adapted_state
 from compat_clone.families._skip_init import Prefill, zeros_initializers
 from compat_clone.families._types import CloneRequest, LayerMap
 from compat_clone.families.registry import FamilyInfo, entry
@@ -60,7 +60,8 @@ def clone(model: Any, request: CloneRequest) -> Any:
         if settings is not None:
             _compile.apply(family, new, settings)
     cloner.check_rebuilt()
-    if request.clone_function is None:  # a user's `clone_function` decides what its layers hold
+    # a user's `clone_function` decides what its layers hold; a model with no adaptable layer has nothing to carry
+    if request.clone_function is None and holds_adapted_state(model):
         _carry_state(family, model, new, cloner.layer_map, variables=not request.copy_weights)
     if request.name is not None:
         _rename(new, request.name)

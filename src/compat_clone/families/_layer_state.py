@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from compat_clone._walk import walk
 from compat_clone.errors import UnsupportedModelError
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "carry_state",
     "carry_table",
     "handler_spec",
+    "holds_adapted_state",
     "is_weight_handler",
     "split_handlers",
 ]
@@ -216,6 +218,17 @@ def _build_like(source: Any, new: Any) -> None:
     shape = getattr(source, "_build_input_shape", None)  # tf.keras before 2.13
     if shape is not None:
         new.build(shape)
+
+
+def holds_adapted_state(model: Any) -> bool:
+    """Whether any layer under `model` (itself included) can keep state outside its config: an `adapt()`
+    method or a lookup table. Where none can, `carry_state` has nothing to do and its pairing walk is skipped."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if callable(flatten):  # Keras 3, tf.keras / tf_keras: every tracked layer, nested ones included
+        layers = list(flatten(include_self=True))
+    else:  # standalone Keras 2 (no preprocessing layers): its models' layers
+        layers = [model, *(layer for _, layer in walk(model, models=True, wrapped=True))]
+    return any(callable(getattr(layer, "adapt", None)) or _has_table(layer) for layer in layers)
 
 
 def carry_state(
