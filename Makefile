@@ -53,7 +53,7 @@ lint: $(VENV)/.stamp
 	$(VENV)/bin/python dev/structure_check.py
 
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
-# (tests/test_matrix_docs.py fails when they drift).
+# (tests/matrix/test_matrix_docs.py fails when they drift).
 docs: $(VENV)/.stamp
 	$(VENV)/bin/python -m compat_clone_matrix.table_text --write docs/matrix.md
 
@@ -77,10 +77,10 @@ gpu-wheels: dist
 
 # `make packaging`: both artifacts hold every module and data file of src/, and
 # a fresh venv with only the wheel and its dependencies runs the command line
-# (tests/test_packaging.py, from the developer environment, once per run).
+# (tests/tools/test_packaging.py, from the developer environment, once per run).
 packaging: $(VENV)/.stamp dist
 	COMPAT_CLONE_DIST=$(abspath $(DIST)) COMPAT_CLONE_UV=$(abspath $(UV)) \
-		$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_packaging.py
+		$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/tools/test_packaging.py
 
 # `make test`: builds the wheel (make dist), checks it (make packaging), then
 # runs our suite (pytest -n auto) in every environment of the version matrix
@@ -98,7 +98,7 @@ packaging: $(VENV)/.stamp dist
 # its tests in 1500 s at load 6-7, some 3x slower than quiet), less now that
 # the hosts no longer write the old releases' sources (they are written once,
 # by the writer environments, and kept in .matrix/.sources/:
-# tests/source_cache.py). 2700 s leaves it about 3.7x quiet, and about 2x under
+# tests/convert/source_cache.py). 2700 s leaves it about 3.7x quiet, and about 2x under
 # the 1.5-2x that a second process busying one core of two costs; an
 # environment hung in the last one to start (~25 min into a quiet run) is
 # still reported before CI's 90 min. 1500 s was too tight: at load 6-7 it

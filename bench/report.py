@@ -70,7 +70,7 @@ METHODS = [
     "- **Growth**: the same on chains of weightless `ReLU` layers; the growth ratio is time(largest) / "
     "time(smallest) from the fastest clone at each size (sizes are minutes apart: noise only adds time). Keras "
     "itself recurses once per graph node, so the worker runs in a thread with a 512 MiB stack and a raised "
-    "recursion limit, for both sides; compat_clone's own graph walks are iterative (`tests/test_no_recursion.py`).",
+    "recursion limit, for both sides; compat_clone's own graph walks are iterative (`tests/clone/test_no_recursion.py`).",
     "- **Weights** (`bench/cases_weights.py`): `copy_weights` against `set_weights(get_weights())` and against the "
     "framework's fastest raw copy of the same tensors, named in each row (torch `Tensor.copy_` per tensor, JAX "
     "`device_put(may_alias=False)`, TensorFlow `assign` of a tensor); on a ≥ 500 MB model (8 Dense(4096)), "

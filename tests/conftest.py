@@ -24,13 +24,12 @@ body runs on every family: ``K.Input``, ``K.layers``, ``K.Model``,
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import pytest
 
-from tests.convert_envs import matrix_dir
+from tests.support.families import FAMILIES, WIDE, families_under_test, keras_module, matrix_dir
 
 # On a GPU, JAX preallocates most of the GPU's memory in every process that
 # initializes its backend, and TensorFlow takes it all on its first GPU op:
@@ -69,57 +68,16 @@ if os.environ.get("KERAS_BACKEND") == "jax":
     os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 
-def xla_flags(*extra: str) -> str:
-    """``XLA_FLAGS`` for a JAX interpreter a test starts: this process's flags with `extra` added."""
-    return " ".join([os.environ.get("XLA_FLAGS", ""), *extra]).strip()
-
-
-FAMILIES = ("keras3", "tf_keras", "keras2")
-
 # The package's artifacts and the clean-venv check run once per `make test`,
 # from the developer environment, before the matrix (`make packaging`): the
 # environments themselves import the wheel it checked. The structure check
 # (dev/structure_check.py) reads the source tree: once, from the developer
 # environment (`make lint` and the default suite).
 collect_ignore = (
-    ["test_packaging.py", "test_structure.py", "test_structure_exports.py"] if os.environ.get("COMPAT_CLONE_ENV") else []
+    ["tools/test_packaging.py", "tools/test_structure.py", "tools/test_structure_exports.py"]
+    if os.environ.get("COMPAT_CLONE_ENV")
+    else []
 )
-
-
-def expected_family() -> str | None:
-    return os.environ.get("COMPAT_CLONE_EXPECT_FAMILY") or None
-
-
-def _importable(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-    except Exception:
-        return False
-    return True
-
-
-def families_under_test() -> List[str]:
-    """The families this run tests (one in a matrix env, all importable otherwise)."""
-    fam = expected_family()
-    if fam:
-        return [fam]
-    found = []
-    if _importable("keras"):
-        import keras
-
-        from compat_clone.families.registry import family_for  # the one version -> family rule
-
-        found.append(family_for("keras", keras.__version__))
-    if "tf_keras" not in found and _importable("tf_keras"):
-        found.append("tf_keras")
-    return found
-
-
-def keras_module(family: str) -> Any:
-    """The importable Keras module that serves `family` in this environment (the family registry's answer)."""
-    from compat_clone.families.installed import keras_module as registry_keras_module
-
-    return registry_keras_module(family)
 
 
 def pytest_configure(config: Any) -> None:
@@ -158,9 +116,9 @@ def family(K: Any) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The cases sweeps skipped, each with why (tests/sweeps.py), and the layer catalogue's table
-    (tests/catalogue.py), after the run's summary."""
-    from sweeps import summary_lines
+    """The cases sweeps skipped, each with why (tests/clone/sweeps.py), and the layer catalogue's table
+    (tests/clone/catalogue.py), after the run's summary."""
+    from tests.clone.sweeps import summary_lines
 
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
     lines = summary_lines(reports)
@@ -177,7 +135,7 @@ def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
         return
     import json
 
-    from catalogue import gather, summary_lines
+    from tests.clone.catalogue import gather, summary_lines
 
     families = gather(reports)
     if not families:
@@ -198,7 +156,7 @@ def _catalogue_records(families: Dict[str, Any]) -> None:
     """COMPATIBILITY.md's row group for the catalogue: per container, native and compat_clone, "N of M classes"."""
     import types
 
-    from feature_records import write_records
+    from tests.clone.feature_records import write_records
 
     for fam in families.values():
         package, _, version = str(fam.get("keras", "? ?")).partition(" ")
@@ -257,11 +215,6 @@ def _tooling_host(here: str | None) -> str | None:
     runs them (`_run_host`).
     """
     return _run_host(here, lambda env: env.python, newest=False)
-
-
-# `make test-wide` sets it: the tests `make test` runs in fewer environments
-# (marker `per_claim`, the conversion zoo's heavy cases) run in all of them.
-WIDE = os.environ.get("COMPAT_CLONE_WIDE") == "1"
 
 
 def _serves(env: Any) -> Tuple[object, ...]:

@@ -4,11 +4,11 @@ Data, not code. One row per upstream problem: an id (cited by the code that
 handles it, in a comment), the family, the versions where the native call
 misbehaves (a `packaging` specifier over the owning package's version), the
 symptom, the place that handles it, and the feature checks that show it
-(named checks of the test suite's `tests/feature_checks.py`).
+(named checks of the test suite's `tests/clone/feature_checks.py`).
 
 The table is the only place a version claim about a native bug is written:
 `compat-clone doctor` prints the rows that apply to the installed versions,
-and `tests/test_native_bugs.py` is generated from it: in every matrix
+and `tests/clone/test_native_bugs.py` is generated from it: in every matrix
 environment each row's checks must fail natively *exactly* where the row's
 versions say (and pass elsewhere), and pass through `compat_clone` everywhere,
 so the table cannot drift from what the releases do.
@@ -38,7 +38,7 @@ class KnownIssue:
             problem fixed, then brought back by a later patch).
         symptom: what the user sees.
         handled_by: the module (and function) of compat_clone that fixes it.
-        checks: the feature checks (``tests/feature_checks.py``) that show it.
+        checks: the feature checks (``tests/clone/feature_checks.py``) that show it.
         upstream: the upstream report, where there is one.
     """
 
@@ -313,8 +313,8 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         f"{_K3}.Keras3.compile_config_loads (our walk, no compile from config)",
         ("compiled_custom_loss",),
     ),
-    # The models users hold (tests/test_holdings.py shows each beside the native recipe; no
-    # feature check of tests/feature_checks.py: the kinds live in tests/holdings.py).
+    # The models users hold (tests/clone/test_holdings.py shows each beside the native recipe; no
+    # feature check of tests/clone/feature_checks.py: the kinds live in tests/clone/holdings.py).
     KnownIssue(
         "subclass-clone-unbuilt",
         "tf_keras",

@@ -43,7 +43,7 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "Keras 3.15): the wrapper called the public name it had replaced",
         "compat_clone._native.clone_model_of (the native function from its defining module); "
         "compat_clone._patch never rebinds a defining module that compat_clone calls",
-        ("tests/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses", "tests/test_patch.py"),
+        ("tests/clone/test_no_recursion.py::test_public_name_rebound_by_hand_never_recurses", "tests/clone/test_patch.py"),
     ),
     WrapperRule(
         "wrapped-user-exception",
@@ -53,8 +53,8 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "compat_clone.families._cloner.Cloner._user_clone / _user_call (the same "
         "object re-raised, a note naming the layer added with compat_clone.errors.add_note)",
         (
-            "tests/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
-            "tests/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively",
+            "tests/clone/test_native_guarantees.py::test_user_exceptions_pass_through_unchanged",
+            "tests/clone/test_tfmot.py::test_a_layer_without_quantize_config_fails_as_natively",
         ),
     ),
     WrapperRule(
@@ -74,8 +74,8 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "Family.clone_lambda and Keras3.config_round_trip keep UnsupportedModelError for "
         "their own steps",
         (
-            "tests/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
-            "tests/test_errors.py::test_custom_layer_whose_config_misses_an_argument",
+            "tests/clone/test_native_guarantees.py::test_failed_round_trip_keeps_native_exception_type",
+            "tests/clone/test_errors.py::test_custom_layer_whose_config_misses_an_argument",
         ),
     ),
     WrapperRule(
@@ -88,8 +88,8 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "(_layer_state.handler_spec, split_handlers, assign_handlers: the table copied as "
         "`set_weights` copies it, after the variables)",
         (
-            "tests/test_layer_state.py::test_copy_weights_carries_what_set_weights_carries",
-            "tests/test_layer_state.py::test_clone_carries_adapted_state",
+            "tests/clone/test_layer_state.py::test_copy_weights_carries_what_set_weights_carries",
+            "tests/clone/test_layer_state.py::test_clone_carries_adapted_state",
         ),
     ),
     WrapperRule(
@@ -99,7 +99,7 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "that replace initializers were asked for its summary of shape (2, None); the native "
         "clone and `set_weights` work",
         "compat_clone.families._skip_init._wrap (a variable of unknown shape keeps its own initializer)",
-        ("tests/test_layer_state.py::test_clone_carries_adapted_state",),
+        ("tests/clone/test_layer_state.py::test_clone_carries_adapted_state",),
     ),
     WrapperRule(
         "copy-shared-variable",
@@ -110,8 +110,8 @@ WRAPPER_RULES: Tuple[WrapperRule, ...] = (
         "compat_clone.placement.tensorflow (assign_tf, _TfBlend) and "
         "compat_clone.placement.torch (_tensors, TorchBackend.assign): aliased sources read before any write",
         (
-            "tests/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
-            "tests/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights",
+            "tests/clone/test_soft_update.py::test_soft_update_where_a_target_is_another_pairs_source",
+            "tests/clone/test_native_guarantees.py::test_copy_weights_with_shared_variables_matches_set_weights",
         ),
     ),
 )

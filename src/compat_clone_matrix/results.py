@@ -7,7 +7,7 @@ how the environment's run ended (``<env>.outcome.json``). `load_results` and
 `load_statuses` read one or several such folders back (one per machine or
 CI job) for `report`.
 
-The suite (``tests/test_features.py``) appends one JSON line per feature and
+The suite (``tests/clone/test_features.py``) appends one JSON line per feature and
 side to ``$COMPAT_CLONE_RESULTS/<env>.jsonl``::
 
     {"env": "tf_keras-2.21", "feature": "copy_weights", "description": "...",

@@ -3,7 +3,7 @@
 docs/matrix.md holds blocks between ``<!-- matrix-table:NAME:start -->`` and
 ``<!-- matrix-table:NAME:end -->`` that `render_blocks` writes from the
 built-in table (``python -m compat_clone_matrix.table_text --write
-docs/matrix.md``; tests/test_matrix_docs.py fails when they drift from it), so
+docs/matrix.md``; tests/matrix/test_matrix_docs.py fails when they drift from it), so
 the counts and the environment lists are the table's, never typed.
 """
 

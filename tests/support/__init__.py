@@ -1,5 +1,5 @@
-"""Helpers shared by the test modules: no tests here (pytest collects only ``test_*.py``).
+"""Helpers every product's tests share: which families a run tests (``families``), fresh interpreters
+(``fresh_process``), stand-ins for newer Pythons (``_py``). No tests here (pytest collects only ``test_*.py``).
 
-``internals.py`` is the one documented test seam: the only test file that may
-name a private compat_clone name.
+A product's own helpers live beside its tests (``tests/clone/``, ``tests/convert/``, ...).
 """

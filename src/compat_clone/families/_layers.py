@@ -38,7 +38,7 @@ def restore_trainable(model: Any, new: Any, layer_map: LayerMap, deep: bool = Tr
     Native clones drop `model.trainable = False` of a model (known issue
     `trainable-model`) and may drop the flags of sub-layers made in `build()`
     (MultiHeadAttention, wrappers of nested models) or leave a frozen layer's
-    variables trainable (tests/zoo.py shows where). Setting a flag resets everything below
+    variables trainable (tests/clone/zoo.py shows where). Setting a flag resets everything below
     it, so flags are set top-down: the model, each cloned layer, then the
     sub-layers of each (with `deep`: not where a user `clone_function`
     decided the layer) and their variables.

@@ -80,7 +80,7 @@ KERAS_RUNTIME = frozenset(
 )  # fmt: skip
 
 #: Private attributes Keras sets after the constructor (read off models compiled, fitted,
-#: evaluated and saved in each family: tests/test_structural_clone.py checks the list), and
+#: evaluated and saved in each family: tests/clone/test_structural_clone.py checks the list), and
 #: the prefixes of TensorFlow's checkpoint machinery (`_self_...`).
 KERAS_RUNTIME_PRIVATE = frozenset(
     {

@@ -224,7 +224,7 @@ ASSIGN_UPDATE_WHY = (
     "blended, and which pairs by order. Use `compat_clone.copy_weights(source, target, tau=tau)`: every floating-point "
     "variable, trainable or not, blended; the others copied exactly."
 )
-# Checked by tests/test_migrate_idioms.py::test_deepcopy_of_a_model_as_the_report_says.
+# Checked by tests/migrate/test_migrate_idioms.py::test_deepcopy_of_a_model_as_the_report_says.
 DEEPCOPY_VERSIONS_FAILING = ">=3.0,<3.3"
 DEEPCOPY_WHY = (
     "`copy.deepcopy({arg})`: if `{arg}` is a Keras model, whether a deep copy works depends on "
@@ -247,7 +247,7 @@ CUSTOM_OBJECTS_WHY = (
 # A use that needs a decision, not a fix: whether the object is a Keras model (this tool cannot tell).
 REVIEW_RULES = frozenset({"deepcopy"})
 # The rule table: each rule a report can fall under, and what it covers (docs/migrate.md lists them,
-# tests/test_migrate_updates.py checks that it does).
+# tests/migrate/test_migrate_updates.py checks that it does).
 RULES = {
     "clone-model": "a `clone_model` the tool cannot follow or rewrite (a value, a lookup by name, a star import)",
     "multi-gpu-model": "`multi_gpu_model`: removed, nothing to rewrite it to",

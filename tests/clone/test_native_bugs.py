@@ -1,0 +1,45 @@
+"""The known-issues table, checked against the releases: generated from `compat_clone.known_issues`.
+
+One test per (row, check) of the table. In an environment of the row's
+family, the native `clone_model` must fail the check (or lack the argument
+it needs) exactly where the row's versions say, and pass it everywhere else;
+`compat_clone.clone_model` must pass it everywhere. A row whose versions are
+too wide or too narrow fails here, in the environment that shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import compat_clone
+from compat_clone.known_issues import KNOWN_ISSUES, KnownIssue, affects
+from tests.clone.feature_checks import FEATURES
+from tests.clone.features import family_name, native_clone, run_check
+
+CASES = [(row, check) for row in KNOWN_ISSUES for check in row.checks]
+
+
+@pytest.mark.parametrize("row,check", CASES, ids=[f"{r.id}-{r.family}-{c}" for r, c in CASES])
+def test_known_issue(K: Any, row: KnownIssue, check: str) -> None:
+    if family_name(K) != row.family:
+        pytest.skip(f"a {row.family} row; this is {family_name(K)}")
+    feature = FEATURES[check]
+    version = K.__version__
+    affected = affects(row, version)
+    native, detail = run_check(feature, K, native_clone(K))
+    if native == "n/a":
+        pytest.skip(f"{check} does not exist in {K.__name__} {version}: {detail}")
+    if affected:
+        assert native in ("fail", "missing"), (
+            f"known issue {row.id!r} says the native clone of {K.__name__} {version} "
+            f"misbehaves on {check} ({row.versions}), but it passed: narrow the row's versions"
+        )
+    else:
+        assert native == "pass", (
+            f"the native clone of {K.__name__} {version} fails {check} ({native}: {detail}) "
+            f"outside the versions of known issue {row.id!r} ({row.versions}): widen the row"
+        )
+    outcome, detail = run_check(feature, K, compat_clone.clone_model)
+    assert outcome == "pass", f"compat_clone fails {check} ({row.id}): {detail}"
