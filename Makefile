@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 VENV := .venv
 
-.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging gpu-wheels docs
+.PHONY: demo test test-wide test-default lint report bench tools venv clean dist packaging gpu-wheels docs workflow
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -141,6 +141,23 @@ test-wide: $(VENV)/.stamp packaging
 	COMPAT_CLONE_WIDE=1 COMPAT_CLONE_WHEEL=$(WHEEL) COMPAT_CLONE_UV=$(abspath $(UV)) \
 		$(VENV)/bin/compat-clone matrix --tag wide $(MATRIX_ARGS) \
 		--overlay $(OVERLAY) --report COMPATIBILITY.md --readme README.md -- pytest $(PYTEST_ARGS)
+
+# `make workflow`: the project's own CI, written by `compat-clone matrix --emit workflow` with
+# the options, overlay and pytest arguments of `make test`: compat-matrix.yml runs make test's
+# environments, one job each, in parallel, on every push and pull request;
+# compat-matrix-scheduled.yml runs make test-wide's (`--tag wide`, COMPAT_CLONE_WIDE=1) on
+# WIDE_CRON (UTC) and by hand. tests/tools/test_project_workflow.py fails when the committed
+# files are not what this writes.
+WORKFLOWS := .github/workflows
+WIDE_CRON := 0 3 * * 6
+EMIT_WORKFLOW = $(VENV)/bin/compat-clone matrix $(MATRIX_ARGS) --overlay $(OVERLAY) --emit workflow
+WIDE_WORKFLOW_ARGS = --tag wide --schedule '$(WIDE_CRON)' --workflow-env COMPAT_CLONE_WIDE=1
+workflow: $(VENV)/.stamp
+	mkdir -p $(WORKFLOWS)
+	$(EMIT_WORKFLOW) -- pytest $(PYTEST_ARGS) > $(WORKFLOWS)/compat-matrix.yml.tmp
+	mv $(WORKFLOWS)/compat-matrix.yml.tmp $(WORKFLOWS)/compat-matrix.yml
+	$(EMIT_WORKFLOW) $(WIDE_WORKFLOW_ARGS) -- pytest $(PYTEST_ARGS) > $(WORKFLOWS)/compat-matrix-scheduled.yml.tmp
+	mv $(WORKFLOWS)/compat-matrix-scheduled.yml.tmp $(WORKFLOWS)/compat-matrix-scheduled.yml
 
 # Regenerate COMPATIBILITY.md / the README table from the last results, without running.
 report: $(VENV)/.stamp

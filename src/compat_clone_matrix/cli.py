@@ -114,6 +114,18 @@ def _add_output_options(add: Callable[..., Any]) -> None:
         "compat_clone wheel kept in the project; with none of these it refuses: no index serves compat-clone yet)",
     )
     add(
+        "--schedule",
+        metavar="CRON",
+        help="with --emit workflow: run the workflow on this cron schedule (UTC, e.g. '0 3 * * 6') and by hand, "
+        "instead of on every push and pull request (a second workflow beside the first, e.g. for --tag wide)",
+    )
+    add(
+        "--workflow-env",
+        action="append",
+        metavar="NAME=VALUE",
+        help="with --emit workflow: a variable every job sets, passed on to each environment's command; repeat for more",
+    )
+    add(
         "--progress",
         type=float,
         metavar="SECONDS",
@@ -189,6 +201,8 @@ def run(args: argparse.Namespace, *, install: Callable[[], InstallSource]) -> in
         return _fail(str(e))
     root = Path(args.root).resolve()
     results = root / RESULTS_DIR
+    if args.emit != "workflow" and (args.schedule or args.workflow_env):
+        return _fail("--schedule and --workflow-env shape the workflow `--emit workflow` prints: add --emit workflow.")
     if args.emit:
         return _emit(args, selected, command, install)
     if args.merge:
@@ -305,7 +319,14 @@ def _own_checkout() -> bool:
 
 
 def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[str], install: Callable[[], InstallSource]) -> int:
-    from compat_clone_matrix.ci import DEFAULT_COMMAND, emit, validate_table_path, with_results_option
+    from compat_clone_matrix.ci import (
+        DEFAULT_COMMAND,
+        emit,
+        parse_variable,
+        validate_schedule,
+        validate_table_path,
+        with_results_option,
+    )
     from compat_clone_matrix.ci_install import default_install_source, install_requirement
 
     project = Path.cwd()
@@ -316,6 +337,10 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
     try:
         if args.table:
             args.table = validate_table_path(args.table, project)
+        if args.overlay:
+            args.overlay = validate_table_path(args.overlay, project, "--overlay")
+        variables = [parse_variable(v) for v in args.workflow_env or ()]
+        schedule = None if args.schedule is None else validate_schedule(args.schedule)
         if args.install_from:
             requirement, why = install_requirement(args.install_from, project), f"--install-from {args.install_from}"
         elif args.emit == "workflow":
@@ -323,7 +348,17 @@ def _emit(args: argparse.Namespace, selected: Sequence[Env], command: Sequence[s
         else:  # the strategy matrix alone installs nothing
             requirement, why = "", ""
         text = emit(
-            args.emit, selected, command, selection, _common_options(args), table=args.table, install=requirement, install_why=why
+            args.emit,
+            selected,
+            command,
+            selection,
+            _common_options(args),
+            table=args.table,
+            overlay=args.overlay,
+            install=requirement,
+            install_why=why,
+            schedule=schedule,
+            variables=variables,
         )
     except ValueError as e:
         return _fail(str(e))

@@ -227,6 +227,48 @@ def test_emitted_workflow_of_a_user_project_passes_actionlint(project: Path, cap
     assert "pip install uv compat-clone==0.3.1" in text and "hashFiles('matrix.toml')" in text
 
 
+def test_emitted_scheduled_workflow_runs_on_its_cron_with_its_variables(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "overlay.toml").write_text('[defaults]\npackages = ["hypothesis"]\n')
+    argv = ["--table", "matrix.toml", "--overlay", "overlay.toml", "--emit", "workflow", "--tag", "wide"]
+    argv += ["--install-from", "0.3.1"]
+    text = _emit(capsys, *argv, "--schedule", "0  3 * * 6", "--workflow-env", "MY_FLAG=1", "--", "pytest", "-q")
+    _lint(text, project)
+    doc = yaml.safe_load(text)
+    jobs = _check_workflow(doc)
+    # PyYAML reads the key `on` as True (YAML 1.1)
+    assert doc[True] == {"schedule": [{"cron": "0 3 * * 6"}], "workflow_dispatch": None}
+    assert doc["env"] == {"MY_FLAG": "1"} and doc["name"] == "compat-clone matrix (scheduled)"
+    assert "--schedule '0 3 * * 6' --workflow-env MY_FLAG=1 -- pytest --compat-results -q" in text.splitlines()[1]
+    assert "--overlay overlay.toml" in jobs["plan"]["steps"][-1]["run"]
+    key = [s for s in jobs["test"]["steps"] if s.get("name") == "uv cache"][0]["with"]["key"]
+    assert "hashFiles('matrix.toml', 'overlay.toml')" in key
+    # without them, the workflow runs on every push and pull request, with no env block
+    plain = yaml.safe_load(_emit(capsys, *argv))
+    assert set(plain[True]) == {"push", "pull_request", "workflow_dispatch"} and "env" not in plain
+
+
+def test_emit_refuses_a_bad_schedule_or_variable(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for extra, quoted in (
+        (["--schedule", "nightly"], "'nightly'"),
+        (["--schedule", "0 3 * *"], "'0 3 * *'"),
+        (["--workflow-env", "MY FLAG=1"], "'MY FLAG=1'"),
+        (["--workflow-env", "MY_FLAG"], "'MY_FLAG'"),
+    ):
+        assert _matrix.main(["--table", "matrix.toml", "--emit", "workflow", *extra]) == 2
+        err = capsys.readouterr().err
+        assert extra[0] in err and quoted in err, err
+    # they shape a workflow: asked of anything else, refused
+    assert _matrix.main(["--table", "matrix.toml", "--emit", "github", "--schedule", "0 3 * * 6"]) == 2
+    assert "--emit workflow" in capsys.readouterr().err
+    # an overlay CI cannot see is refused as a table is
+    overlay = project / "overlay.toml"
+    overlay.write_text('[defaults]\npackages = ["hypothesis"]\n')
+    assert _matrix.main(["--table", "matrix.toml", "--overlay", str(overlay), "--emit", "github"]) == 2
+    assert f"--overlay {str(overlay)!r}" in capsys.readouterr().err
+
+
 def test_emit_refuses_a_table_path_ci_cannot_see(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for table in (str(project / "matrix.toml"), "../elsewhere/matrix.toml"):
         if table.startswith(".."):

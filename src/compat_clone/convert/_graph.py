@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from compat_clone._walk import MODEL_CLASS_NAMES
+from compat_clone.convert._builder_protocol import GraphBuilder
 from compat_clone.convert._tf_ops import PendingOp
 from compat_clone.errors import UnconvertibleLayerError
 
@@ -27,12 +28,12 @@ def is_model_entry(class_name: str) -> bool:
     return class_name in MODEL_CLASSES or class_name.endswith(">Functional")
 
 
-def functional(builder: Any, config: Dict[str, Any], prefix: str, model_name: Optional[str]) -> Any:
+def functional(builder: GraphBuilder, config: Dict[str, Any], prefix: str, model_name: Optional[str]) -> Any:
     """The Keras 3 functional model of one Keras 2 functional config.
 
     Args:
-        builder: the `_rebuild` builder making each layer (`layer`,
-            `input_layer`, `op_call`, `keras3_names`).
+        builder: the `_rebuild` builder making each layer (`GraphBuilder`:
+            `layer`, `input_layer`, `op_call`, `keras3_names`).
         config: the model's Keras 2 config (``layers``, ``input_layers``,
             ``output_layers``).
         prefix: the model's path, ``"/"``-terminated (empty at the top).
@@ -67,7 +68,7 @@ def functional(builder: Any, config: Dict[str, Any], prefix: str, model_name: Op
             nodes = _nodes(entry.get("inbound_nodes") or [])
             while done[name] < len(nodes):
                 node = nodes[done[name]]
-                call = _node_call(builder, node, outputs)
+                call = _node_call(node, outputs)
                 if call is None:
                     pending = True
                     break
@@ -119,7 +120,7 @@ def first_node(entry: Dict[str, Any]) -> int:
     return int(first.get("class_name") == "InputLayer" or "batch_input_shape" in first.get("config", {}))
 
 
-def _node_call(builder: Any, node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
+def _node_call(node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
     """The arguments of one call, or None when an input is not built yet."""
     tensors = []
     kwargs: Dict[str, Any] = {}

@@ -17,14 +17,15 @@ import sys
 import types
 from typing import Any, Dict
 
+from compat_clone.convert._builder_protocol import LambdaBuilder
 from compat_clone.convert._layer_map import map_config
 from compat_clone.errors import UnconvertibleLayerError
 
 __all__ = ["lambda_layer"]
 
 
-def lambda_layer(builder: Any, config: Dict[str, Any], path: str, new_name: str) -> Any:
-    """The Keras 3 layer for the `Lambda` at `path` (`builder`: the `_rebuild` builder)."""
+def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_name: str) -> Any:
+    """The Keras 3 layer for the `Lambda` at `path` (`builder`: the `_rebuild` builder, as `LambdaBuilder`)."""
     name = config.get("name", path)
     replacement = builder.custom.get(name)
     if replacement is not None:
@@ -59,7 +60,7 @@ def lambda_layer(builder: Any, config: Dict[str, Any], path: str, new_name: str)
     return builder.keras.layers.Lambda(**kwargs)
 
 
-def lambda_function(builder: Any, config: Dict[str, Any], key: str, path: str) -> Any:
+def lambda_function(builder: LambdaBuilder, config: Dict[str, Any], key: str, path: str) -> Any:
     """The Python function a `Lambda`'s config holds under `key`: the user's, or the source's bytecode."""
     kind = config.get(key + "_type", "lambda")
     value = config[key]
