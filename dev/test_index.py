@@ -77,7 +77,7 @@ test) and decides where a collected test runs (`pytest_collection_modifyitems`):
   version: the first of the built-in table with that Python; everywhere outside the matrix;
 - `per_claim` (tests that start interpreters of their own: the README's blocks, placement across
   devices) runs in the newest environment of a run serving the same family, backend, Keras module and
-  TensorFlow major; in every environment with `make test-wide`;
+  TensorFlow major; in every environment with `make test-wide`, and outside the matrix;
 - `soak` (memory over many clones, multi-process, 200 random models) runs where `COMPAT_CLONE_SOAK=1`
   (one environment per family and backend, set by tests/matrix-overlay.toml) and always outside the matrix;
 - an environment with `COMPAT_CLONE_SUITE=framework-free` (a conversion source only) skips every test
