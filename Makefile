@@ -43,19 +43,23 @@ demo: $(VENV)/.stamp
 # `make lint`: mypy --strict over the package and ruff over package, tests,
 # bench and dev (pyproject.toml holds both configurations), then the structure
 # check (dev/structure_check.py: module and function sizes, no import cycle, the
-# seams; mypy follows it into its sibling modules structure_seams.py and structure_source.py).
+# seams; mypy follows it into its sibling modules structure_seams.py and structure_source.py);
+# dev/test_index.py (docs/tests.md's generator) is type-checked the same way.
 # `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m mypy --strict dev/structure_check.py
+	$(VENV)/bin/python -m mypy --strict dev/test_index.py
 	$(VENV)/bin/ruff check src tests bench dev
 	$(VENV)/bin/ruff format --check src tests bench dev
 	$(VENV)/bin/python dev/structure_check.py
 
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
-# (tests/matrix/test_matrix_docs.py fails when they drift).
+# (tests/matrix/test_matrix_docs.py fails when they drift), and docs/tests.md, the test index
+# (dev/test_index.py: feature checks, known issues and wrapper rules -> tests; tests/tools/test_test_index.py).
 docs: $(VENV)/.stamp
 	$(VENV)/bin/python -m compat_clone_matrix.table_text --write docs/matrix.md
+	$(VENV)/bin/python dev/test_index.py --write
 
 test-default: $(VENV)/.stamp
 	$(VENV)/bin/python -m pytest -n auto -q tests
