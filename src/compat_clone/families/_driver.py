@@ -57,7 +57,7 @@ def clone(model: Any, request: CloneRequest) -> Any:
     family = new_family(request.info)
     settings = _compile.read(family, model) if request.compile else None
     cloner = Cloner(family, request)
-    prefill = family.prefill(cloner, request) if request.copy_weights else None
+    prefill = family.prefill(request, cloner.layer_map) if request.copy_weights else None
     with _initializers(family, request.copy_weights, prefill), family.placement(model, request) as where:
         new = cloner.clone_model(model, request.input_tensors)
         where.finish(new, cloner.layer_map)
