@@ -81,7 +81,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras2",
         "<2.4",
         "a functional model of a `Model` subclass with its own `get_config` comes back as a plain Model",
-        f"{_K2}.Keras2.clone_functional_whole (rebuilt from its config)",
+        f"{_CORE}.Cloner._clone_functional (rebuilt from its config: {_K2}.Keras2.rebuild_from_config)",
         ("functional_subclass",),
     ),
     KnownIssue(
@@ -292,7 +292,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         ">=3.3",
         "a functional model of a `Model` subclass with its own constructor (keras_hub "
         "backbones and tasks, a user's subclass) comes back as a plain Functional",
-        f"{_K3}.Keras3.clone_functional_whole (rebuilt from its config)",
+        f"{_CORE}.Cloner._clone_functional (rebuilt from its config: Family.rebuild_own_config)",
         ("functional_subclass",),
     ),
     KnownIssue(

@@ -4,8 +4,11 @@ The layer cache (shared layers stay shared), `recursive`, the user's
 `clone_function` and `call_function` with their checks, the default config
 round trip with its fallback, the depth-ordered graph walk, and the
 Sequential / functional / subclassed dispatch. A family (`_core.Family`)
-supplies what differs; `Cloner` asks it. The phases around this one (compile
-settings, placement, weights) are run by `_driver.clone`.
+supplies what differs; `Cloner` asks it, handing it data and, where the
+family's own `clone_model` clones the layers, `Cloner.clone_layer` as a
+callable. Read from `Cloner.clone_model` down: the model's kind, then the
+family's clone of it, then each layer's (`clone_layer`). The phases around
+this one (compile settings, placement, weights) are run by `_driver.clone`.
 """
 
 from __future__ import annotations
@@ -37,13 +40,13 @@ from compat_clone.families._structure import (
     layer_difference,
     structural_clone,
 )
-from compat_clone.families._types import CloneRequest, LayerCloner, LayerMap
+from compat_clone.families._types import CloneRequest, LayerMap
 from compat_clone.weights import tracked_pairs, tracked_paths, untracked_weights
 
 __all__ = ["Cloner"]
 
 
-class Cloner(LayerCloner):
+class Cloner:
     """One `clone_model` call: the layer map and the user's callables.
 
     Args:
@@ -93,11 +96,11 @@ class Cloner(LayerCloner):
         self.layer_map[id(layer)] = (layer, new)
         return new
 
-    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
+    def _asks_nothing_of_graph(self, input_tensors: Any) -> bool:
         """Whether this clone may be rebuilt from the model's config (no graph change asked)."""
         return input_tensors is None and self.clone_function is None and self.call_function is None and not self.recursive
 
-    def pair_layers(self, model: Any, new: Any) -> None:
+    def _pair_layers(self, model: Any, new: Any) -> None:
         """Maps the layers of a model rebuilt from config onto the source's, where they line up."""
         old_layers = list(getattr(model, "layers", None) or [])
         new_layers = list(getattr(new, "layers", None) or [])
@@ -243,7 +246,7 @@ class Cloner(LayerCloner):
                     )
                 if not family.is_symbolic(flat[0]):
                     raise family.not_symbolic_error(flat[0])
-            new = self._keep_class(model, family.clone_sequential(self, model, input_tensors))
+            new = self._keep_class(model, family.clone_sequential(model, input_tensors, self.clone_layer))
         elif family.is_functional(model):
             new = self._clone_functional(model, input_tensors)
         else:
@@ -382,17 +385,23 @@ class Cloner(LayerCloner):
         family = self.family
         given = None if input_tensors is None else family.check_input_tensors(model, input_tensors)
         if self.call_function is None:
-            native = family.clone_functional_whole(self, model, input_tensors)
+            native = None
+            if self._asks_nothing_of_graph(input_tensors):
+                # Nothing asked of the graph: a class with a config of its own is rebuilt from it, as the class
+                # rebuilds itself (`keras3-subclass-lost`, `keras2-subclass-lost`); where it cannot be, the family's clone.
+                native = family.rebuild_own_config(model)
+            if native is None:
+                native = family.clone_functional_whole(model, input_tensors, self.clone_layer)
             if native is not None:
                 if not self.layer_map:  # rebuilt from its config: no layer was cloned one by one
-                    self.pair_layers(model, native)
+                    self._pair_layers(model, native)
                 return native
         if given is not None:  # wrapped only for our walk: the native call wraps its own
             inputs = family.wrap_inputs(model, given)
         else:
             inputs = [family.make_input(s) for s in family.input_specs(model)]
         new = family.build_functional(model, inputs, self.walk(model, inputs))
-        family.finish_functional(self, model, new)
+        family.finish_functional(model, new, self.layer_map)
         return new
 
     def walk(self, model: Any, inputs: List[Any]) -> List[Any]:

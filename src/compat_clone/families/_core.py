@@ -11,8 +11,10 @@ re-creation, the `Lambda` fixes of the config round trip).
 
 `Family` never drives a clone. `_driver.clone` runs the phases of one
 `clone_model` call in order, and `_cloner.Cloner` does the layer-by-layer
-work, asking the family at each step; a hook that needs the clone under way
-receives it as a `LayerCloner` (`_types.py`).
+work, asking the family at each step. A hook receives data (the model, the
+layers cloned so far) and, where the family's own `clone_model` clones the
+layers, the engine's layer clone as a callable (`_types.CloneLayer`); never
+the engine itself.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from compat_clone.errors import (
 )
 from compat_clone.families._layers import holds_layer_of
 from compat_clone.families._skip_init import Prefill
-from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families._types import CloneLayer, CloneRequest, CompileSettings, LayerMap, Node
 from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, keras_of, placement_backend
 
 __all__ = ["Family", "own_get_config"]
@@ -203,20 +205,47 @@ class Family(abc.ABC):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         """A functional model of the source's class where it can be, else the base class."""
 
-    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:  # noqa: B027 (a hook, no-op by default)
-        """After our walk: what the family's own clone adds (tf.keras: ancillary layers)."""
+    def finish_functional(self, model: Any, new: Any, layer_map: LayerMap) -> None:  # noqa: B027 (a hook, no-op by default)
+        """After our walk: what the family's own clone adds (tf.keras: ancillary layers).
+
+        Args:
+            model: the source model.
+            new: its clone, as the walk built it.
+            layer_map: the layers cloned so far, `id(source) -> (source, clone)`.
+        """
 
     # -- native calls that are right --------------------------------------------
 
-    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        """A functional model cloned in one call (`input_tensors` checked already):
-        the native clone where it is right, or a rebuild from config; None where
-        the core's walk must run."""
+    def rebuild_own_config(self, model: Any) -> Optional[Any]:
+        """A model whose class defines its own `get_config`, rebuilt from it as its class rebuilds it.
+
+        The engine asks this first where nothing is asked of the graph (no
+        `input_tensors`, `clone_function`, `call_function` or `recursive`):
+        a subclass would otherwise come back as its Keras base class
+        (`keras3-subclass-lost`, `keras2-subclass-lost`).
+
+        Returns:
+            The rebuilt model, or None where the class's config is Keras's own
+            or the rebuild fails (the family's clone runs instead).
+        """
+        return self.rebuild_from_config(model) if own_get_config(model) else None
+
+    def clone_functional_whole(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Optional[Any]:
+        """A functional model cloned in one native call, where it is right.
+
+        Args:
+            model: the source model.
+            input_tensors: the tensors to build the clone on (checked already), or None.
+            clone_layer: the engine's layer clone, the native call's `clone_function`.
+
+        Returns:
+            The clone, or None where the engine's walk must run.
+        """
         return None
 
     @abc.abstractmethod
-    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
-        """A Sequential model cloned with `cloner.clone_layer` for each layer."""
+    def clone_sequential(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Any:
+        """A Sequential model cloned with `clone_layer` for each layer (`input_tensors` checked already)."""
 
     def rebuild_from_config(self, model: Any) -> Optional[Any]:
         """`model.__class__.from_config(model.get_config())`, or None where it fails."""
@@ -334,8 +363,15 @@ class Family(abc.ABC):
         copy. Nothing may be written when the operation cannot run.
         """
 
-    def prefill(self, cloner: LayerCloner, request: CloneRequest) -> Optional[Prefill]:
-        """Where a clone with weights can start from copies of the source's variables (None: zeros)."""
+    def prefill(self, request: CloneRequest, layer_map: LayerMap) -> Optional[Prefill]:
+        """Where a clone with weights can start from copies of the source's variables (None: zeros).
+
+        Args:
+            request: the validated request.
+            layer_map: the clone's layer map, `id(source) -> (source, clone)`,
+                filled as the engine clones (read when a clone layer's
+                variables are made).
+        """
         return None
 
     def weight_owner_class(self) -> Any:

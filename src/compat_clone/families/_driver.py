@@ -3,7 +3,8 @@
 `api.py` validates the arguments and hands a `CloneRequest` to `clone`,
 which runs:
 
-1. **family**: the `Family` of the model's Keras (`new_family`, from the registry's entry);
+1. **family**: the `Family` of the model's Keras (`new_family`: the class of
+   `FAMILY_CLASSES`, imported here, for the family the registry read off the model);
 2. **compile settings** (`compile=True`): read off the source and checked
    before anything is built, so a refusal leaves nothing half made;
 3. **build**: inside the family's placement (the source's device or
@@ -23,8 +24,7 @@ which runs:
 from __future__ import annotations
 
 import contextlib
-import importlib
-from typing import Any, ContextManager, Optional, Type
+from typing import Any, ContextManager, Mapping, Optional, Type
 
 from compat_clone._walk import is_model
 from compat_clone.errors import WeightsMismatchError
@@ -34,17 +34,21 @@ from compat_clone.families._core import Family
 from compat_clone.families._layer_state import carry_state, holds_adapted_state
 from compat_clone.families._skip_init import Prefill, zeros_initializers
 from compat_clone.families._types import CloneRequest, LayerMap
-from compat_clone.families.registry import FamilyInfo, entry
+from compat_clone.families.keras2 import Keras2
+from compat_clone.families.keras3 import Keras3
+from compat_clone.families.registry import KERAS2, KERAS3, TF_KERAS, FamilyInfo
+from compat_clone.families.tf_keras import TfKeras
 from compat_clone.weights import plan_copy, plan_copy_cached, refresh_derived_state, tracked_pairs
 
-__all__ = ["clone", "copy_weights", "new_family"]
+__all__ = ["FAMILY_CLASSES", "clone", "copy_weights", "new_family"]
+
+#: The class that clones each family's models (each module imports its framework inside its functions only).
+FAMILY_CLASSES: Mapping[str, Type[Family]] = {KERAS3: Keras3, TF_KERAS: TfKeras, KERAS2: Keras2}
 
 
 def new_family(info: FamilyInfo) -> Family:
-    """The `Family` that clones models of `info`'s family (its module imported once, by name)."""
-    found = entry(info.family)
-    cls: Type[Family] = getattr(importlib.import_module(found.implementation), found.class_name)
-    return cls(info)
+    """The `Family` that clones models of `info`'s family: one object per call."""
+    return FAMILY_CLASSES[info.family](info)
 
 
 def clone(model: Any, request: CloneRequest) -> Any:
@@ -53,7 +57,7 @@ def clone(model: Any, request: CloneRequest) -> Any:
     family = new_family(request.info)
     settings = _compile.read(family, model) if request.compile else None
     cloner = Cloner(family, request)
-    prefill = family.prefill(cloner, request) if request.copy_weights else None
+    prefill = family.prefill(request, cloner.layer_map) if request.copy_weights else None
     with _initializers(family, request.copy_weights, prefill), family.placement(model, request) as where:
         new = cloner.clone_model(model, request.input_tensors)
         where.finish(new, cloner.layer_map)

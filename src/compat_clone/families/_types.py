@@ -8,14 +8,18 @@ imports another to name a type.
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from compat_clone.families.registry import FamilyInfo
 from compat_clone.weights import LayerMap
 
-__all__ = ["CloneRequest", "Node", "CompileSettings", "LayerCloner", "LayerMap"]
+__all__ = ["CloneLayer", "CloneRequest", "Node", "CompileSettings", "LayerMap"]
+
+#: The engine's layer clone (`_cloner.Cloner.clone_layer`), as a family's hooks receive it: a layer in,
+#: its clone out, made once (shared layers stay shared). A hook hands it to the native `clone_model`
+#: as its `clone_function`, or calls it for each layer of a Sequential model it builds itself.
+CloneLayer = Callable[[Any], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,23 +69,3 @@ class CompileSettings:
 
     optimizer: Any
     arguments: Dict[str, Any]
-
-
-class LayerCloner(abc.ABC):
-    """The clone under way, as a family's hooks see it (`_cloner.Cloner` is the one implementation).
-
-    A hook that hands the native `clone_model` a `clone_function` passes
-    `clone_layer`; one that rebuilds a model from its config asks
-    `asks_nothing_of_graph` first; one that pairs layers reads `layer_map`.
-    """
-
-    #: every layer cloned so far: id(source layer) -> (source layer, clone)
-    layer_map: LayerMap
-
-    @abc.abstractmethod
-    def clone_layer(self, layer: Any) -> Any:
-        """The clone of `layer`, made once: shared layers stay shared."""
-
-    @abc.abstractmethod
-    def asks_nothing_of_graph(self, input_tensors: Any) -> bool:
-        """Whether this clone may be rebuilt from the model's config (no graph change asked)."""

@@ -29,7 +29,7 @@ from compat_clone.families._keras2_parts import (
     unregistered_objects,
 )
 from compat_clone.families._tf1 import assign_locked, check_device, graph_scope, tf_module
-from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families._types import CloneLayer, CloneRequest, CompileSettings, Node
 from compat_clone.families.registry import FamilyInfo
 from compat_clone.placement import Placement
 
@@ -150,13 +150,9 @@ class Keras2(Family):
             out.append(x)
         return out
 
-    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        # `keras2-subclass-lost`: a functional model of a Model subclass with
-        # its own get_config comes back as a plain Model; rebuilt from its
-        # config when nothing is asked of the graph. Otherwise our walk.
-        if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
-            return self.rebuild_from_config(model)
-        return None
+    # `clone_functional_whole` is the default's None: the engine's walk, always. `keras2-subclass-lost`
+    # (a Model subclass with its own get_config comes back as a plain Model) is the engine's rebuild from
+    # config where nothing is asked of the graph (`rebuild_own_config`, through `rebuild_from_config` below).
 
     def rebuild_from_config(self, model: Any) -> Optional[Any]:
         # `Network.from_config` rebuilds a plain graph from a graph config; a
@@ -175,7 +171,7 @@ class Keras2(Family):
     def build_functional(self, model: Any, inputs: List[Any], outputs: List[Any]) -> Any:
         return standalone_keras().models.Model(inputs, outputs, name=model.name)
 
-    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Any:
         keras = standalone_keras()
         all_layers = list(getattr(model, "_layers", None) or model.layers)
         first = all_layers[0] if all_layers and isinstance(all_layers[0], self._input_layer_class()) else None
@@ -192,7 +188,7 @@ class Keras2(Family):
         for layer in model.layers:
             if layer is first:  # 2.0-2.1 list the InputLayer in `model.layers`: recreated above
                 continue
-            clone = cloner.clone_layer(layer)
+            clone = clone_layer(layer)
             with self.layer_scope(layer):
                 new.add(clone)
         return new
@@ -228,7 +224,7 @@ class Keras2(Family):
         # walk; the native call fails on it with an AttributeError. One with
         # its own `get_config` is rebuilt by its constructor; any other is
         # refused here, and the engine makes a new instance structurally.
-        rebuilt = self.rebuild_from_config(model) if own_get_config(model) else None
+        rebuilt = self.rebuild_own_config(model)
         if rebuilt is not None:
             return rebuilt
         raise UnsupportedModelError(

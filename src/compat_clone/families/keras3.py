@@ -12,9 +12,9 @@ import inspect
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from compat_clone.errors import CompileError, InputTensorsError, layer_rebuild_error
-from compat_clone.families._core import Family, own_get_config
+from compat_clone.families._core import Family
 from compat_clone.families._skip_init import Prefill
-from compat_clone.families._types import CloneRequest, CompileSettings, LayerCloner, Node
+from compat_clone.families._types import CloneLayer, CloneRequest, CompileSettings, LayerMap, Node
 from compat_clone.families.registry import FamilyInfo
 
 __all__ = ["Keras3"]
@@ -160,16 +160,11 @@ class Keras3(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        if cloner.asks_nothing_of_graph(input_tensors) and own_get_config(model):
-            # `keras3-subclass-lost`: a functional model of a subclass with a
-            # constructor of its own (keras_hub backbones and tasks, a user's
-            # `Model` subclass) comes back as a plain Functional. Rebuilt from
-            # its config as the class itself does; where that fails, the
-            # native result (a Functional) is returned.
-            rebuilt = self.rebuild_from_config(model)
-            if rebuilt is not None:
-                return rebuilt
+    def clone_functional_whole(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Optional[Any]:
+        # `keras3-subclass-lost` (a subclass with a constructor of its own:
+        # keras_hub backbones and tasks, a user's `Model` subclass) is the
+        # engine's rebuild from config, asked first; where it failed, the
+        # native result (a Functional) is returned.
         if not self.compile_config_loads(model):
             return None  # `keras3-compiled-clone-config`: our walk, which does not compile from config
         # The native clone takes the graph path for a Functional whatever its
@@ -180,16 +175,16 @@ class Keras3(Family):
             # (`keras3-input-layer-name`), which the native call's do not.
             specs = self.input_specs(model)
             input_tensors = _tree().pack_sequence_as(model.input, [self.make_input(s) for s in specs])
-        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=clone_layer)
 
-    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
+    def clone_sequential(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Any:
         if input_tensors is not None:
-            return self._sequential_on(cloner, model, self.flatten(input_tensors)[0])
+            return self._sequential_on(model, self.flatten(input_tensors)[0], clone_layer)
         first = model._layers[0] if model._layers else None
         if not self.compile_config_loads(model) and getattr(model, "inputs", None):
             # `keras3-compiled-clone-config`: built here, on a new Input like the source's
             fresh = self.make_input(_spec(model.inputs[0], getattr(first, "name", None)))
-            return self._sequential_on(cloner, model, fresh)
+            return self._sequential_on(model, fresh, clone_layer)
         try:
             spec = getattr(first, "output", None)
         except ValueError:  # 3.0: a layer never called has no output (an unbuilt model)
@@ -197,9 +192,9 @@ class Keras3(Family):
         if spec is not None and (getattr(spec, "sparse", False) or getattr(spec, "ragged", False)):
             # `keras3-sparse-inputs`: the native clone rebuilds the Input without its flags.
             input_tensors = self.make_input(_spec(spec, getattr(first, "name", None)))
-        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=clone_layer)
 
-    def _sequential_on(self, cloner: LayerCloner, model: Any, tensor: Any) -> Any:
+    def _sequential_on(self, model: Any, tensor: Any, clone_layer: CloneLayer) -> Any:
         """A Sequential clone whose input is `tensor` (`keras3-sequential-input-tensors`).
 
         The native path wraps the tensor with `Input(tensor=...)` alone, which
@@ -213,7 +208,7 @@ class Keras3(Family):
         spec = _spec(tensor, first.name if first is not None else None)
         spec["tensor"] = tensor
         inputs = self.make_input(spec)
-        layers = [cloner.clone_layer(layer) for layer in model.layers]
+        layers = [clone_layer(layer) for layer in model.layers]
         new = Sequential([inputs, *layers], name=model.name, trainable=model.trainable)
         if self.compile_config_loads(model):  # `keras3-compiled-clone-config`
             _compile_from_config(model, new)
@@ -307,7 +302,7 @@ class Keras3(Family):
 
         assign_keras3(pairs, tau)
 
-    def prefill(self, cloner: LayerCloner, request: CloneRequest) -> Optional[Prefill]:
+    def prefill(self, request: CloneRequest, layer_map: LayerMap) -> Optional[Prefill]:
         # JAX and torch: a clone layer's variables start as device copies of
         # its source layer's (no zeros made, then overwritten). Only where the
         # clone lives where the source does and no distribution lays variables
@@ -320,9 +315,9 @@ class Keras3(Family):
         reverse: Dict[int, Any] = {}
 
         def source_layer(layer: Any) -> Any:
-            if id(layer) not in reverse and len(reverse) != len(cloner.layer_map):
+            if id(layer) not in reverse and len(reverse) != len(layer_map):
                 reverse.clear()
-                reverse.update((id(new), src) for src, new in cloner.layer_map.values())
+                reverse.update((id(new), src) for src, new in layer_map.values())
             return reverse.get(id(layer))
 
         return Prefill(source_layer, fresh_copy)

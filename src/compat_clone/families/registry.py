@@ -3,9 +3,11 @@
 A *family* is the concept: `keras3` (Keras 3), `tf_keras` (tf.keras 2.4-2.15
 and the `tf_keras` package) and `keras2` (standalone Keras 2.0-2.3). One
 `FamilyEntry` per family in `FAMILIES` says what the rest of compat_clone asks
-of it: its clone implementation, its Keras module in this environment, its
-placement backend, and its part in `convert`. Code outside this package reads
-those fields instead of comparing family names.
+of it: its Keras module in this environment, its backend, its placement
+backend, and its part in `convert`. Code outside this package reads those
+fields instead of comparing family names. The registry holds data only: the
+class that clones a family's models is imported by the driver
+(`_driver.FAMILY_CLASSES`), never looked up here by name.
 
 A model's family is read off its class (`family_of`): the first class of its
 MRO defined in a Keras-owning package (``keras``, ``tf_keras``,
@@ -67,8 +69,9 @@ class FamilyEntry:
         name: the family's name (``"keras3"``).
         title: how people call it (``"Keras"``, ``"tf.keras / tf_keras"``,
             ``"standalone Keras"``).
-        implementation: the `compat_clone` module that clones its models.
-        class_name: the `Family` subclass in that module.
+        implementation: the name of the module that clones its models, as
+            `FamilyInfo.implementation` reports it (a name for people: the
+            driver imports the module's class itself).
         environment_modules: this environment's Keras for the family, the
             modules tried in order (`keras_module`).
         fixed_backend: the backend every model of the family has
@@ -87,7 +90,6 @@ class FamilyEntry:
     name: str
     title: str
     implementation: str
-    class_name: str
     environment_modules: Tuple[str, ...]
     fixed_backend: Optional[str]
     placement: Optional[str]
@@ -103,7 +105,6 @@ FAMILIES: Mapping[str, FamilyEntry] = {
         name=KERAS3,
         title="Keras",
         implementation="compat_clone.families.keras3",
-        class_name="Keras3",
         environment_modules=("keras",),
         fixed_backend=None,
         placement=MODEL_BACKEND,
@@ -119,7 +120,6 @@ FAMILIES: Mapping[str, FamilyEntry] = {
         name=TF_KERAS,
         title="tf.keras / tf_keras",
         implementation="compat_clone.families.tf_keras",
-        class_name="TfKeras",
         environment_modules=("tf_keras", "keras", "tensorflow.keras"),
         fixed_backend="tensorflow",
         placement="tensorflow",
@@ -133,7 +133,6 @@ FAMILIES: Mapping[str, FamilyEntry] = {
         name=KERAS2,
         title="standalone Keras",
         implementation="compat_clone.families.keras2",
-        class_name="Keras2",
         environment_modules=("keras",),
         fixed_backend=None,
         placement=None,

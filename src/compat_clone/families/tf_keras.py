@@ -15,7 +15,7 @@ from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence
 from compat_clone.families._compile import unprefix_metric_names
 from compat_clone.families._core import Family
 from compat_clone.families._layer_state import assign_handlers, handler_spec, is_weight_handler, split_handlers
-from compat_clone.families._types import CompileSettings, LayerCloner, Node
+from compat_clone.families._types import CloneLayer, CompileSettings, LayerMap, Node
 
 __all__ = ["TfKeras"]
 
@@ -131,10 +131,10 @@ class TfKeras(Family):
             return model.__class__(new_inputs, new_outputs, name=model.name)
         return self.keras().Model(new_inputs, new_outputs, name=model.name)
 
-    def finish_functional(self, cloner: LayerCloner, model: Any, new: Any) -> None:
+    def finish_functional(self, model: Any, new: Any, layer_map: LayerMap) -> None:
         # Layers that feed no output (`add_loss` / `add_metric` on an inner
         # tensor) are re-inserted, as the native clone does, with its helper.
-        created = [cloner.layer_map[id(layer)][1] for layer in model.layers if id(layer) in cloner.layer_map]
+        created = [layer_map[id(layer)][1] for layer in model.layers if id(layer) in layer_map]
         ancillary = [layer for layer in created if layer not in new.layers]
         cloning = sys.modules.get(self.native_clone_model().__module__)
         insert = getattr(cloning, "_insert_ancillary_layers", None)
@@ -147,17 +147,20 @@ class TfKeras(Family):
 
     # -- native calls ----------------------------------------------------------
 
-    def clone_functional_whole(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Optional[Any]:
-        if not getattr(model.get_config, "_is_default", False) and cloner.asks_nothing_of_graph(input_tensors):
-            # A Functional subclass with its own get_config, nothing asked of
-            # the graph: the native call rebuilds it from config, and so do we.
-            return self.clone_subclassed(model)
+    def rebuild_own_config(self, model: Any) -> Optional[Any]:
+        # A Functional whose `get_config` is not Keras's default (`_is_default`):
+        # the native call rebuilds it from config, and so do we, failing as it does.
+        if getattr(model.get_config, "_is_default", False):
+            return None
+        return self.clone_subclassed(model)
+
+    def clone_functional_whole(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Optional[Any]:
         if _has_single_list_call(model):
             return None  # `tf-keras-single-list-call`: the native walk loses the list
-        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=clone_layer)
 
-    def clone_sequential(self, cloner: LayerCloner, model: Any, input_tensors: Any) -> Any:
-        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=cloner.clone_layer)
+    def clone_sequential(self, model: Any, input_tensors: Any, clone_layer: CloneLayer) -> Any:
+        return self.native_clone_model()(model, input_tensors=input_tensors, clone_function=clone_layer)
 
     # -- compile=True ----------------------------------------------------------
 
