@@ -73,8 +73,9 @@ _FOLDER_RULES = """\
 test) and decides where a collected test runs (`pytest_collection_modifyitems`):
 
 - a test marked `keras2`, `tf_keras` or `keras3` is skipped where that family is not tested;
-- `tooling` (framework-free tests of the tools) runs in one environment of a matrix run per Python
-  version: the first of the built-in table with that Python; everywhere outside the matrix;
+- `tooling` (framework-free tests of the tools) runs in two environments of a matrix run: the first
+  of the built-in table with the run's oldest Python and the first with its newest; once per Python
+  with `make test-wide`; everywhere outside the matrix;
 - `per_claim` (tests that start interpreters of their own: the README's blocks, placement across
   devices) runs in the newest environment of a run serving the same family, backend, Keras module and
   TensorFlow major; in every environment with `make test-wide`, and outside the matrix;

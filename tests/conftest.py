@@ -206,16 +206,44 @@ def _run_host(
     return hosts[-1] if newest else hosts[0]
 
 
-def _tooling_host(here: str | None) -> str | None:
-    """The environment of this matrix run that runs the tests marked `tooling` for `here`'s Python.
+def _tooling_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide: Optional[bool] = None) -> str | None:
+    """The environment of this matrix run that runs the tests marked `tooling` for `here`.
 
     They test the command line's tools (the matrix, its reports, its
     installs), which import no framework: what can differ between two
-    environments is the interpreter (and the pytest it has), so of the run's
-    environments the first of the built-in table with `here`'s ``python``
-    runs them (`_run_host`).
+    environments is the interpreter (and the pytest it has). They run at the
+    two ends of the run's Pythons: in the first environment of the built-in
+    table with the oldest ``python`` of the run (`run`, or
+    ``COMPAT_CLONE_MATRIX_ENVS``), and in the first with the newest; an
+    environment whose Python lies between is served by the oldest's. The
+    interpreters between them run the same code as both ends (the tools
+    keep to the oldest's language and library: Python 3.7's), and every
+    environment runs the matrix's pytest plugin for its own results anyway.
+    `make test-wide` (`wide`, `WIDE` by default) runs them once per Python of
+    the run, as before.
     """
-    return _run_host(here, lambda env: env.python, newest=False)
+    if WIDE if wide is None else wide:
+        return _run_host(here, lambda env: env.python, newest=False, run=run)
+
+    def version(python: str) -> Tuple[int, ...]:
+        return tuple(int(p) for p in python.split(".") if p.isdigit())
+
+    try:
+        from compat_clone_matrix.table import load_table
+
+        pythons = {env.name: env.python for env in load_table(None)}
+    except Exception:
+        return here
+    names = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here or "").split(",") if run is None else run) | {here}
+    ends = sorted({pythons[n] for n in names if n in pythons}, key=version)
+    if not ends:
+        return here
+
+    by_python = lambda env: env.python  # noqa: E731
+    if here in pythons and pythons[here] in (ends[0], ends[-1]):
+        return _run_host(here, by_python, newest=False, run=run)
+    oldest = next(n for n in pythons if n in names and pythons[n] == ends[0])  # the table's order
+    return _run_host(oldest, by_python, newest=False, run=run)
 
 
 def _serves(env: Any) -> Tuple[object, ...]:
@@ -287,7 +315,8 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
         ):
             item.add_marker(
                 pytest.mark.skip(
-                    reason=f"framework-free tooling test: runs in {tooling_host}, this run's environment for this Python version"
+                    reason=f"framework-free tooling test: runs in {tooling_host} (this run's oldest and newest Pythons run them; "
+                    "every Python in make test-wide)"
                 )
             )
         if item.get_closest_marker("per_claim") and claim_host != here:

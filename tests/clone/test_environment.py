@@ -142,3 +142,29 @@ def test_per_claim_tests_run_once_per_claim_in_make_test(monkeypatch: Any) -> No
     assert conftest._claim_host("keras-3.0-tf", wide=False) == "keras-3.0-tf"
     assert conftest._claim_host("tf_keras-2.16", run=enabled, wide=True) == "tf_keras-2.16"
     assert conftest._claim_host(None, wide=False) is None  # outside the matrix: every test runs
+
+
+@pytest.mark.tooling
+def test_tooling_tests_run_at_the_two_ends_of_a_runs_pythons(monkeypatch: Any) -> None:
+    """`make test` runs the framework-free `tooling` tests in two environments: the oldest Python's and the newest's."""
+    import conftest
+
+    from compat_clone_matrix.table import load_table
+
+    monkeypatch.delenv("COMPAT_CLONE_TABLE", raising=False)
+    table = load_table(None)
+    enabled = [env.name for env in table if env.enabled]
+    hosts = {name: conftest._tooling_host(name, run=enabled, wide=False) for name in enabled}
+    pythons = {env.name: env.python for env in table}
+    version = lambda name: tuple(int(p) for p in pythons[name].split("."))  # noqa: E731
+    oldest = min(enabled, key=lambda n: (version(n), enabled.index(n)))
+    newest = min(enabled, key=lambda n: (tuple(-v for v in version(n)), enabled.index(n)))
+    assert set(hosts.values()) == {oldest, newest}, hosts
+    assert pythons[oldest] == "3.7" and hosts[oldest] == oldest and hosts[newest] == newest
+    # A run of one environment runs them there; make test-wide once per Python of the run.
+    assert conftest._tooling_host("keras-3.15-jax", run=["keras-3.15-jax"], wide=False) == "keras-3.15-jax"
+    wide = {conftest._tooling_host(name, run=enabled, wide=True) for name in enabled}
+    assert {pythons[name] for name in wide} == {pythons[name] for name in enabled} and len(wide) == len(
+        {pythons[name] for name in enabled}
+    )
+    assert conftest._tooling_host(None, wide=False) is None  # outside the matrix: every test runs
