@@ -180,7 +180,7 @@ class TfKeras(Family):
             return
         spec = _save_spec(source)
         if spec is not None:
-            _tf().function(lambda inputs: new(inputs)).get_concrete_function(spec)
+            _trace(new, spec)
         elif getattr(source, "_build_input_shape", None) is not None:
             new.build(source._build_input_shape)
 
@@ -220,6 +220,23 @@ class TfKeras(Family):
         handlers, variables = split_handlers(pairs)
         assign_tf(variables, tau)  # variable to variable: stays on the device
         assign_handlers(handlers)  # `copy-weight-handler`: tables, as `set_weights` fills them
+
+
+def _trace(model: Any, spec: Any) -> None:
+    """Calls `model` on `spec` inside a traced function, without AutoGraph first.
+
+    AutoGraph converts the user's ``call`` (and whatever it calls) before
+    tracing: seconds per class, several the first time in a process, where
+    tracing the same call as written takes a fraction of one. Keras's own
+    layers do not need it; a ``call`` whose Python control flow reads
+    tensors does, and raises when traced as written: it is traced again with
+    AutoGraph, as before (a layer built by the first attempt stays built).
+    """
+    tf = _tf()
+    try:
+        tf.function(lambda inputs: model(inputs), autograph=False).get_concrete_function(spec)
+    except Exception:  # noqa: BLE001 -- any failure of the plain trace: the converted one decides
+        tf.function(lambda inputs: model(inputs)).get_concrete_function(spec)
 
 
 def _weight_count(model: Any) -> int:
