@@ -322,7 +322,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "a subclassed model rebuilt from its config has no variables until it is called: "
         "`set_weights` / a weight copy into the clone fails until the user calls it once",
         f"{_CORE}.Cloner._clone_subclassed ({_TF}.TfKeras.build_like: the first call's input signature, traced)",
-        (),
+        ("subclass_config_built",),
     ),
     KnownIssue(
         "subclass-layers-in-constructor",
@@ -401,7 +401,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "a plain attribute set on a subclassed model after construction (`model.temperature "
         "= 4.0`) is lost by the clone, which computes other outputs, silently",
         "compat_clone.families._structure.copy_plain_attributes",
-        (),
+        ("subclass_plain_attribute",),
     ),
     KnownIssue(
         "tf-keras-revived-layer",

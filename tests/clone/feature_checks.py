@@ -454,6 +454,58 @@ def subclass_build_layers(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, c, data((2, 3)))
 
 
+@feature("subclassed model with a get_config: the clone holds the source's weights without being called first")
+def subclass_config_built(K: Any, clone: Callable[..., Any]) -> None:
+    _subclassing(K)
+
+    class Doubled(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, units: int = 3, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.units = units
+            self.dense = K.layers.Dense(units)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x) * 2.0
+
+        def get_config(self) -> Dict[str, Any]:
+            return {"units": self.units, "name": self.name}
+
+    m = public(Doubled)(units=5)
+    try:
+        predict(m, data((2, 3)))
+    except Exception as exc:  # standalone Keras 2.2-2.3: a subclassed model's output of a raw op cannot be predicted
+        raise NotApplicable(f"{K.__name__} {K.__version__} cannot run such a model: {exc}") from exc
+    c = clone(m, copy_weights=True)
+    assert len(c.weights) == len(m.weights), f"the clone holds {len(c.weights)} weights, the source {len(m.weights)}"
+    assert_same_predictions(m, c, data((2, 3)))
+
+
+@feature("subclassed model: a plain attribute set after construction (model.temperature = 4.0) is kept")
+def subclass_plain_attribute(K: Any, clone: Callable[..., Any]) -> None:
+    _subclassing(K)
+
+    class Tempered(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.dense = K.layers.Dense(3)
+            self.temperature = 1.0
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x) / self.temperature
+
+    m = public(Tempered)()
+    try:
+        predict(m, data((2, 3)))
+    except Exception as exc:  # standalone Keras 2.2-2.3: a subclassed model's output of a raw op cannot be predicted
+        raise NotApplicable(f"{K.__name__} {K.__version__} cannot run such a model: {exc}") from exc
+    m.temperature = 4.0
+    c = clone(m, copy_weights=True)
+    assert getattr(c, "temperature", None) == 4.0, (
+        f"the clone's temperature is {getattr(c, 'temperature', None)}, the source's 4.0"
+    )
+    assert_same_predictions(m, c, data((2, 3)))
+
+
 def _adapted_layer(K: Any, name: str, data: Any, **kwargs: Any) -> Any:
     """A preprocessing layer of `K` adapted on `data`; NotApplicable where `K` has none (or needs TensorFlow)."""
     cls = getattr(K.layers, name, None)
