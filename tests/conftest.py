@@ -222,7 +222,7 @@ def _tooling_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide
     `make test-wide` (`wide`, `WIDE` by default) runs them once per Python of
     the run, as before.
     """
-    if WIDE if wide is None else wide:
+    if here is None or (WIDE if wide is None else wide):
         return _run_host(here, lambda env: env.python, newest=False, run=run)
 
     def version(python: str) -> Tuple[int, ...]:

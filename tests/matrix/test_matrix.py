@@ -50,7 +50,7 @@ def test_builtin_table_covers_oldest_and_newest_of_every_line() -> None:
     assert tf1 and all(e.python == "3.7" and "tensorflow==1.15.5" in e.packages for e in tf1)
     # the Keras 2 soak runs in the wide matrix (keras-2.2.4 on TF 2.15): the
     # default run's time budget has no room for it on TF 1.15 (our overlay sets it)
-    ours = apply_overlay(list(envs.values()), Path(__file__).resolve().parent / "matrix-overlay.toml")
+    ours = apply_overlay(list(envs.values()), Path(__file__).resolve().parents[1] / "matrix-overlay.toml")
     assert any(dict(e.env).get("COMPAT_CLONE_SOAK") == "1" and dict(e.expect)["family"] == "keras2" for e in ours)
     assert {("tf_keras", "2.12"), ("tf_keras", "2.15"), ("tf_keras", "2.16"), ("tf_keras", "2.21")} <= versions
     assert {("keras3", "3.0"), ("keras3", "3.15")} <= versions

@@ -117,7 +117,7 @@ def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: An
     from compat_clone_matrix.table import TableError, load_table
 
     table = load_table()
-    ours = apply_overlay(table, Path(__file__).resolve().parent / "matrix-overlay.toml")
+    ours = apply_overlay(table, Path(__file__).resolve().parents[1] / "matrix-overlay.toml")
     assert [e.name for e in ours] == [e.name for e in table] and [e.expect for e in ours] == [e.expect for e in table]
     assert sum(e.enabled for e in ours) == 14  # `make test`'s default run is the same 14 environments
     by_name = {e.name: e for e in ours}
