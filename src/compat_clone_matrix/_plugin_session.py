@@ -98,7 +98,12 @@ class MatrixEnvironment:
         if write_results and not self.worker:
             folder = Path(os.environ.get("COMPAT_CLONE_RESULTS") or Path(".matrix") / "_results")
             self.results = folder / f"{self.env}.tests.jsonl"
+        # The session the runner started owns the running file: it takes the variable out of the
+        # environment, so that a pytest a test starts (an upstream suite run in a child process)
+        # never writes the same file.
         running = os.environ.get("COMPAT_CLONE_RUNNING_FILE")
+        if running and not self.worker:
+            del os.environ["COMPAT_CLONE_RUNNING_FILE"]
         self.running_file = Path(running) if running and not self.worker else None
         self.running: Dict[str, float] = {}  # node id -> when it started (time.time())
         self.finished = 0
@@ -107,7 +112,7 @@ class MatrixEnvironment:
         """The tests running now, for the matrix runner's timeout report (replaced whole, never half-written)."""
         assert self.running_file is not None
         record = {"pid": os.getpid(), "finished": self.finished, "running": self.running}
-        partial = self.running_file.with_name(self.running_file.name + ".part")
+        partial = self.running_file.with_name(f"{self.running_file.name}.{os.getpid()}.part")  # this process's own
         partial.write_text(json.dumps(record), encoding="utf-8")
         os.replace(partial, self.running_file)
 
