@@ -44,7 +44,8 @@ demo: $(VENV)/.stamp
 # bench and dev (pyproject.toml holds both configurations), then the structure
 # check (dev/structure_check.py: module and function sizes, no import cycle, the
 # seams; mypy follows it into its sibling modules structure_seams.py and structure_source.py);
-# dev/test_index.py (docs/tests.md's generator) is type-checked the same way.
+# dev/test_index.py (docs/tests.md's generator) is type-checked the same way, and
+# its --check fails when docs/tests.md is stale (the index's test runs only in the developer environment).
 # `make test` runs it first.
 lint: $(VENV)/.stamp
 	$(VENV)/bin/python -m mypy
@@ -53,6 +54,7 @@ lint: $(VENV)/.stamp
 	$(VENV)/bin/ruff check src tests bench dev
 	$(VENV)/bin/ruff format --check src tests bench dev
 	$(VENV)/bin/python dev/structure_check.py
+	$(VENV)/bin/python dev/test_index.py --check
 
 # `make docs`: docs/matrix.md's environment lists and counts, generated from the built-in table
 # (tests/matrix/test_matrix_docs.py fails when they drift), and docs/tests.md, the test index
