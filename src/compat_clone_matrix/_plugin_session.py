@@ -50,12 +50,23 @@ def _run_check() -> Dict[str, Any]:
     return result
 
 
-def _write_claim_file(env: str, claim: Dict[str, str], result: Dict[str, Any]) -> None:
-    """The check's result for the matrix runner, at ``$COMPAT_CLONE_CLAIM_FILE`` (when set)."""
-    path = os.environ.get("COMPAT_CLONE_CLAIM_FILE")
-    if path:
+def _write_claim_file(path: Optional[Path], env: str, claim: Dict[str, str], result: Dict[str, Any]) -> None:
+    """The check's result for the matrix runner, at `path` (``$COMPAT_CLONE_CLAIM_FILE``, when it was set)."""
+    if path is not None:
         record = {"env": env, "claim": claim, **result}
-        Path(path).write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _take_handed_file(name: str) -> Optional[Path]:
+    """The file the runner handed this session in variable `name`, taken out of the environment.
+
+    The session the runner started owns the files it is handed (the claim
+    file, the running file): a pytest that one of its tests starts (Keras's
+    own cloning tests in a child process) inherits no such variable, so it
+    never writes them too.
+    """
+    value = os.environ.pop(name, None)
+    return Path(value) if value else None
 
 
 def _judged(start: Dict[str, Any], claim: Dict[str, str], records: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -98,13 +109,9 @@ class MatrixEnvironment:
         if write_results and not self.worker:
             folder = Path(os.environ.get("COMPAT_CLONE_RESULTS") or Path(".matrix") / "_results")
             self.results = folder / f"{self.env}.tests.jsonl"
-        # The session the runner started owns the running file: it takes the variable out of the
-        # environment, so that a pytest a test starts (an upstream suite run in a child process)
-        # never writes the same file.
-        running = os.environ.get("COMPAT_CLONE_RUNNING_FILE")
-        if running and not self.worker:
-            del os.environ["COMPAT_CLONE_RUNNING_FILE"]
-        self.running_file = Path(running) if running and not self.worker else None
+        # xdist workers write neither file (and are started without the variables).
+        self.claim_file = None if self.worker else _take_handed_file("COMPAT_CLONE_CLAIM_FILE")
+        self.running_file = None if self.worker else _take_handed_file("COMPAT_CLONE_RUNNING_FILE")
         self.running: Dict[str, float] = {}  # node id -> when it started (time.time())
         self.finished = 0
 
@@ -139,7 +146,7 @@ class MatrixEnvironment:
         result = _run_check()
         self.loaded = str(result.get("loaded", "nothing"))
         self.start = result
-        _write_claim_file(self.env, self.claim, result)
+        _write_claim_file(self.claim_file, self.env, self.claim, result)
         if not result.get("ok"):
             claim = ", ".join(f"{k}={v}" for k, v in sorted(self.claim.items()))
             problems = "; ".join(str(p) for p in result.get("problems", ()))
@@ -164,7 +171,7 @@ class MatrixEnvironment:
         if self.start is None or not self.start.get("ok"):
             return  # no claim, or the session stopped at the start check
         self.verdict = _judged(self.start, self.claim, [observe(), *self.records])
-        _write_claim_file(self.env, self.claim, self.verdict)
+        _write_claim_file(self.claim_file, self.env, self.claim, self.verdict)
         if self.verdict["verdict"] == "mislabeled":
             session.exitstatus = _USAGE_ERROR
 
