@@ -25,7 +25,7 @@ body runs on every family: ``K.Input``, ``K.layers``, ``K.Model``,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pytest
 
@@ -180,28 +180,41 @@ def _catalogue_records(families: Dict[str, Any]) -> None:
             write_records(keras, records)
 
 
-def _run_host(
-    here: str | None, same: Callable[[Any], object], *, newest: bool, run: Optional[Iterable[str]] = None
-) -> str | None:
-    """Of this matrix run's environments serving what `here` serves (`same` equal), the one that runs a marker's tests.
+def _run_envs(here: str | None, run: Optional[Iterable[str]]) -> Optional[Tuple[List[Any], Set[str]]]:
+    """The built-in table and the names of this matrix run's environments (`here` among them).
 
-    The run is `run`, or ``COMPAT_CLONE_MATRIX_ENVS`` (and `here` itself),
-    in the order of the built-in table: the first, or with `newest` the last.
-    `here` itself outside the matrix, for an environment of another table,
-    or where the table cannot be read.
+    The run is `run`, or ``COMPAT_CLONE_MATRIX_ENVS`` (and `here` itself).
+    None outside the matrix, for an environment of another table, or where
+    the table cannot be read: there, `here` runs every marker's tests.
     """
     if here is None or os.environ.get("COMPAT_CLONE_TABLE", "built-in") != "built-in":
-        return here
+        return None
     try:
         from compat_clone_matrix.table import load_table
 
         table = load_table(None)
     except Exception:
-        return here
-    key = {env.name: same(env) for env in table}
-    if here not in key:
-        return here
+        return None
+    if here not in {env.name for env in table}:
+        return None
     names = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here).split(",") if run is None else run) | {here}
+    return table, names
+
+
+def _run_host(
+    here: str | None, same: Callable[[Any], object], *, newest: bool, run: Optional[Iterable[str]] = None
+) -> str | None:
+    """Of this matrix run's environments serving what `here` serves (`same` equal), the one that runs a marker's tests.
+
+    The run's environments (`_run_envs`) in the order of the built-in table:
+    the first, or with `newest` the last. `here` itself outside the matrix,
+    for an environment of another table, or where the table cannot be read.
+    """
+    found = _run_envs(here, run)
+    if found is None:
+        return here
+    table, names = found
+    key = {env.name: same(env) for env in table}
     hosts = [env.name for env in table if env.name in names and key[env.name] == key[here]]
     return hosts[-1] if newest else hosts[0]
 
@@ -213,37 +226,25 @@ def _tooling_host(here: str | None, *, run: Optional[Iterable[str]] = None, wide
     installs), which import no framework: what can differ between two
     environments is the interpreter (and the pytest it has). They run at the
     two ends of the run's Pythons: in the first environment of the built-in
-    table with the oldest ``python`` of the run (`run`, or
-    ``COMPAT_CLONE_MATRIX_ENVS``), and in the first with the newest; an
-    environment whose Python lies between is served by the oldest's. The
-    interpreters between them run the same code as both ends (the tools
-    keep to the oldest's language and library: Python 3.7's), and every
-    environment runs the matrix's pytest plugin for its own results anyway.
-    `make test-wide` (`wide`, `WIDE` by default) runs them once per Python of
-    the run, as before.
+    table with the oldest ``python`` of the run (`_run_envs`), and in the
+    first with the newest; an environment whose Python lies between is
+    served by the oldest's. The interpreters between them run the same code
+    as both ends (the tools keep to the oldest's language and library:
+    Python 3.7's), and every environment runs the matrix's pytest plugin for
+    its own results anyway. `make test-wide` (`wide`, `WIDE` by default)
+    runs them once per Python of the run, as before.
     """
-    if here is None or (WIDE if wide is None else wide):
+    if WIDE if wide is None else wide:
         return _run_host(here, lambda env: env.python, newest=False, run=run)
-
-    def version(python: str) -> Tuple[int, ...]:
-        return tuple(int(p) for p in python.split(".") if p.isdigit())
-
-    try:
-        from compat_clone_matrix.table import load_table
-
-        pythons = {env.name: env.python for env in load_table(None)}
-    except Exception:
+    found = _run_envs(here, run)
+    if found is None:
         return here
-    names = set(os.environ.get("COMPAT_CLONE_MATRIX_ENVS", here or "").split(",") if run is None else run) | {here}
-    ends = sorted({pythons[n] for n in names if n in pythons}, key=version)
-    if not ends:
-        return here
-
-    by_python = lambda env: env.python  # noqa: E731
-    if here in pythons and pythons[here] in (ends[0], ends[-1]):
-        return _run_host(here, by_python, newest=False, run=run)
-    oldest = next(n for n in pythons if n in names and pythons[n] == ends[0])  # the table's order
-    return _run_host(oldest, by_python, newest=False, run=run)
+    table, names = found
+    ours = [env for env in table if env.name in names]  # the run, in the table's order
+    ends = sorted({env.python for env in ours}, key=lambda python: tuple(int(p) for p in python.split(".") if p.isdigit()))
+    python = next(env.python for env in ours if env.name == here)
+    end = python if python in (ends[0], ends[-1]) else ends[0]
+    return next(env.name for env in ours if env.python == end)
 
 
 def _serves(env: Any) -> Tuple[object, ...]:
