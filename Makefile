@@ -103,7 +103,7 @@ packaging: $(VENV)/.stamp dist
 # its slowest environment, keras-3.15-tf, took about 12 min (it reached 72% of
 # its tests in 1500 s at load 6-7, some 3x slower than quiet), less now that
 # the hosts no longer write the old releases' sources (they are written once,
-# by the writer environments, and kept in .matrix/.sources/:
+# by the writer environments, and kept by content in ~/.cache/compat-clone/sources/:
 # tests/convert/source_cache.py). 2700 s leaves it about 3.7x quiet, and about 2x under
 # the 1.5-2x that a second process busying one core of two costs; an
 # environment hung in the last one to start (~25 min into a quiet run) is

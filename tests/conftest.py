@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pytest
 
+from tests.support.cache import cache_dir
 from tests.support.families import FAMILIES, WIDE, families_under_test, keras_module, matrix_dir
 
 # On a GPU, JAX preallocates most of the GPU's memory in every process that
@@ -48,7 +49,9 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 # (126 tests, `-n 2`, quiet 2-core machine): 263 s wall / 478 CPU s as JAX
 # ships; 198 s / 350 s with the compilation cache alone (a fresh folder, shared
 # by the workers and every interpreter they start); 143 s / 237 s with both.
-# - The persistent compilation cache in the matrix folder. JAX names an entry
+# - The persistent compilation cache, in the suite's cache folder outside the
+#   checkout (tests/support/cache.py: ~/.cache/compat-clone/jax), so that a fresh
+#   clone reads what an earlier run compiled. JAX names an entry
 #   by the program's HLO, the jax/jaxlib versions, the device and the compile
 #   options and XLA flags, so an entry of another version or setting is never
 #   read (it is another name). Capped: JAX drops the least recently used.
@@ -60,7 +63,7 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 # Both are defaults: a value set outside wins (XLA_FLAGS set outside keeps
 # the optimization level XLA defaults to). The flag is set where JAX is the
 # backend only: TensorFlow reads XLA_FLAGS too, for its `jit_compile` models.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(matrix_dir() / ".jax-cache"))
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache_dir("jax", matrix_dir() / ".jax-cache")))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(512 * 2**20))

@@ -141,8 +141,8 @@ def run_in_sibling(env: str, script: Path, out: Path, args: List[str], timeout: 
 def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Path, Dict[str, Any]]:
     """``(folder, report)``: the files ``script ARGS`` writes in sibling `env`, from the matrix folder's cache.
 
-    One entry per writer and unit of work under
-    ``<matrix>/.sources/<kind>/<env>/<args>/`` (tests/convert/source_cache.py): written
+    One entry per writer and unit of work under ``<root>/<kind>/<env>/<args>/``
+    (tests/convert/source_cache.py: the root is outside the checkout, so fresh clones share it): written
     by the first process of any run that asks (a Keras 3 host, or the writer
     environment itself: tests/convert/test_convert_writers.py), read by every other,
     and written again when the script, the modules it imports, its arguments
@@ -157,7 +157,7 @@ def written(kind: str, script: Path, env: str, args: Sequence[str]) -> Tuple[Pat
 
         env_dir = sibling(env)
         (table_env,) = [e for e in load_table() if e.name == env]
-        folder = env_dir.parent / ".sources" / kind / env / ",".join(args)
+        folder = source_cache.root(env_dir.parent / ".sources") / kind / env / ",".join(args)
         key = source_cache.writer_key(
             script, args, env_dir, dataclasses.asdict(table_env), _sibling_environ(env, env_dir), folder
         )

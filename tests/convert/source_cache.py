@@ -1,4 +1,4 @@
-"""The Keras 2 source files of the cross-environment conversion tests, written once and kept under ``.matrix/.sources/``.
+"""The Keras 2 source files of the cross-environment conversion tests, written once and kept outside the checkout.
 
 An old release writes them in its own matrix environment (a *writer*:
 tests/convert/convert_zoo_sources.py, convert_sources.py or convert_field_sources.py
@@ -16,7 +16,14 @@ run reads it. An entry is named by what it is made of (`writer_key`):
 - the entry's own folder (reports name their files by absolute path).
 
 A change to any of them is another key, and an entry whose recorded key is not
-the one asked for is written again, never read (`cached`). ``key.json`` is
+the one asked for is written again, never read (`cached`).
+
+The entries live where `root` says: ``sources`` in the suite's cache
+(tests/support/cache.py: ``~/.cache/compat-clone``, ``$COMPAT_CLONE_TEST_CACHE``
+elsewhere), as uv keeps its wheels there: a fresh clone of the same
+sources, or the next CI run on the same machine, reads what an earlier one
+wrote (the entry's folder is then the same too, so its key is). Where that
+folder cannot be made, under the matrix folder (``.matrix/.sources``). ``key.json`` is
 written last, under a file lock: an interrupted write is not an entry, and two
 processes asking at once write it once.
 
@@ -37,13 +44,27 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
-__all__ = ["script_files", "writer_key", "cached"]
+from tests.support.cache import cache_dir
+
+__all__ = ["root", "script_files", "writer_key", "cached"]
 
 KEY_FILE = "key.json"
 REPORT_FILE = "report.json"
 COST_FILE = "cost.json"  # what writing the entry took (wall and CPU seconds of the writer), for the record
 # Prints where the interpreter's compat_clone lives and its Python: imports no framework.
 _PROBE = "import os, sys, compat_clone; print(os.path.dirname(compat_clone.__file__)); print(sys.version)"
+
+
+def root(fallback: Path) -> Path:
+    """The folder the entries are kept in: ``sources`` in the suite's cache (tests/support/cache.py), else `fallback`.
+
+    Args:
+        fallback: the folder to use where the user's cache folder is not writable (the matrix's ``.sources``).
+
+    Returns:
+        An absolute folder that exists.
+    """
+    return cache_dir("sources", fallback)
 
 
 def _imported_names(tree: ast.AST) -> List[str]:

@@ -3,8 +3,8 @@
 tests/convert/test_convert_zoo_envs.py, test_convert_cli.py and test_convert_field.py
 convert, in the Keras 3 hosts (keras-3.15-tf/-jax/-torch), files that the old
 releases write (standalone Keras 2.x on TensorFlow 1.15, tf.keras 2.4 / 2.12 /
-2.15). Each unit of work is kept under ``.matrix/.sources/`` by content
-(tests/convert/source_cache.py). Here, in a writer environment of a run that has a
+2.15). Each unit of work is kept by content outside the checkout
+(tests/convert/source_cache.py: ``~/.cache/compat-clone/sources``). Here, in a writer environment of a run that has a
 host, the writer fills its entries in its own session: the hosts, which run
 after it in the table's order, then read them instead of writing them in
 theirs. A host that comes first writes the entry itself (and the writer then

@@ -142,3 +142,22 @@ def test_two_processes_asking_at_once_write_it_once(tmp_path: Path) -> None:
     for t in threads:
         t.join(60)
     assert write.calls == 1
+
+
+def test_entries_live_outside_the_checkout_where_the_user_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone reads what an earlier clone wrote: the root is the user's cache folder, not the checkout."""
+    fallback = tmp_path / "matrix" / ".sources"
+    monkeypatch.delenv("COMPAT_CLONE_TEST_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert source_cache.root(fallback) == (tmp_path / "xdg" / "compat-clone" / "sources").resolve()
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert source_cache.root(fallback) == (tmp_path / "home" / ".cache" / "compat-clone" / "sources").resolve()
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: an absolute path or none
+    assert source_cache.root(fallback) == (tmp_path / "home" / ".cache" / "compat-clone" / "sources").resolve()
+    monkeypatch.setenv("COMPAT_CLONE_TEST_CACHE", str(tmp_path / "chosen"))
+    assert source_cache.root(fallback) == (tmp_path / "chosen" / "sources").resolve()
+    # A root that cannot be made (a file stands where its folder would be): the matrix folder's.
+    (tmp_path / "blocked").write_text("a file")
+    monkeypatch.setenv("COMPAT_CLONE_TEST_CACHE", str(tmp_path / "blocked"))
+    assert source_cache.root(fallback) == fallback.resolve() and fallback.is_dir()
