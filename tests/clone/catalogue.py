@@ -99,12 +99,14 @@ def exported_layers(K: Any) -> Dict[str, type]:
 
 @dataclass
 class Case:
-    """One built case: the model, its inputs, and the class under test."""
+    """One built case: the model, its inputs, the class under test, and the model's outputs on them (`want`,
+    computed once when it is built: both sides' clones are compared with it)."""
 
     model: Any
     x: Any
     cls: type
     masked: bool
+    want: List[np.ndarray]
 
 
 def _sample(shape: Sequence[int], dtype: str, seed: int) -> np.ndarray:
@@ -230,12 +232,12 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
         else:
             model = holder_class(K, config=container == "holder_config")(placed, masking, spec.call)
         feed = x if len(x) > 1 else x[0]
-        outputs(model, feed)
+        want = outputs(model, feed)
     except (NotApplicable, NotBuilt):
         raise
     except Exception as exc:  # the table's arguments do not build it here: listed with the reason
         raise NotBuilt(one_line(exc)) from exc
-    return Case(model=model, x=feed, cls=cls, masked=masked)
+    return Case(model=model, x=feed, cls=cls, masked=masked, want=want)
 
 
 def one_line(exc: BaseException) -> str:

@@ -94,10 +94,10 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _judge(case: Case, clone: Any) -> str:
     """'' where `clone` is a right clone of the case's model, else what differs."""
-    model, x = case.model, case.x
+    model, x, want = case.model, case.x, case.want
     if type(clone) is not type(model):
         return f"class {type(clone).__name__}, expected {type(model).__name__}"
-    want, got = outputs(model, x), outputs(clone, x)
+    got = outputs(clone, x)
     if len(want) != len(got) or not all(_same(a, b) for a, b in zip(want, got)):
         return f"outputs differ: {[a.shape for a in got]} vs {[a.shape for a in want]}" + (
             f", max |Δ| {max(float(np.max(np.abs(a - b))) for a, b in zip(want, got))}"
