@@ -68,6 +68,15 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "keras-team/keras #12202, fixed by #12205 in 2.2.5",
     ),
     KnownIssue(
+        "keras2-mutates-source",
+        "keras2",
+        "<2.4",
+        "the clone writes `mask=` into the source's own call arguments (a layer that takes a mask, called with a "
+        "keyword argument): the source is changed, and a second clone is fed the first clone's mask",
+        "compat_clone.families._keras2_parts.map_arguments (a copy of the node's arguments, the source's mask left out)",
+        ("clone_twice_call_arguments",),
+    ),
+    KnownIssue(
         "keras2-rnn-state-twice",
         "keras2",
         ">=2.1,<2.2.5",
@@ -265,7 +274,8 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
         "a `Lambda` holding a Python lambda is refused by the config round trip "
         "(safe-mode deserialization, enforced again by the 3.12.4 and 3.15.1 "
         "patches); turning safe mode off globally would be unsafe",
-        f"{_CORE}.Family.default_clone (rebuilt from the live function)",
+        "compat_clone.families._core.Family.clone_lambda (rebuilt from the live function; a layer holding one "
+        "is rebuilt under Family.unsafe_scope, this thread and this call only)",
         ("lambda_python_function", "lambda_pair_into_add", "multi_output_no_mask"),
     ),
     KnownIssue(

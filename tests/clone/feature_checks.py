@@ -86,6 +86,33 @@ def rnn_initial_state(K: Any, clone: Callable[..., Any]) -> None:
     assert_same_predictions(m, cl, [data((2, 5, 3), 1), data((2, 4, 3), 2)])
 
 
+def _call_arguments(model: Any) -> List[Any]:
+    """Per layer and node of `model`, the names of the keyword arguments its call was given (where the family records them)."""
+    names = []
+    for layer in model.layers:
+        for node in getattr(layer, "_inbound_nodes", []):
+            recorded = getattr(node, "arguments", None)  # standalone Keras 2
+            if recorded is None:
+                recorded = getattr(node, "call_kwargs", None)  # tf_keras
+            if isinstance(recorded, dict):
+                names.append((layer.name, sorted(recorded)))
+    return names
+
+
+@feature("cloned twice, a masked layer called with a keyword argument (the source's call arguments untouched)")
+def clone_twice_call_arguments(K: Any, clone: Callable[..., Any]) -> None:
+    tokens = K.Input((5,), dtype="int32")
+    embedded = K.layers.Embedding(10, 3, mask_zero=True)(tokens)
+    m = K.models.Model(tokens, K.layers.Dense(2)(K.layers.LSTM(4)(embedded, training=False)))
+    before = _call_arguments(m)
+    x = np.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]], dtype="int32")
+    first = clone(m, copy_weights=True)
+    assert _call_arguments(m) == before, f"the clone changed the source's call arguments: {_call_arguments(m)}, were {before}"
+    second = clone(m, copy_weights=True)
+    assert_same_predictions(m, first, x)
+    assert_same_predictions(m, second, x)
+
+
 @feature("layer with two outputs and no mask support (keras #12202)")
 def multi_output_no_mask(K: Any, clone: Callable[..., Any]) -> None:
     x = K.Input((3,))

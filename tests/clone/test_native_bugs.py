@@ -9,7 +9,9 @@ too wide or too narrow fails here, in the environment that shows it.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import re
+from typing import Any, List
 
 import pytest
 
@@ -43,3 +45,31 @@ def test_known_issue(K: Any, row: KnownIssue, check: str) -> None:
         )
     outcome, detail = run_check(feature, K, compat_clone.clone_model)
     assert outcome == "pass", f"compat_clone fails {check} ({row.id}): {detail}"
+
+
+def _resolves(ref: str) -> bool:
+    """Whether dotted path `ref` (``compat_clone.families._core.Family.clone_lambda``) names an object."""
+    parts = ref.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+@pytest.mark.tooling
+def test_every_row_names_code_that_exists() -> None:
+    """A row's `handled_by` names the code that handles it: each dotted path in it resolves (importing no framework)."""
+    missing: List[str] = [
+        f"{row.id}: {ref}"
+        for row in KNOWN_ISSUES
+        for ref in re.findall(r"compat_clone(?:\.[A-Za-z_]\w*)+", row.handled_by)
+        if not _resolves(ref)
+    ]
+    assert not missing, f"known issues naming code that does not exist: {missing}"

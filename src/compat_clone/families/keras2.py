@@ -1,7 +1,7 @@
 """Standalone, multi-backend Keras 2.0-2.3 (`keras.models.clone_model`).
 
 The native walk is wrong in too many releases to lean on (known issues
-`keras2-12202-masks`, `keras2-tensor-keys`, `keras2-mutates-source`), so the
+`keras2-12202-masks`, `keras2-rnn-state-twice`, `keras2-mutates-source`), so the
 core's own walk runs every functional clone and this family builds its
 Sequential clones itself. Graph mode only (the TensorFlow backend of
 standalone Keras never ran eagerly): weights are copied by one grouped assign
