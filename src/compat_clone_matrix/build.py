@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Optional
+from typing import IO, Any, Dict, Iterator, List, Optional, Tuple
 
 from compat_clone_matrix.install import (
     InstallSource,
@@ -48,10 +48,13 @@ __all__ = [
     "prepare_env",
     "ensure_built",
     "env_lock",
+    "python_version",
+    "PYCACHE_DIR",
+    "PYCACHE_PREFIX_PYTHON",
 ]
 
 # Bump when the way an environment is built changes: every stamp goes stale.
-_BUILD_SCHEMA = 2  # 2: environments are built with their bytecode
+_BUILD_SCHEMA = 2  # 2: Python 3.7 environments are built with their bytecode
 STAMP_FILE = ".compat-clone-stamp"
 LOG_FILE = "last.log"
 # How often `build_env` (a conversion waiting on an environment) says how long the build has run.
@@ -177,6 +180,20 @@ def interpreter_for(python: str) -> str:
     return found
 
 
+PYCACHE_PREFIX_PYTHON = (3, 8)  # the first Python with PYTHONPYCACHEPREFIX
+PYCACHE_DIR = ".pycache"  # an environment's own bytecode folder (Python >= 3.8), in its folder
+
+
+def python_version(env_dir: Path) -> Optional[Tuple[int, int]]:
+    """The ``(major, minor)`` of the environment's interpreter, from its ``pyvenv.cfg`` (None where it says none)."""
+    try:
+        text = (env_dir / "pyvenv.cfg").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = re.search(r"^(?:version_info|version)\s*=\s*(\d+)\.(\d+)", text, re.MULTILINE)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
 def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs: Procs, log: IO[str], stamp: str) -> None:
     """Creates the environment from scratch; raises RuntimeError on failure."""
     python = env_dir / "bin" / "python"
@@ -196,13 +213,16 @@ def _build(env: Env, env_dir: Path, uv: List[str], source: InstallSource, procs:
             packages += wheel_requirements(source.path)  # the wheel itself: `post_install`
         else:
             packages += ["packaging>=21", 'tomli; python_version < "3.11"', 'importlib_metadata>=3.6; python_version < "3.8"']
-    # The last install compiles every module of the environment to bytecode (uv compiles the whole of
-    # site-packages): each interpreter a run starts (xdist workers, the claim check, the processes tests
-    # start) then reads it instead of compiling TensorFlow's thousands of modules again, which it does at
-    # every start where nothing writes bytecode (PYTHONDONTWRITEBYTECODE, a read-only folder; uv installs
-    # none by default). Keras 3.0 on TensorFlow 2.16: 12.9 CPU s once; each `import keras, tensorflow`
-    # from 8.9 CPU s down to 3.8.
-    compile_last = ["--compile-bytecode"]
+    # Bytecode, so that each interpreter a run starts (xdist workers, the claim check, the processes tests
+    # start) does not compile TensorFlow's thousands of modules again, which it does at every start where
+    # nothing writes bytecode (PYTHONDONTWRITEBYTECODE; uv installs none by default): `import keras,
+    # tensorflow` on Keras 3.0 costs 8.9 CPU s without, 3.8 with. From Python 3.8 the runner gives the
+    # environment's processes a bytecode folder of its own (`runner.env_environ`): the modules they import
+    # are compiled once, when first imported. Python 3.7 has no such folder: there the last install
+    # compiles the whole of site-packages (12.9 CPU s for Keras 3.0's, 2-3 min of a make test's wall for
+    # all 14 environments, hence not everywhere).
+    version = python_version(env_dir)
+    compile_last = ["--compile-bytecode"] if version is not None and version < PYCACHE_PREFIX_PYTHON else []
     step(uv + ["pip", "install", "--python", str(python)] + ([] if env.no_deps else compile_last) + pip_args + packages)
     if env.no_deps:
         no_deps = expand_requirements(env.no_deps)

@@ -19,7 +19,15 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from compat_clone_matrix.build import STAMP_FILE, ensure_built, env_lock, env_stamp
+from compat_clone_matrix.build import (
+    PYCACHE_DIR,
+    PYCACHE_PREFIX_PYTHON,
+    STAMP_FILE,
+    ensure_built,
+    env_lock,
+    env_stamp,
+    python_version,
+)
 from compat_clone_matrix.install import InstallSource
 from compat_clone_matrix.observed import NO_KERAS, brief
 from compat_clone_matrix.procs import Procs
@@ -43,12 +51,21 @@ def env_environ(env: Env, env_dir: Path) -> Dict[str, str]:
 
     The caller's variables, less those that decide which Keras loads
     (``PYTHONPATH``, ``KERAS_BACKEND``, ...; only the table sets them), with the
-    environment's ``bin`` first on ``PATH``, ``VIRTUAL_ENV`` and the table's variables.
+    environment's ``bin`` first on ``PATH``, ``VIRTUAL_ENV`` and the table's variables. From Python 3.8,
+    ``PYTHONPYCACHEPREFIX`` is the environment's own bytecode folder (``.pycache`` in it) unless the
+    caller set one, and ``PYTHONDONTWRITEBYTECODE`` is dropped: nothing is written beside the sources.
     """
     environ = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("COMPAT_CLONE_EXPECT_")}
     environ["PATH"] = os.pathsep.join([str(env_dir / "bin"), os.environ.get("PATH", "")])
     environ["VIRTUAL_ENV"] = str(env_dir)
     environ.update(dict(env.env))
+    version = python_version(env_dir)
+    if "PYTHONPYCACHEPREFIX" not in environ and version is not None and version >= PYCACHE_PREFIX_PYTHON:
+        # The environment's own bytecode folder: every module its processes import is compiled once, and
+        # nothing is written beside anyone's sources, which is what PYTHONDONTWRITEBYTECODE usually asks
+        # for (without it each interpreter compiles TensorFlow's modules again; build.py).
+        environ["PYTHONPYCACHEPREFIX"] = str(env_dir / PYCACHE_DIR)
+        environ.pop("PYTHONDONTWRITEBYTECODE", None)
     return environ
 
 

@@ -258,3 +258,33 @@ def test_a_second_run_waits_for_the_environment_lock(tmp_path: Path) -> None:
         assert thread.is_alive()
     thread.join(60)
     assert said[-1].status == "ok"
+
+
+@pytest.mark.parametrize(
+    "version, caller, prefix, dont_write",
+    [
+        ("3.11.7", {}, ".pycache", None),  # the environment's own bytecode folder; nothing beside the sources
+        ("3.11.7", {"PYTHONDONTWRITEBYTECODE": "1"}, ".pycache", None),
+        ("3.11.7", {"PYTHONPYCACHEPREFIX": "/theirs", "PYTHONDONTWRITEBYTECODE": "1"}, "/theirs", "1"),  # the caller's
+        ("3.7.16", {"PYTHONDONTWRITEBYTECODE": "1"}, None, "1"),  # no such folder before 3.8: built with bytecode
+    ],
+)
+def test_an_environment_compiles_each_module_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, caller: Any, prefix: Any, dont_write: Any
+) -> None:
+    """Without bytecode each interpreter a run starts compiles TensorFlow's modules again (5 CPU s an import)."""
+    from compat_clone_matrix import build
+    from compat_clone_matrix.table import load_table
+
+    (tmp_path / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion_info = {version}\n", encoding="utf-8")
+    assert build.python_version(tmp_path) == tuple(int(p) for p in version.split(".")[:2])
+    for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in caller.items():
+        monkeypatch.setenv(name, value)
+    env = next(iter(load_table()))
+    environ = runner.env_environ(env, tmp_path)
+    want = str(tmp_path / prefix) if prefix == ".pycache" else prefix
+    assert environ.get("PYTHONPYCACHEPREFIX") == want
+    assert environ.get("PYTHONDONTWRITEBYTECODE") == dont_write
+    assert build.python_version(tmp_path / "absent") is None
