@@ -7,17 +7,21 @@ from its own cache: the old releases' conversion sources
 sets ``JAX_COMPILATION_CACHE_DIR``; JAX names each by the program, its JAX
 and jaxlib, and its flags).
 
-The folder is ``$COMPAT_CLONE_TEST_CACHE``, else ``compat-clone`` in
-``$XDG_CACHE_HOME`` (``~/.cache`` without it). Where it cannot be made (a
-read-only home), the caller's fallback under the matrix folder is used.
+The folder is ``$COMPAT_CLONE_TEST_CACHE``, else the one `compat-clone convert`
+keeps its environments in (``compat_clone.tools.convert._envs.user_cache_dir``:
+``~/.cache/compat-clone`` on Linux, ``$XDG_CACHE_HOME`` where set). Where it
+cannot be made (a read-only home), the caller's fallback under the matrix
+folder is used.
 
-Standard library only, Python 3.7+: the writer environments import it.
+Python 3.7+, importing no framework: the writer environments import it.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from compat_clone.tools.convert._envs import user_cache_dir
 
 __all__ = ["cache_dir"]
 
@@ -36,11 +40,7 @@ def cache_dir(name: str, fallback: Path) -> Path:
         OSError: neither folder can be made and written.
     """
     base = os.environ.get("COMPAT_CLONE_TEST_CACHE")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        home = xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(home, "compat-clone")
-    chosen = Path(base) / name
+    chosen = Path(base) / name if base else user_cache_dir() / name
     for folder in (chosen, fallback):
         try:
             folder.mkdir(parents=True, exist_ok=True)
