@@ -15,7 +15,12 @@ PACKAGE = "compat_clone"
 # The version matrix: a product of its own beside the library, in the same distribution.
 MATRIX = "compat_clone_matrix"
 # Under tests/, trees that the tests read as data (projects of their own), not test code.
-TEST_DATA = ("tests/migrate/migrate_fixtures/", "tests/matrix/sample_project/", "tests/matrix/sample_tf_project/")
+TEST_DATA = (
+    "tests/migrate/migrate_fixtures/",
+    "tests/matrix/sample_project/",
+    "tests/matrix/sample_tf_project/",
+    "tests/matrix/sample_declared_project/",
+)
 
 
 class Violation(NamedTuple):

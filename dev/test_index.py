@@ -47,7 +47,12 @@ COMMAND = "python dev/test_index.py --write"
 DOC = Path("docs") / "tests.md"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 # Not test code: user projects the matrix tests run, and the migrate codemod's fixtures.
-DATA_TREES = ("tests/matrix/sample_project", "tests/matrix/sample_tf_project", "tests/migrate/migrate_fixtures")
+DATA_TREES = (
+    "tests/matrix/sample_project",
+    "tests/matrix/sample_tf_project",
+    "tests/matrix/sample_declared_project",
+    "tests/migrate/migrate_fixtures",
+)
 REGISTRIES = ("FEATURES", "KNOWN_ISSUES")
 # Markers with a meaning for where a test runs (pyproject.toml's list, tests/conftest.py's rules).
 MARKERS = ("keras2", "tf_keras", "keras3", "per_claim", "soak", "slow", "tooling")

@@ -253,7 +253,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "trainable-model",
         "keras3",
-        ">=3.3",
+        ">=3.3.3",  # 3.3.0-3.3.2 keep the flag: found by `compat-clone matrix --bisect keras3` (docs/matrix.md)
         "`model.trainable = False` on a functional model is lost by the clone",
         f"{_CORE}.restore_trainable",
         ("trainable_false",),

@@ -72,10 +72,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
     add(
         "--root",
-        default=".matrix",
         metavar="DIR",
-        help="where environments, their logs and the results live, one per project (default: .matrix)",
+        help="where environments, their logs and the results live, one per project (default: .matrix; for "
+        "--declared and --bisect, a folder of the project's own in the per-user cache, ~/.cache/compat-clone/matrix/derived on Linux)",
     )
+    add(
+        "--declared",
+        action="store_true",
+        help="instead of the table's environments: for each Keras family the project's declared dependencies reach "
+        "(pyproject.toml, setup.cfg or setup.py, read from the current folder), build the lowest and the highest "
+        "release the range allows (from the table's environment of that series) and run COMMAND there; exits 1 "
+        "when an end fails (the declared range does not hold); with --list, only say what it would build",
+    )
+    add(
+        "--bisect",
+        metavar="FAMILY",
+        choices=("keras2", "tf_keras", "keras3"),
+        help="find the first release of FAMILY (keras2, tf_keras, keras3) where COMMAND stops passing, between "
+        "--good and --bad, building an environment for each release it tries (every release and patch release "
+        "of the series the table pins); prints the last good and first bad release, the failing tests and the "
+        "known-issue rows between them; with --list, only list the releases between",
+    )
+    add(
+        "--good",
+        metavar="RELEASE",
+        help="with --bisect: a release where COMMAND passes (3.2.1; a series, 3.2, is its release in the table)",
+    )
+    add("--bad", metavar="RELEASE", help="with --bisect: a release where COMMAND fails (older or newer than --good)")
     add("--rebuild", action="store_true", help="rebuild the selected environments even if their stamp is fresh")
     add("--timeout", type=float, metavar="SECONDS", help="kill COMMAND in an environment after this long")
     _add_output_options(add)
@@ -199,7 +222,11 @@ def run(args: argparse.Namespace, *, install: Callable[[], InstallSource]) -> in
         selected = select_envs(table, args.env, args.tag)
     except TableError as e:
         return _fail(str(e))
-    root = Path(args.root).resolve()
+    if args.declared or args.bisect:
+        return _range_run(args, table, command, install)
+    if args.good or args.bad:
+        return _fail("--good and --bad go with --bisect FAMILY.")
+    root = Path(args.root or ".matrix").resolve()
     results = root / RESULTS_DIR
     if args.emit != "workflow" and (args.schedule or args.workflow_env):
         return _fail("--schedule and --workflow-env shape the workflow `--emit workflow` prints: add --emit workflow.")
@@ -301,6 +328,33 @@ def _run_all(
     pool.shutdown()
     progress.close()
     return [outcomes[e.name] for e in selected], time.monotonic() - t0
+
+
+def _range_run(args: argparse.Namespace, table: Sequence[Env], command: List[str], install: Callable[[], InstallSource]) -> int:
+    """``--declared`` or ``--bisect``: environments derived from the table's, in the project's folder of the user cache."""
+    from compat_clone_matrix.range_runs import RANGE_OPTIONS, derived_root, run_bisect, run_declared
+
+    mode = "--declared" if args.declared else "--bisect"
+    given = [f"--{name}" for name in RANGE_OPTIONS if getattr(args, name)]
+    if args.declared and args.bisect:
+        given.append("--bisect")
+    if given:
+        return _fail(f"{mode} chooses its own environments and writes no report: drop {', '.join(given)}.")
+    jobs = args.jobs if args.jobs is not None else default_jobs()
+    if jobs < 1:
+        return _fail(f"expected --jobs >= 1. Received: {jobs}.")
+    root = Path(args.root).resolve() if args.root else derived_root(Path.cwd())
+
+    def run_envs(envs: Sequence[Env]) -> List[Outcome]:
+        ordered, _ = _run_all(args, envs, command, root, jobs, install())
+        if ordered is None:
+            raise KeyboardInterrupt
+        return ordered
+
+    try:
+        return (run_declared if args.declared else run_bisect)(args, table, command, run_envs)
+    except KeyboardInterrupt:
+        return 130
 
 
 def _common_options(args: argparse.Namespace) -> List[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from compat_clone.tools import matrix as _matrix
 
-__all__ = ["CI_TABLE", "ci_project", "clean_environ", "matrix_in", "one_env_table", "standin"]
+__all__ = ["CI_TABLE", "ci_project", "clean_environ", "building_environ", "matrix_in", "one_env_table", "standin"]
 
 
 def clean_environ(**extra: str) -> Dict[str, str]:
@@ -25,6 +25,17 @@ def clean_environ(**extra: str) -> Dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_")}
     environ["COMPAT_CLONE_UV"] = shutil.which("false") or "false"
     environ.update(extra)
+    return environ
+
+
+def building_environ() -> Dict[str, str]:
+    """This process's variables without the matrix's own, for a run that builds real environments with uv:
+    the checkout's own uv (.tools/bin/uv) unless ``COMPAT_CLONE_UV`` names one, this interpreter's folder first on PATH."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_") or k == "COMPAT_CLONE_UV"}
+    local_uv = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "uv"
+    if "COMPAT_CLONE_UV" not in environ and local_uv.exists():
+        environ["COMPAT_CLONE_UV"] = str(local_uv)
+    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
     return environ
 
 

@@ -28,6 +28,8 @@ from typing import Dict, List
 import pytest
 import yaml
 
+from tests.matrix.matrix_support import building_environ
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = Path(__file__).resolve().parent / "sample_tf_project"
 _HOSTS = (None, "keras-3.15-tf")
@@ -41,15 +43,6 @@ pytestmark = [
 ]
 
 
-def _environ() -> Dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_CLONE_") or k == "COMPAT_CLONE_UV"}
-    local_uv = REPO / ".tools" / "bin" / "uv"
-    if "COMPAT_CLONE_UV" not in environ and local_uv.exists():
-        environ["COMPAT_CLONE_UV"] = str(local_uv)
-    environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
-    return environ
-
-
 def _project(tmp_path: Path) -> Path:
     project = tmp_path / "layers"
     shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns(".matrix", "__pycache__", ".pytest_cache"))
@@ -60,7 +53,7 @@ def _matrix(project: Path, *args: str, timeout: int = 1800) -> subprocess.Comple
     return subprocess.run(
         [sys.executable, "-m", "compat_clone", "matrix", "--jobs", "2", *args],
         cwd=project,
-        env=_environ(),
+        env=building_environ(),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -248,7 +241,7 @@ def test_coverage_observed_in_the_built_in_tf_keras_environment(tmp_path: Path) 
     ), none.stdout
     assert "matrix: tf_keras-2.21 NO KERAS: the tests imported no Keras" in none.stdout
     # the user's environment holds the Keras pins and pytest, nothing of compat_clone's own tests
-    uv = _environ().get("COMPAT_CLONE_UV") or shutil.which("uv") or "uv"
+    uv = building_environ().get("COMPAT_CLONE_UV") or shutil.which("uv") or "uv"
     listed = subprocess.run(
         [uv, "pip", "list", "--format", "json", "--python", str(project / ".matrix" / "tf_keras-2.21" / "bin" / "python")],
         capture_output=True,

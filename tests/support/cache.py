@@ -8,7 +8,7 @@ sets ``JAX_COMPILATION_CACHE_DIR``; JAX names each by the program, its JAX
 and jaxlib, and its flags).
 
 The folder is ``$COMPAT_CLONE_TEST_CACHE``, else the one `compat-clone convert`
-keeps its environments in (``compat_clone.tools.convert._envs.user_cache_dir``:
+keeps its environments in (``compat_clone_matrix.paths.user_cache_dir``:
 ``~/.cache/compat-clone`` on Linux, ``$XDG_CACHE_HOME`` where set). Where it
 cannot be made (a read-only home), the caller's fallback under the matrix
 folder is used.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from compat_clone.tools.convert._envs import user_cache_dir
+from compat_clone_matrix.paths import user_cache_dir
 
 __all__ = ["cache_dir"]
 

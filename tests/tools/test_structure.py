@@ -301,7 +301,12 @@ def test_family_compares_outside_families(tmp_path: Path) -> None:
 def test_test_module_sizes(tmp_path: Path) -> None:
     src = _package(tmp_path, {"__init__.py": ""})
     tests = tmp_path / "tests"
-    for data in ("migrate/migrate_fixtures", "matrix/sample_project", "matrix/sample_tf_project"):
+    for data in (
+        "migrate/migrate_fixtures",
+        "matrix/sample_project",
+        "matrix/sample_tf_project",
+        "matrix/sample_declared_project",
+    ):
         (tests / data / "pkg").mkdir(parents=True)
         (tests / data / "pkg" / "big.py").write_text("x = 1\n" * 500, encoding="utf-8")  # data, not test code
     (tests / "support").mkdir()

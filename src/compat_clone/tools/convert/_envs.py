@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from compat_clone.errors import InvalidArgumentError
+from compat_clone_matrix.paths import user_cache_dir
 
 __all__ = ["Interpreter", "resolve", "default_matrix_dir", "user_cache_dir"]
 
@@ -51,22 +51,6 @@ def default_matrix_dir() -> Path:
     """
     explicit = os.environ.get("COMPAT_CLONE_ENVS_DIR") or os.environ.get("COMPAT_CLONE_MATRIX_DIR")
     return Path(explicit).expanduser().resolve() if explicit else user_cache_dir() / "envs"
-
-
-def user_cache_dir() -> Path:
-    """compat_clone's per-user cache folder, where the platform keeps caches.
-
-    ``$XDG_CACHE_HOME/compat-clone`` (default ``~/.cache/compat-clone``) on Linux
-    and other Unix; ``~/Library/Caches/compat-clone`` on macOS;
-    ``%LOCALAPPDATA%\\compat-clone\\Cache`` on Windows.
-    """
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "compat-clone" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "compat-clone"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "compat-clone"
 
 
 def _looks_like_path(spec: str) -> bool:
