@@ -56,6 +56,10 @@ _TF = "compat_clone.families.tf_keras"
 _K3 = "compat_clone.families.keras3"
 _CORE = "compat_clone.families._cloner"
 
+# Keras 3.3.3 (a patch release, the one that gave `clone_model` `call_function`) is where
+# seven keras3 rows start or end, not 3.3.0: the table's 3.3 environment pins 3.3.3,
+# and 3.3.0-3.3.2 were measured in environments derived by `compat-clone matrix
+# --bisect keras3` (test_native_bugs.py there; docs/matrix.md, "Where did it break?").
 KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras2-12202-masks",
@@ -217,7 +221,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras3-input-layer-name",
         "keras3",
-        ">=3.3",
+        ">=3.3.3",
         "an Input made without a name comes back named after its tensor (`keras_tensor_N`), "
         "not its layer (`input_layer_N`): the clone's layer names differ from the source's "
         "(3.0-3.2 rebuild a plain clone from its config, which keeps them)",
@@ -253,7 +257,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "trainable-model",
         "keras3",
-        ">=3.3.3",  # 3.3.0-3.3.2 keep the flag: found by `compat-clone matrix --bisect keras3` (docs/matrix.md)
+        ">=3.3.3",
         "`model.trainable = False` on a functional model is lost by the clone",
         f"{_CORE}.restore_trainable",
         ("trainable_false",),
@@ -270,7 +274,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "lambda-safe-mode",
         "keras3",
-        "<3.3 | ==3.12.4 | >=3.15.1",
+        "<3.3.3 | ==3.12.4 | >=3.15.1",
         "a `Lambda` holding a Python lambda is refused by the config round trip "
         "(safe-mode deserialization, enforced again by the 3.12.4 and 3.15.1 "
         "patches); turning safe mode off globally would be unsafe",
@@ -299,7 +303,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras3-subclass-lost",
         "keras3",
-        ">=3.3",
+        ">=3.3.3",
         "a functional model of a `Model` subclass with its own constructor (keras_hub "
         "backbones and tasks, a user's subclass) comes back as a plain Functional",
         f"{_CORE}.Cloner._clone_functional (rebuilt from its config: Family.rebuild_own_config)",
@@ -308,7 +312,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras3-sparse-inputs",
         "keras3",
-        ">=3.3",
+        ">=3.3.3",
         "`sparse=True` / `ragged=True` inputs come back dense",
         f"{_K3}.Keras3.input_specs",
         ("sparse_input",),
@@ -316,7 +320,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras3-compiled-clone-config",
         "keras3",
-        "<3.3 | >=3.9",
+        "<3.3.3 | >=3.9",
         "cloning a compiled model compiles the clone from the source's serialized compile "
         "config: an unregistered loss, metric or optimizer class fails the whole clone "
         "with TypeError 'Could not locate function'",
