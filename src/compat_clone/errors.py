@@ -29,6 +29,7 @@ __all__ = [
     "MissingCustomObjectError",
     "ConversionMismatchError",
     "ProbeInputError",
+    "SourceModelError",
     "DescriptionFileError",
     "layer_rebuild_error",
     "layer_rebuild_note",
@@ -132,6 +133,11 @@ class ConversionMismatchError(ConversionError):
 
 class ProbeInputError(ConversionError):
     """The source model computes none of the probe inputs the conversion can make: give some with `probe_inputs`."""
+
+
+class SourceModelError(ConversionError):
+    """What should give the model to convert gives none: an architecture file that is not one, a `--model`
+    function that cannot be imported or returns no model, weights that do not fit it. The message names it."""
 
 
 class DescriptionFileError(ConversionError):

@@ -29,36 +29,76 @@ def describe_file(
     inputs: Optional[str] = None,
     custom_objects: Optional[Mapping[str, Any]] = None,
     safe_mode: bool = True,
+    weights: Optional[str] = None,
+    build: Optional[Any] = None,
+    build_label: str = "the --model function",
 ) -> Dict[str, Any]:
     """Describes the saved Keras 2 model at `model_path` into the description file `out`.
 
     Args:
-        model_path: a `.h5` / `.keras` file or a SavedModel folder.
+        model_path: a `.h5` / `.keras` file or a SavedModel folder; a
+            `to_json()` / `to_yaml()` architecture (``.json`` / ``.yaml``);
+            with `build`, the weights file (`save_weights()`).
         out: the description file to write (`save`).
         family: ``"keras2"`` or ``"tf_keras"``: the Keras that reads it here.
         inputs: an ``.npz`` of probe inputs of the user's own (`read_inputs`).
         custom_objects: the source's own classes / functions by name.
         safe_mode: False lets Keras run the stored code of a `.keras` file's
             `Lambda` layers (`read_model`).
+        weights: an architecture's weights file (`save_weights()`); without
+            it an architecture is described with fresh weights.
+        build: a function of the user's that builds the model (here, with
+            this Keras); `model_path` is then its weights file.
+        build_label: how messages name `build`.
 
     Returns:
-        ``{"family", "version", "backend", "layers"}`` of the model read.
+        ``{"family", "version", "backend", "layers", "weights"}`` of the model
+        read; ``weights`` is ``"file"`` (the saved model's own),
+        ``"loaded"`` (a weights file loaded into it) or ``"fresh"`` (an
+        architecture with no weights: the initializers' values).
 
     Raises:
         InvalidArgumentError: this environment has another Keras family, or
             Keras could not load the file.
+        SourceModelError: an architecture that is not one, a `build` that
+            gives no model of this Keras, weights that do not fit.
     """
     from compat_clone.convert._describe import describe
     from compat_clone.convert._io import save
-    from compat_clone.convert._source import keras_for, read_inputs, read_model
+    from compat_clone.convert._source import (
+        ARCHITECTURE_SUFFIXES,
+        build_with,
+        keras_for,
+        load_weights,
+        read_architecture,
+        read_inputs,
+        read_model,
+    )
     from compat_clone.families.registry import family_of
 
     keras = keras_for(family)
-    model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
+    kept = "file"
+    if build is not None:
+        model = build_with(build, family, build_label)
+        load_weights(keras, family, model, model_path)
+        kept = "loaded"
+    elif model_path.lower().endswith(ARCHITECTURE_SUFFIXES):
+        model = read_architecture(keras, model_path, custom_objects)
+        if weights:
+            load_weights(keras, family, model, weights)
+        kept = "loaded" if weights else "fresh"
+    else:
+        model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
     info = family_of(model)
     probe = read_inputs(inputs, model) if inputs else None
     save(describe(model, probe_inputs=probe), out)
-    return {"family": info.family, "version": info.version, "backend": info.backend, "layers": len(model.layers)}
+    return {
+        "family": info.family,
+        "version": info.version,
+        "backend": info.backend,
+        "layers": len(model.layers),
+        "weights": kept,
+    }
 
 
 def rebuild_file(

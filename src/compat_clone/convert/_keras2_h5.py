@@ -18,7 +18,7 @@ from typing import Any, List, Mapping, Optional
 
 from compat_clone.errors import InvalidArgumentError
 
-__all__ = ["load", "needs_own_reader"]
+__all__ = ["load", "load_weights", "needs_own_reader"]
 
 
 def _text(value: Any) -> str:
@@ -48,7 +48,6 @@ def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> 
             fit the architecture it records.
     """
     import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    import numpy as np
     from keras.engine import saving
 
     with h5py.File(path, "r") as f:
@@ -58,28 +57,48 @@ def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> 
             )
         config = json.loads(_text(f.attrs["model_config"]))
         model = saving.model_from_config(config, custom_objects=dict(custom_objects or {}))
-        group = f.get("model_weights", f)
-        version = _text(group.attrs["keras_version"]) if "keras_version" in group.attrs else "1"
-        backend = _text(group.attrs["backend"]) if "backend" in group.attrs else None
-        saved = []
-        for name in (_text(n) for n in group.attrs["layer_names"]):
-            weight_names = [_text(w) for w in group[name].attrs["weight_names"]]
-            if weight_names:
-                saved.append((name, [np.asarray(group[name][w]) for w in weight_names]))
-        layers = [layer for layer in model.layers if layer.weights]
-        if len(saved) != len(layers):
-            raise InvalidArgumentError(
-                f"{path!r} holds weights for {len(saved)} layers, its architecture has {len(layers)} layers "
-                "with weights. Expected a file written by model.save() of this model."
-            )
-        pairs: List[Any] = []
-        for layer, (name, values) in zip(layers, saved):
-            values = saving.preprocess_weights_for_loading(layer, values, version, backend, reshape=False)
-            if len(values) != len(layer.weights):
-                raise InvalidArgumentError(
-                    f"{path!r}: saved layer {name!r} has {len(values)} weights, layer {layer.name!r} of the "
-                    f"architecture expects {len(layer.weights)}. Expected a file written by model.save()."
-                )
-            pairs += zip(layer.weights, values)
-        keras.backend.batch_set_value(pairs)
+        _set_weights(keras, model, f.get("model_weights", f), path)
     return model
+
+
+def load_weights(keras: Any, model: Any, path: str) -> None:
+    """Sets `model`'s weights from the `.h5` file at `path` (`save_weights()`, or `model.save()`'s weights), as
+    standalone Keras 2's `load_weights` does by layer order, reading the attributes as text (h5py 3).
+
+    Raises:
+        InvalidArgumentError: the file's weights do not fit the model's layers.
+    """
+    import h5py  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    with h5py.File(path, "r") as f:
+        _set_weights(keras, model, f.get("model_weights", f), path)
+
+
+def _set_weights(keras: Any, model: Any, group: Any, path: str) -> None:
+    """The weights of an HDF5 group written by standalone Keras 2, set into `model` in layer order, in one batch."""
+    import numpy as np
+    from keras.engine import saving
+
+    version = _text(group.attrs["keras_version"]) if "keras_version" in group.attrs else "1"
+    backend = _text(group.attrs["backend"]) if "backend" in group.attrs else None
+    saved = []
+    for name in (_text(n) for n in group.attrs["layer_names"]):
+        weight_names = [_text(w) for w in group[name].attrs["weight_names"]]
+        if weight_names:
+            saved.append((name, [np.asarray(group[name][w]) for w in weight_names]))
+    layers = [layer for layer in model.layers if layer.weights]
+    if len(saved) != len(layers):
+        raise InvalidArgumentError(
+            f"{path!r} holds weights for {len(saved)} layers, the model has {len(layers)} layers "
+            "with weights. Expected the weights of this model."
+        )
+    pairs: List[Any] = []
+    for layer, (name, values) in zip(layers, saved):
+        values = saving.preprocess_weights_for_loading(layer, values, version, backend, reshape=False)
+        if len(values) != len(layer.weights):
+            raise InvalidArgumentError(
+                f"{path!r}: saved layer {name!r} has {len(values)} weights, layer {layer.name!r} of the "
+                f"model expects {len(layer.weights)}. Expected the weights of this model."
+            )
+        pairs += zip(layer.weights, values)
+    keras.backend.batch_set_value(pairs)

@@ -19,12 +19,13 @@ import zipfile
 from typing import Any, List, Mapping, Optional
 
 from compat_clone.convert._keras2_h5 import load as load_h5_keras2
+from compat_clone.convert._keras2_h5 import load_weights as load_weights_keras2
 from compat_clone.convert._keras2_h5 import needs_own_reader
-from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError
+from compat_clone.errors import CompatCloneError, InvalidArgumentError, MissingCustomObjectError, SourceModelError
 from compat_clone.families.installed import keras_module
 from compat_clone.families.registry import entry, family_for
 
-__all__ = ["keras_for", "read_model", "read_inputs"]
+__all__ = ["keras_for", "read_model", "read_inputs", "read_architecture", "build_with", "load_weights", "ARCHITECTURE_SUFFIXES"]
 
 
 def keras_for(family: str) -> Any:
@@ -109,17 +110,7 @@ def read_model(
                 layers=[layer for layer, _ in layers],
                 kind="activation",
             ) from e
-        unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
-        if unknown and unknown.group(1) not in objects:
-            name = unknown.group(1).rpartition(">")[2]
-            raise MissingCustomObjectError(
-                f"Keras {keras.__version__} could not load {path!r}: it holds a layer of class {name!r}, a custom "
-                f"layer of the model's own, and was given no class for it. Pass its class: "
-                f"`custom_objects={{{name!r}: {name}}}`",
-                name=name,
-                layers=[],
-                kind="layer",
-            ) from e
+        _refuse_unknown_layer(keras, "load", path, e, objects)
         fix = (
             "If you trust the file, pass --no-safe-mode to let it run its Lambda layers' code."
             if "safe_mode" in str(e)
@@ -127,6 +118,118 @@ def read_model(
         )
         raise InvalidArgumentError(
             f"Keras {keras.__version__} could not load {path!r}: {type(e).__name__}: {str(e).rstrip('.')}. {fix}"
+        ) from e
+
+
+def _refuse_unknown_layer(keras: Any, verb: str, path: str, e: Exception, objects: Mapping[str, Any]) -> None:
+    """Raises `MissingCustomObjectError` when Keras' error `e` names a layer class it was not given; else returns."""
+    unknown = re.search(r"Unknown layer:? '?([A-Za-z_][\w.>]*)'?", str(e))
+    if unknown and unknown.group(1) not in objects:
+        name = unknown.group(1).rpartition(">")[2]
+        raise MissingCustomObjectError(
+            f"Keras {keras.__version__} could not {verb} {path!r}: it holds a layer of class {name!r}, a custom "
+            f"layer of the model's own, and was given no class for it. Pass its class: "
+            f"`custom_objects={{{name!r}: {name}}}`",
+            name=name,
+            layers=[],
+            kind="layer",
+        ) from e
+
+
+#: the file names an architecture without weights comes in: `model.to_json()` / `model.to_yaml()`
+ARCHITECTURE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+class _TupleLoader:  # built on first use: PyYAML is imported only for a YAML file
+    loader: Any = None
+
+
+def _yaml_config(text: str, path: str) -> Any:
+    """A YAML architecture (Keras 2's `to_yaml`, which writes Python tuples as ``!!python/tuple``) as plain data."""
+    try:
+        import yaml  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError as e:
+        raise SourceModelError(
+            f"{path!r} is YAML, and PyYAML is not installed in {sys.prefix!r} to read it. Install pyyaml there, or "
+            "write the architecture as JSON (model.to_json())."
+        ) from e
+    if _TupleLoader.loader is None:
+
+        class Loader(yaml.SafeLoader):  # type: ignore[misc, name-defined, unused-ignore]
+            pass
+
+        Loader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: list(loader.construct_sequence(node)))
+        _TupleLoader.loader = Loader
+    return yaml.load(text, Loader=_TupleLoader.loader)  # noqa: S506 - a safe loader that also reads tuples
+
+
+def read_architecture(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]] = None) -> Any:
+    """The model a `model.to_json()` / `to_yaml()` file describes, built by `keras` with fresh weights.
+
+    Raises:
+        SourceModelError: the file is not a Keras architecture, or `keras` cannot build it.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        config = _yaml_config(text, path) if path.lower().endswith((".yaml", ".yml")) else json.loads(text)
+    except ValueError as e:
+        raise SourceModelError(f"{path!r} cannot be read as an architecture ({e}). Expected the text of model.to_json().") from e
+    if not isinstance(config, dict) or "class_name" not in config or "config" not in config:
+        raise SourceModelError(
+            f"{path!r} is not a Keras architecture: expected the text of model.to_json() (an object with "
+            "`class_name` and `config`)."
+        )
+    objects = dict(custom_objects or {})
+    try:
+        return keras.models.model_from_json(json.dumps(config), custom_objects=objects or None)
+    except Exception as e:
+        _refuse_unknown_layer(keras, "build", path, e, objects)
+        raise SourceModelError(f"Keras {keras.__version__} could not build {path!r}: {type(e).__name__}: {e}") from e
+
+
+def build_with(function: Any, family: str, label: str) -> Any:
+    """The model `function()` builds (the user's code, run here), checked to be a model of `family`.
+
+    Raises:
+        SourceModelError: it raised, or returned something that is not a model of this environment's Keras.
+    """
+    from compat_clone.families.registry import family_of
+
+    try:
+        model = function()
+    except Exception as e:
+        raise SourceModelError(f"{label}() raised {type(e).__name__}: {e}. Expected it to build and return the model.") from e
+    try:
+        found = family_of(model).family
+    except Exception:
+        found = None
+    if found != family:
+        raise SourceModelError(
+            f"{label}() returned {type(model).__name__!r}"
+            + (f", a {found} model" if found else ", which is not a Keras model")
+            + f". Expected a model of the Keras that wrote the weights ({family}): build it with that Keras."
+        )
+    return model
+
+
+def load_weights(keras: Any, family: str, model: Any, path: str) -> None:
+    """Loads the HDF5 weights at `path` into `model` (built by `keras` of `family`), natively where Keras can.
+
+    Raises:
+        SourceModelError: the weights do not fit the model (Keras' message).
+    """
+    try:
+        if entry(family).graph_mode and needs_own_reader():
+            load_weights_keras2(keras, model, path)
+        else:
+            model.load_weights(path)
+    except CompatCloneError as e:
+        raise SourceModelError(str(e)) from e
+    except Exception as e:
+        raise SourceModelError(
+            f"Keras {keras.__version__} could not load the weights {path!r} into the model: {type(e).__name__}: {e}. "
+            "Expected the weights this model's code saved (save_weights())."
         ) from e
 
 

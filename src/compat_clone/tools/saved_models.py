@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import zipfile
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -39,14 +40,23 @@ __all__ = [
     "keras3_env_for",
     "find_models",
     "FORMATS",
+    "WEIGHTS_ONLY",
 ]
 
 # format -> what the user calls it
-FORMATS = {"h5": "HDF5 (.h5)", "keras": ".keras zip", "savedmodel": "TensorFlow SavedModel"}
+FORMATS = {
+    "h5": "HDF5 (.h5)",
+    "keras": ".keras zip",
+    "savedmodel": "TensorFlow SavedModel",
+    "json": "architecture (model.to_json())",
+    "yaml": "architecture (model.to_yaml())",
+}
 
 _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _ZIP_MAGIC = b"PK\x03\x04"
 _MODEL_SUFFIXES = (".h5", ".hdf5", ".keras")
+#: how `SavedModelInfo.problem` starts for an HDF5 file of weights only (`save_weights()`)
+WEIGHTS_ONLY = "weights only"
 
 
 class UnreadableModelFileError(CompatCloneError, ValueError):
@@ -133,6 +143,8 @@ def detect(path: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) 
             info = _detect_h5(p)
         elif head[:4] == _ZIP_MAGIC:
             info = _detect_zip(p)
+        elif p.lower().endswith((".json", ".yaml", ".yml")):
+            info = _detect_architecture(p)
         else:
             info = SavedModelInfo(
                 p,
@@ -174,9 +186,9 @@ def _detect_h5(path: str) -> SavedModelInfo:
     version, backend = attrs.get("keras_version"), attrs.get("backend")
     config = attrs.get("model_config")
     if config is None:
-        why = (
-            "weights only (saved by save_weights(): no architecture); build the model in code, "
-            "load_weights() it, then save it with model.save()"
+        why = WEIGHTS_ONLY + (
+            " (saved by save_weights(): no architecture); convert it with the code that builds the model "
+            "(--model my_pkg.models:build) or with its architecture (compat-clone convert ARCH.json --weights FILE.h5)"
         )
         if version is None and "layer_names" not in attrs and not has_groups:
             why = "an HDF5 file with no Keras model in it (no `model_config` or `keras_version` attribute)"
@@ -194,6 +206,47 @@ def _detect_h5(path: str) -> SavedModelInfo:
             ),
         )
     return SavedModelInfo(path, "h5", _family(version), version, backend)
+
+
+def _detect_architecture(path: str) -> SavedModelInfo:
+    """A `model.to_json()` / `to_yaml()` file: the Keras version and backend it records (top-level keys)."""
+    fmt = "json" if path.lower().endswith(".json") else "yaml"
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return SavedModelInfo(path, fmt, None, None, problem=f"cannot be read as text ({e})")
+    if fmt == "json":
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            return SavedModelInfo(path, fmt, None, None, problem=f"not JSON ({e}); expected the text of model.to_json()")
+        if not isinstance(data, dict) or "class_name" not in data or "config" not in data:
+            return SavedModelInfo(
+                path,
+                fmt,
+                None,
+                None,
+                problem="JSON that is not a Keras architecture (no `class_name` and `config`); expected the text of model.to_json()",
+            )
+        version, backend = data.get("keras_version"), data.get("backend")
+    else:  # the top-level keys of Keras 2's to_yaml, read without PyYAML
+        found = dict(re.findall(r"^(keras_version|backend|class_name): *['\"]?([^'\"\n]+?)['\"]? *$", text, re.M))
+        if "class_name" not in found:
+            return SavedModelInfo(
+                path, fmt, None, None, problem="YAML that is not a Keras architecture (no top-level `class_name`)"
+            )
+        version, backend = found.get("keras_version"), found.get("backend")
+    if version is None:
+        return SavedModelInfo(
+            path,
+            fmt,
+            None,
+            None,
+            backend,
+            problem="an architecture that does not record which Keras wrote it (no `keras_version`); name the environment to read it in with --from ENV",
+        )
+    return SavedModelInfo(path, fmt, _family(str(version)), str(version), backend)
 
 
 def _detect_zip(path: str) -> SavedModelInfo:

@@ -27,7 +27,7 @@ from typing import Any, Dict, Sequence, Tuple
 
 from compat_clone.errors import InvalidArgumentError
 
-__all__ = ["FORMS", "parse_spec", "resolve_custom_objects"]
+__all__ = ["FORMS", "parse_spec", "parse_model_spec", "resolve_custom_objects", "resolve_model_function"]
 
 #: how the forms are spelled, for messages
 FORMS = "path/to/layers.py, my_package.layers, module:Name or NAME=module.attr"
@@ -71,22 +71,60 @@ def parse_spec(spec: str) -> Tuple[str, str, str]:
     return "module", spec, ""
 
 
-def _import(spec: str, module_name: str) -> Any:
+def parse_model_spec(spec: str) -> Tuple[str, str]:
+    """``(where, function)`` of a ``--model`` value (``my_pkg.models:build`` or ``path/to/models.py:build``), checked before any work.
+
+    Raises:
+        InvalidArgumentError: `spec` is not of either form, or names a file that is not there.
+    """
+    where, sep, attr = spec.rpartition(":")
+    if not sep or not where or not _DOTTED.match(attr):
+        raise InvalidArgumentError(
+            f"Expected --model as module:function or path/to/file.py:function (a function that builds the model and "
+            f"returns it). Received: {spec!r}."
+        )
+    if where.endswith(".py") or os.sep in where:
+        if not os.path.isfile(where):
+            raise InvalidArgumentError(f"--model {spec!r}: no such file {where!r}. Expected a Python file that defines {attr}().")
+    elif not _DOTTED.match(where):
+        raise InvalidArgumentError(f"Expected --model as module:function (e.g. my_pkg.models:build). Received: {spec!r}.")
+    return where, attr
+
+
+def resolve_model_function(spec: str) -> Any:
+    """The function a ``--model`` value names, imported in this environment.
+
+    Raises:
+        InvalidArgumentError: it does not import here, or is not a function.
+    """
+    where, attr = parse_model_spec(spec)
+    module = _load_file(where, "--model") if where.endswith(".py") or os.sep in where else _import(spec, where, "--model")
+    function = _attribute(spec, module, attr, "--model")
+    if not callable(function):
+        raise InvalidArgumentError(
+            f"--model {spec!r}: {attr} is a {type(function).__name__}, not a function that builds the model."
+        )
+    return function
+
+
+def _import(spec: str, module_name: str, option: str = "--custom-objects") -> Any:
     try:
         return importlib.import_module(module_name)
     except ImportError as e:
         raise InvalidArgumentError(
-            f"--custom-objects {spec!r}: module {module_name!r} does not import in {sys.prefix!r} "
-            f"({e}). It must be importable in both environments (run from its folder, or install it)."
+            f"{option} {spec!r}: module {module_name!r} does not import in {sys.prefix!r} "
+            f"({e}). It must be importable in "
+            + ("the environment that reads the weights" if option == "--model" else "both environments")
+            + " (run from its folder, or install it)."
         ) from e
 
 
-def _load_file(path: str) -> Any:
+def _load_file(path: str, option: str = "--custom-objects") -> Any:
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
     name = stem if stem not in sys.modules else f"compat_clone_custom_{stem}"
     spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
     if spec is None or spec.loader is None:
-        raise InvalidArgumentError(f"--custom-objects {path!r}: not a Python file Python can load.")
+        raise InvalidArgumentError(f"{option} {path!r}: not a Python file Python can load.")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # a class defined there is found by its module, as Keras looks it up
     spec.loader.exec_module(module)
@@ -104,13 +142,11 @@ def _defined_in(module: Any) -> Dict[str, Any]:
     }
 
 
-def _attribute(spec: str, module: Any, attr: str) -> Any:
+def _attribute(spec: str, module: Any, attr: str, option: str = "--custom-objects") -> Any:
     value = module
     for part in attr.split("."):
         if not hasattr(value, part):
-            raise InvalidArgumentError(
-                f"--custom-objects {spec!r}: {module.__name__!r} has no attribute {attr!r} in {sys.prefix!r}."
-            )
+            raise InvalidArgumentError(f"{option} {spec!r}: {module.__name__!r} has no attribute {attr!r} in {sys.prefix!r}.")
         value = getattr(value, part)
     return value
 

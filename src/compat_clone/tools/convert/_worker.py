@@ -1,7 +1,7 @@
 """One half of `compat-clone convert`, run inside an environment's own interpreter.
 
     python -m compat_clone.tools.convert._worker describe --family F --model PATH --out DESC.npz
-        [--inputs X.npz] [--custom-objects module:name ...]
+        [--inputs X.npz] [--custom-objects module:name ...] [--weights W.h5] [--build module:function]
     python -m compat_clone.tools.convert._worker rebuild --description DESC.npz --out MODEL.keras
         --rtol R --atol A [--custom-objects module:name ...]
 
@@ -14,8 +14,9 @@ This module only turns the command line into that call in this interpreter
 last line of stdout is ``COMPAT_CLONE_RESULT <json>`` (`RESULT_MARK`); a
 refusal exits 1 with the message on stderr, 2 where the way out is an option
 of the command line (probe inputs the source cannot compute: ``--inputs``; a
-custom layer or function it was not given: ``--custom-objects``, said so),
-a failed proof exits 3.
+custom layer or function it was not given: ``--custom-objects``, said so;
+an architecture, a ``--model`` function or a weights file that gives no model:
+`SourceModelError`), a failed proof exits 3.
 """
 
 from __future__ import annotations
@@ -26,8 +27,14 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-from compat_clone.errors import CompatCloneError, MissingCustomObjectError, ProbeInputError
-from compat_clone.tools.convert._custom import resolve_custom_objects
+from compat_clone.errors import (
+    CompatCloneError,
+    InvalidArgumentError,
+    MissingCustomObjectError,
+    ProbeInputError,
+    SourceModelError,
+)
+from compat_clone.tools.convert._custom import resolve_custom_objects, resolve_model_function
 
 __all__ = ["EXIT_USAGE", "RESULT_MARK"]
 
@@ -57,6 +64,12 @@ def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
     os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "source"  # for a --custom-objects module serving both sides
     from compat_clone.convert import describe_file
 
+    build = None
+    if args.build:
+        try:
+            build = resolve_model_function(args.build)
+        except InvalidArgumentError as e:
+            raise SourceModelError(str(e)) from e
     return describe_file(
         args.model,
         args.out,
@@ -64,6 +77,9 @@ def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
         inputs=args.inputs,
         custom_objects=resolve_custom_objects(args.custom_objects),
         safe_mode=not args.no_safe_mode,
+        weights=args.weights,
+        build=build,
+        build_label=f"--model {args.build}" if args.build else "",
     )
 
 
@@ -85,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--out", required=True)
     d.add_argument("--inputs")
     d.add_argument("--no-safe-mode", action="store_true")
+    d.add_argument("--weights")
+    d.add_argument("--build")
     d.add_argument("--custom-objects", nargs="*", default=[])
     r = sub.add_parser("rebuild")
     r.add_argument("--description", required=True)
@@ -103,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except MissingCustomObjectError as e:
         print(f"{type(e).__name__}: {_cli_terms(e, args.custom_objects)}", file=sys.stderr)
         return EXIT_USAGE
-    except ProbeInputError as e:
+    except (ProbeInputError, SourceModelError) as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except CompatCloneError as e:

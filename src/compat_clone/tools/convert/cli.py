@@ -30,7 +30,8 @@ _WORKER = "compat_clone.tools.convert._worker"
 
 _DESCRIPTION = (
     "Convert a saved Keras 2 model (standalone Keras 2.x, tf.keras, tf_keras: .h5, .keras or a "
-    "SavedModel folder) to a Keras 3 .keras file. The model is read in an environment of its own "
+    "SavedModel folder; an architecture .json / .yaml with --weights; a weights-only .h5 with --model) to a "
+    "Keras 3 .keras file. The model is read in an environment of its own "
     "family (detected from the file, or --from), described as neutral data, rebuilt in a Keras 3 "
     "environment (--to), and its outputs compared with the source's on probe inputs. NEW.keras is "
     "written only if every output is within --rtol/--atol. Exit status: 0 converted; 1 the "
@@ -56,6 +57,8 @@ the worker sets before importing it (for an environment that has both Kerases).
 Example:
   compat-clone convert old.h5 -o new.keras
   compat-clone convert saved_model/ -o new.keras --from tf.keras-2.15 --backend jax
+  compat-clone convert model.json --weights weights.h5 -o new.keras
+  compat-clone convert weights.h5 --model my_pkg.models:build -o new.keras
 """
 
 
@@ -69,7 +72,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add = parser.add_argument
-    add("source", metavar="OLD", help="the saved Keras 2 model: .h5 / .keras file or SavedModel folder")
+    add(
+        "source",
+        metavar="OLD",
+        help="the saved Keras 2 model: .h5 / .keras file or SavedModel folder; an architecture (model.to_json() / "
+        "to_yaml(): .json / .yaml), with --weights; or a weights-only .h5 (save_weights()), with --model",
+    )
+    add(
+        "--weights",
+        metavar="WEIGHTS.h5",
+        help="with an architecture file: its weights (save_weights()), loaded where the architecture is read; "
+        "without it the result has fresh weights, and says so",
+    )
+    add(
+        "--model",
+        metavar="MODULE:FUNCTION",
+        help="with a weights-only .h5: the function of yours that builds the model (my_pkg.models:build, or "
+        "models.py:build for a file), run in the environment of the Keras that wrote the weights, which load there",
+    )
     add("-o", "--output", required=True, metavar="NEW.keras", help="the Keras 3 file to write")
     add(
         "--from",
@@ -154,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
         model_path = os.path.join(tmp, "model.keras")
         # The workers run in this folder: paths are passed as given, and said so in their messages.
         cmd = ["describe", "--family", family, "--model", args.source, "--out", desc_path]
+        cmd += ["--weights", args.weights] if args.weights else []
+        cmd += ["--build", args.model] if args.model else []
         if args.inputs:
             cmd += ["--inputs", args.inputs]
         if args.no_safe_mode:
@@ -166,6 +188,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"compat-clone convert: reading {args.source!r} in {source.label} failed (exit {rc}).", file=sys.stderr)
             return EXIT_FAILED
         print(f"read {args.source} in {source.label}: {described['family']} {described['version']}, {described['layers']} layers")
+        if described.get("weights") == "fresh":
+            print(
+                f"note: {args.source} holds no weights: the result has fresh weights (the initializers' values, the "
+                "same on both sides of the proof); pass --weights FILE.h5 for the trained ones"
+            )
+        elif described.get("weights") == "loaded":
+            print(f"loaded the weights {args.weights or args.source} into it (built by {args.model or args.source})")
         rc, rebuilt = _worker(
             target,
             ["rebuild", "--description", desc_path, "--out", model_path, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
@@ -231,9 +260,9 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         table = load_table(args.table)
     except TableError as e:
         raise InvalidArgumentError(str(e)) from e
-    info = detect(args.source, table)
+    info = _source_info(args, detect(args.source, table), table)
     print(f"{args.source}: {info.describe()}")
-    _validate_destination(args.output, output, _size_of(args.source))
+    _validate_destination(args.output, output, _size_of(args.source) + (_size_of(args.weights) if args.weights else 0))
     if info.family is not None and entry(info.family).conversion_target:
         raise InvalidArgumentError(
             f"{args.source!r} was written by Keras {info.version}: it is a Keras 3 model already. "
@@ -243,6 +272,58 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         raise InvalidArgumentError(f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}.")
     source, family = _source_env(args, info, table)
     return source, _target_env(args, table), family, output, co
+
+
+def _source_info(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Any:
+    """The source as `detect` read it, with what --weights / --model change: checked before any work."""
+    import dataclasses
+
+    from compat_clone.tools.convert._custom import parse_model_spec
+    from compat_clone.tools.saved_models import WEIGHTS_ONLY, env_for
+
+    if args.model and args.weights:
+        raise InvalidArgumentError(f"--model loads its weights from OLD ({args.source!r}): drop --weights {args.weights!r}.")
+    if args.weights:
+        if info.format not in ("json", "yaml"):
+            raise InvalidArgumentError(
+                f"--weights goes with an architecture file (model.to_json(): .json / .yaml). Received: {args.source!r}, "
+                f"{info.describe()}. A saved model carries its own weights."
+            )
+        _check_hdf5(args.weights, "--weights")
+    weights_only = info.format == "h5" and (info.problem or "").startswith(WEIGHTS_ONLY)
+    if info.problem and (
+        weights_only
+        and not args.model
+        or info.format in ("json", "yaml")
+        and info.version is None
+        and info.family is None
+        and "keras_version" not in info.problem
+    ):
+        # what no --from can change: the file is no model
+        raise InvalidArgumentError(f"Cannot convert {args.source!r}: {info.problem}.")
+    if not args.model:
+        return info
+    parse_model_spec(args.model)
+    if not weights_only:
+        raise InvalidArgumentError(
+            f"--model builds the model whose weights OLD holds: expected a weights-only .h5 (save_weights()). "
+            f"Received: {args.source!r}, {info.describe()}" + (f" ({info.problem})" if info.problem else "") + "."
+        )
+    if info.family is None:
+        return info
+    return dataclasses.replace(info, problem=None, env=env_for(info.family, info.version, table))
+
+
+def _check_hdf5(path: str, option: str) -> None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise InvalidArgumentError(f"{option} {path!r}: cannot be read ({e.strerror or e}). Expected an .h5 weights file.") from e
+    if head != b"\x89HDF\r\n\x1a\n":
+        raise InvalidArgumentError(
+            f"{option} {path!r} is not HDF5 (its first bytes are {head!r}). Expected the .h5 file save_weights() wrote."
+        )
 
 
 def _checked_output(args: argparse.Namespace) -> Path:

@@ -1,0 +1,136 @@
+"""`compat-clone convert` on what old projects left beside their code: an architecture (JSON / YAML) with its
+weights, and a weights-only ``.h5`` with the function that builds the model (``--model``).
+
+The files are written by the old releases themselves (tests/convert/convert_weights_sources.py
+in standalone Keras 2.3.1 on TensorFlow 2.15, whose h5py 3 it cannot read its own
+files with, and tf.keras 2.15), kept by content like the other conversion
+sources (tests/convert/source_cache.py), and converted here, in a Keras 3
+host, through the real command line: the result must predict what the source
+predicted when it wrote the files (so the weights did load), and train. The
+refusals run in any environment: each is exit 2 before any environment is
+used, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+from tests.convert.convert_envs import hosted, keras3_target, run_convert, sibling, written
+from tests.convert.test_convert_cli import _assert_predicts_and_trains
+
+SCRIPT = Path(__file__).resolve().parent / "convert_weights_sources.py"
+BUILDERS = Path(__file__).resolve().parent / "convert_builders.py"
+KIND = "convert-weights"
+_CASES = {"keras-2.3.1": ("keras-3.15-jax",), "tf.keras-2.15": ("keras-3.15-torch",)}
+WRITERS = tuple(_CASES)
+
+
+def writes(env: str) -> List[List[str]]:
+    """The one unit of work `env` writes: every file of the script."""
+    return [[]] if env in _CASES else []
+
+
+def _target_args() -> List[str]:
+    import keras
+
+    return ["--to", sys.prefix, "--backend", keras.backend.backend()]
+
+
+@keras3_target("conversions of architectures and weights run")
+@pytest.mark.parametrize("env", [hosted(env, id=env, hosts=hosts) for env, hosts in _CASES.items()])
+def test_architecture_and_weights_files_convert_with_proof(env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder, report = written(KIND, SCRIPT, env, [])
+    where = ["--from", env, "--matrix-dir", str(sibling(env).parent), "--no-build", *_target_args()]
+    probes = folder / "plain.npz"
+    architectures = ["plain.json"] + (["plain.yaml"] if "yaml" in report["written"] else [])
+    assert env != "keras-2.3.1" or architectures == ["plain.json", "plain.yaml"], report  # Keras 2 still writes YAML
+
+    for name in architectures:  # the architecture, read by the Keras that wrote it, and its weights
+        out = tmp_path / f"{name}.keras"
+        rc, stdout, stderr = run_convert(
+            [str(folder / name), "--weights", str(folder / "plain_weights.h5"), "-o", str(out), *where], capsys
+        )
+        assert rc == 0, stdout + stderr
+        assert f"read {folder / name} in {env}: " in stdout and ": OK" in stdout, stdout
+        _assert_predicts_and_trains(out, probes)
+
+    out = tmp_path / "built.keras"  # the weights, loaded into the model the user's code builds
+    builder = f"{BUILDERS}:build_plain"
+    rc, stdout, stderr = run_convert([str(folder / "plain_weights.h5"), "--model", builder, "-o", str(out), *where], capsys)
+    assert rc == 0, stdout + stderr
+    assert f"loaded the weights {folder / 'plain_weights.h5'} into it (built by {builder})" in stdout, stdout
+    _assert_predicts_and_trains(out, probes)
+
+    out = tmp_path / "fresh.keras"  # the architecture alone: fresh weights, said so
+    rc, stdout, stderr = run_convert([str(folder / "plain.json"), "-o", str(out), *where], capsys)
+    assert rc == 0 and "holds no weights: the result has fresh weights" in stdout, stdout + stderr
+    with pytest.raises(AssertionError, match="Not equal to tolerance"):
+        _assert_predicts_and_trains(out, probes)
+
+    # A --model that gives no model is refused in the environment that runs it: exit 2, nothing written.
+    out = tmp_path / "never.keras"
+    rc, stdout, stderr = run_convert(
+        [str(folder / "plain_weights.h5"), "--model", f"{BUILDERS}:keras_version", "-o", str(out), *where], capsys
+    )
+    assert rc == 2 and "SourceModelError" in stderr and "returned 'str', which is not a Keras model" in stderr, stdout + stderr
+    rc, stdout, stderr = run_convert(
+        [str(folder / "plain_weights.h5"), "--model", "no_such_module:build", "-o", str(out), *where], capsys
+    )
+    assert rc == 2 and "module 'no_such_module' does not import" in stderr, stdout + stderr
+    assert not out.exists()
+
+
+def _weights_only(path: Path) -> Path:
+    import h5py
+
+    with h5py.File(path, "w") as f:  # what save_weights() writes at its root, without a model_config
+        f.attrs["keras_version"] = "2.15.0"
+        f.attrs["backend"] = "tensorflow"
+        f.attrs["layer_names"] = []
+    return path
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "weights-not-hdf5",
+        "json-not-architecture",
+        "weights-only-without-model",
+        "model-with-a-model-file",
+        "model-and-weights",
+        "bad-model-spec",
+    ],
+)
+def test_refusals_exit_2_before_any_environment(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("h5py")
+    arch = tmp_path / "arch.json"
+    arch.write_text('{"class_name": "Functional", "config": {}, "keras_version": "2.15.0", "backend": "tensorflow"}')
+    weights = _weights_only(tmp_path / "w.h5")
+    argv: List[Any] = {
+        "weights-not-hdf5": [arch, "--weights", arch],
+        "json-not-architecture": [tmp_path / "other.json"],
+        "weights-only-without-model": [weights],
+        "model-with-a-model-file": [arch, "--model", "pkg.models:build"],
+        "model-and-weights": [weights, "--model", "pkg.models:build", "--weights", weights],
+        "bad-model-spec": [weights, "--model", "pkg.models"],
+    }[case]
+    (tmp_path / "other.json").write_text('{"optimizer": "adam"}')
+    out = tmp_path / "new.keras"
+    # --no-build and an empty environments folder: a refusal here cannot have used an environment
+    rc, stdout, stderr = run_convert(
+        [*map(str, argv), "-o", str(out), "--no-build", "--matrix-dir", str(tmp_path / "envs")], capsys
+    )
+    said = {
+        "weights-not-hdf5": f"--weights '{arch}' is not HDF5 (its first bytes are b'{{\"class_'). Expected the .h5 file save_weights() wrote",
+        "json-not-architecture": "JSON that is not a Keras architecture (no `class_name` and `config`)",
+        "weights-only-without-model": "weights only (saved by save_weights(): no architecture); convert it with the code that builds the model (--model my_pkg.models:build)",
+        "model-with-a-model-file": "--model builds the model whose weights OLD holds: expected a weights-only .h5 (save_weights())",
+        "model-and-weights": "--model loads its weights from OLD",
+        "bad-model-spec": "Expected --model as module:function or path/to/file.py:function",
+    }[case]
+    assert rc == 2 and said in stderr, stdout + stderr
+    assert not out.exists() and not (tmp_path / "envs").exists()
