@@ -92,6 +92,16 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.allclose(a, b, rtol=1e-5, atol=1e-5, equal_nan=True))
 
 
+def _deterministic(case: Case, calls: int = 4) -> bool:
+    """Whether the case's model computes its `want` again on the same inputs, `calls` times (a random layer can
+    repeat a draw by chance: RandomBrightness clips a dark enough draw to the same zeros)."""
+    for _ in range(calls):
+        again = outputs(case.model, case.x)
+        if len(again) != len(case.want) or not all(_same(a, b) for a, b in zip(case.want, again)):
+            return False
+    return True
+
+
 def _judge(case: Case, clone: Any) -> str:
     """'' where `clone` is a right clone of the case's model, else what differs."""
     model, x, want = case.model, case.x, case.want
@@ -181,6 +191,11 @@ def test_layer(K: Any, name: str, container: str, catalogue_tmp: str, record_pro
     _BUILT[(family, name, container)] = ""
     native, native_detail = _side(case, _native(K))
     ours, detail = _side(case, _ours)
+    if "outputs differ" in detail + native_detail and not _deterministic(case):
+        # Keras 3.0-3.x: a subclass whose `call` takes no `training` does not pass `training=False` on, so a
+        # random layer held there draws at inference; no clone can match a source that differs from itself.
+        record_property(PROPERTY, {**row, "built": "n/a", "reason": "the source is random at inference"})
+        pytest.skip(f"{name} in {container}: the source's own outputs differ between two calls (training=False)")
     record_property(
         PROPERTY,
         {
