@@ -126,6 +126,9 @@ class Family(abc.ABC):
     def config_round_trip(self, layer: Any) -> Any:
         """The native default, a config round trip, with the `Lambda` fixes.
 
+        Layer by layer, each by its own class (`keras3-unregistered-layer`:
+        a class of the user's own is never looked up by name).
+
         An exception of the round trip itself is the native call's and passes
         through unchanged; a step of compat_clone's own raises
         `UnsupportedModelError` (`native-exception-type`).
