@@ -36,6 +36,7 @@ class Template:
         group: its Keras-carrying group (``keras``, ``tf-keras``, ``tensorflow``).
         pinned: the release it pins.
         family: the Keras family it claims.
+        requirement: the pin as the environment writes it (``keras==3.0.0``).
     """
 
     env: Env
@@ -43,6 +44,7 @@ class Template:
     group: str
     pinned: Version
     family: str
+    requirement: str
 
     @property
     def series(self) -> Tuple[int, ...]:
@@ -96,11 +98,12 @@ def templates(table: Sequence[Env]) -> List[Template]:
         family, claimed = expect.get("family"), expect.get("version")
         if not family or not claimed:
             continue
-        named = [(name, v) for name, v, _ in pins(env) if _claims(v, claimed)]
+        named = [pin for pin in pins(env) if _claims(pin[1], claimed)]
         named.sort(key=lambda pin: group_of(pin[0]) == "tensorflow")
         if named:
-            name, pinned = named[0]
-            found.append(Template(env=env, package=name, group=str(group_of(name)), pinned=pinned, family=family))
+            name, pinned, text = named[0]
+            group = str(group_of(name))
+            found.append(Template(env=env, package=name, group=group, pinned=pinned, family=family, requirement=text))
     return found
 
 
@@ -126,7 +129,7 @@ def derive(template: Template, release: Version, beside: Sequence[str] = ()) -> 
     moved = f"{template.package}=={release}"
 
     def move(items: Tuple[str, ...]) -> Tuple[str, ...]:
-        return tuple(moved if _is_pin_of(text, template) else text for text in items)
+        return tuple(moved if text == template.requirement else text for text in items)
 
     expect["version"] = str(release) if template.group != "tensorflow" else ".".join(str(p) for p in release.release[:2])
     name = env.name.replace(claimed, str(release), 1) if claimed in env.name else f"{env.name}+{release}"
@@ -141,16 +144,6 @@ def derive(template: Template, release: Version, beside: Sequence[str] = ()) -> 
         expect=tuple(sorted(expect.items())),
         enabled=True,
         note=f"{template.package} {release}, from the table's {env.name}",
-    )
-
-
-def _is_pin_of(text: str, template: Template) -> bool:
-    try:
-        req = Requirement(text)
-    except InvalidRequirement:
-        return False
-    return req.name == template.package and any(
-        s.operator == "==" and Version(s.version) == template.pinned for s in req.specifier
     )
 
 

@@ -43,14 +43,11 @@ def derived_root(project: Path) -> Path:
     return user_cache_dir() / "matrix" / "derived" / f"{resolved.name or 'root'}-{key}"
 
 
-def _declared_or_none(project: Path, needed: bool) -> Optional[Declared]:
-    """The project's metadata; where it has none, an error if `needed`, else None."""
-
+def _declared_or_none(project: Path) -> Optional[Declared]:
+    """The project's metadata, or None where it declares none (a bisect runs without it)."""
     try:
         return read_declared(project)
     except TableError:
-        if needed:
-            raise
         return None
 
 
@@ -112,7 +109,7 @@ def run_bisect(args: argparse.Namespace, table: Sequence[Env], command: Sequence
             file=sys.stderr,
         )
         return EXIT_USAGE
-    declared = _declared_or_none(Path.cwd(), False)
+    declared = _declared_or_none(Path.cwd())
     beside = declared.installed_beside() if declared is not None else []
     try:
         served = candidates(args.bisect, table, list_releases, declared)
@@ -139,7 +136,7 @@ def run_bisect(args: argparse.Namespace, table: Sequence[Env], command: Sequence
         )
         return EXIT_FAILED
     by_release = {s.release: s for s in steps}
-    skipped = [v for v in walk[min(lo, hi) + 1 : max(lo, hi)] if v in by_release and by_release[v].verdict == "skip"]
+    skipped = [v for v in walk[lo + 1 : hi] if v in by_release and by_release[v].verdict == "skip"]  # the walk runs good -> bad
     print(
         f"bisect {args.bisect}: last good {walk[lo]} ({by_release[walk[lo]].env.name}), first bad {walk[hi]} ({by_release[walk[hi]].env.name})"
     )

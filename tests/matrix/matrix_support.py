@@ -7,13 +7,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
 from compat_clone.tools import matrix as _matrix
 
-__all__ = ["CI_TABLE", "ci_project", "clean_environ", "building_environ", "matrix_in", "one_env_table", "standin"]
+__all__ = ["CI_TABLE", "ci_project", "clean_environ", "building_environ", "builds_in", "matrix_in", "one_env_table", "standin"]
 
 
 def clean_environ(**extra: str) -> Dict[str, str]:
@@ -37,6 +37,17 @@ def building_environ() -> Dict[str, str]:
         environ["COMPAT_CLONE_UV"] = str(local_uv)
     environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ.get('PATH', '')}"
     return environ
+
+
+def builds_in(host: str, what: str) -> List[Any]:
+    """`pytestmark` of a module whose tests build real environments: `slow`, and run outside the matrix and in `host` only."""
+    return [
+        pytest.mark.slow,
+        pytest.mark.skipif(
+            os.environ.get("COMPAT_CLONE_ENV") not in (None, host),
+            reason=f"builds {what}: runs outside the matrix and in {host} only",
+        ),
+    ]
 
 
 def one_env_table(**env: Any) -> Dict[str, Any]:

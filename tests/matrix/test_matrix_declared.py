@@ -28,18 +28,10 @@ from typing import Dict
 import pytest
 
 from compat_clone_matrix.range_runs import derived_root
-from tests.matrix.matrix_support import building_environ
+from tests.matrix.matrix_support import building_environ, builds_in
 
 SAMPLE = Path(__file__).resolve().parent / "sample_declared_project"
-_HOSTS = (None, "keras-3.0-tf")
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("COMPAT_CLONE_ENV") not in _HOSTS,
-        reason="builds TensorFlow environments: runs outside the matrix and in keras-3.0-tf only",
-    ),
-]
+pytestmark = builds_in("keras-3.0-tf", "TensorFlow environments")
 
 
 def _uv_cache(environ: Dict[str, str]) -> str:

@@ -25,22 +25,13 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-import pytest
 import yaml
 
-from tests.matrix.matrix_support import building_environ
+from tests.matrix.matrix_support import building_environ, builds_in
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = Path(__file__).resolve().parent / "sample_tf_project"
-_HOSTS = (None, "keras-3.15-tf")
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("COMPAT_CLONE_ENV") not in _HOSTS,
-        reason="builds two TensorFlow environments: runs outside the matrix and in keras-3.15-tf only",
-    ),
-]
+pytestmark = builds_in("keras-3.15-tf", "two TensorFlow environments")
 
 
 def _project(tmp_path: Path) -> Path:

@@ -41,6 +41,8 @@ __all__ = [
     "find_models",
     "FORMATS",
     "WEIGHTS_ONLY",
+    "HDF5_MAGIC",
+    "file_head",
 ]
 
 # format -> what the user calls it
@@ -52,7 +54,7 @@ FORMATS = {
     "yaml": "architecture (model.to_yaml())",
 }
 
-_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"  # the first 8 bytes of every HDF5 file
 _ZIP_MAGIC = b"PK\x03\x04"
 _MODEL_SUFFIXES = (".h5", ".hdf5", ".keras")
 #: how `SavedModelInfo.problem` starts for an HDF5 file of weights only (`save_weights()`)
@@ -135,11 +137,10 @@ def detect(path: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) 
         info = _detect_savedmodel(p)
     else:
         try:
-            with open(p, "rb") as f:
-                head = f.read(8)
+            head = file_head(p)
         except OSError as e:
             return SavedModelInfo(p, None, None, None, problem=f"cannot be read ({e})")
-        if head == _HDF5_MAGIC:
+        if head == HDF5_MAGIC:
             info = _detect_h5(p)
         elif head[:4] == _ZIP_MAGIC:
             info = _detect_zip(p)
@@ -159,6 +160,16 @@ def detect(path: os.PathLike[str] | str, table: Optional[Sequence[Any]] = None) 
         env, why = _env_or_reason(info.family, info.version, table)
         info = dataclasses.replace(info, env=env, problem=None if entry(info.family).conversion_target else why)
     return info
+
+
+def file_head(path: str) -> bytes:
+    """The first 8 bytes of the file at `path` (its format's magic number: `HDF5_MAGIC`, a zip's).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        return f.read(8)
 
 
 def _detect_h5(path: str) -> SavedModelInfo:

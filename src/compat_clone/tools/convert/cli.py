@@ -315,12 +315,13 @@ def _source_info(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> A
 
 
 def _check_hdf5(path: str, option: str) -> None:
+    from compat_clone.tools.saved_models import HDF5_MAGIC, file_head
+
     try:
-        with open(path, "rb") as f:
-            head = f.read(8)
+        head = file_head(path)
     except OSError as e:
         raise InvalidArgumentError(f"{option} {path!r}: cannot be read ({e.strerror or e}). Expected an .h5 weights file.") from e
-    if head != b"\x89HDF\r\n\x1a\n":
+    if head != HDF5_MAGIC:
         raise InvalidArgumentError(
             f"{option} {path!r} is not HDF5 (its first bytes are {head!r}). Expected the .h5 file save_weights() wrote."
         )
