@@ -223,20 +223,37 @@ class TfKeras(Family):
 
 
 def _trace(model: Any, spec: Any) -> None:
-    """Calls `model` on `spec` inside a traced function, without AutoGraph first.
+    """Calls `model` on placeholders shaped as `spec` in a graph of its own, without AutoGraph first.
 
-    AutoGraph converts the user's ``call`` (and whatever it calls) before
-    tracing: seconds per class, several the first time in a process, where
-    tracing the same call as written takes a fraction of one. Keras's own
-    layers do not need it; a ``call`` whose Python control flow reads
-    tensors does, and raises when traced as written: it is traced again with
-    AutoGraph, as before (a layer built by the first attempt stays built).
+    What `Model.build` does for a shape, done for the recorded signature: the
+    layers' variables are made outside the graph (Keras opens an init scope
+    to build a layer), the graph is dropped. One pass through the user's
+    ``call``, where a `tf.function` takes two (a function that makes
+    variables is traced again once they exist) and more work for its
+    concrete function. AutoGraph is not run either: it converts the user's
+    ``call`` (and whatever it calls) before tracing, seconds per class where
+    the plain call takes a fraction of one. Keras's own layers do not need
+    it; a ``call`` whose Python control flow reads tensors does, and raises
+    when called as written: it is traced again as a `tf.function` with
+    AutoGraph (a layer built by the first attempt stays built).
     """
     tf = _tf()
     try:
-        tf.function(lambda inputs: model(inputs), autograph=False).get_concrete_function(spec)
-    except Exception:  # noqa: BLE001 -- any failure of the plain trace: the converted one decides
+        _call_on_placeholders(tf, model, spec)
+    except Exception:  # noqa: BLE001 -- any failure of the plain call: the converted trace decides
         tf.function(lambda inputs: model(inputs)).get_concrete_function(spec)
+
+
+def _call_on_placeholders(tf: Any, model: Any, spec: Any) -> None:
+    """`model` called once on placeholders of `spec` (dense `TensorSpec`s only) inside a fresh `FuncGraph`."""
+    graph_class = getattr(getattr(tf, "__internal__", None), "FuncGraph", None)  # TF >= 2.5
+    specs = tf.nest.flatten(spec)
+    if graph_class is None or not all(type(s) is tf.TensorSpec for s in specs):
+        tf.function(lambda inputs: model(inputs), autograph=False).get_concrete_function(spec)
+        return
+    with graph_class("compat_clone_build").as_default():
+        placeholders = [tf.compat.v1.placeholder(s.dtype, s.shape) for s in specs]
+        model(tf.nest.pack_sequence_as(spec, placeholders))
 
 
 def _weight_count(model: Any) -> int:
