@@ -4,7 +4,7 @@ Run with that environment's interpreter (standalone Keras 2.x, or tf.keras /
 tf_keras); imports no compat_clone:
 
     python tests/convert/convert_sources.py OUT_DIR FAMILY FORMAT...
-        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5 | lambda-keras | tfops-h5
+        FAMILY: keras2 | tf_keras     FORMAT: h5 | keras | savedmodel | custom-h5 | lambda-keras | tfops-h5 | tflambda-h5 | tflambda-seq-h5 | tfcumsum-h5
 
 Writes ``OUT_DIR/model.<ext>`` (``model_savedmodel/`` for a SavedModel,
 ``custom.h5`` for the model with the custom `Scale` layer of
@@ -94,10 +94,61 @@ def tf_ops_model(keras: Any) -> Any:
     return model
 
 
+# The Lambda bodies below read TensorFlow as a module global, as old code does (`import tensorflow as tf` at the top
+# of a file): the module is imported when a model is built, so that writing the other formats needs no TensorFlow.
+tf: Any = None
+
+
+def _import_tensorflow() -> None:
+    global tf
+    import tensorflow
+
+    tf = tensorflow
+
+
+def tf_lambda_model(keras: Any) -> Any:
+    """Lambda bodies calling TensorFlow, one of them on two tensors."""
+    _import_tensorflow()
+    inputs = keras.layers.Input((4,))
+    h = keras.layers.Dense(3)(inputs)
+    pooled = keras.layers.Lambda(lambda t: tf.reduce_sum(tf.nn.relu(t), axis=1, keepdims=True) * 0.5, name="relu_sum")(h)
+    joined = keras.layers.Lambda(lambda ts: tf.concat([ts[0], tf.square(ts[1])], axis=-1), name="joined")([h, pooled])
+    model = keras.models.Model(inputs, keras.layers.Dense(2)(joined))
+    _seeded(model, 5)
+    return model
+
+
+def tf_lambda_sequential(keras: Any) -> Any:
+    """The same in a Sequential model, the way most old code wrote it."""
+    _import_tensorflow()
+    model = keras.Sequential(
+        [
+            keras.layers.Dense(3, input_shape=(4,)),
+            keras.layers.Lambda(lambda t: tf.math.reduce_mean(t, axis=-1, keepdims=True) + tf.abs(t), name="centred"),
+            keras.layers.Dense(2),
+        ]
+    )
+    _seeded(model, 6)
+    return model
+
+
+def tf_cumsum_model(keras: Any) -> Any:
+    """A Lambda calling a TensorFlow function with no `keras.ops` form in the conversion's table: refused by name."""
+    _import_tensorflow()
+    inputs = keras.layers.Input((4,))
+    summed = keras.layers.Lambda(lambda t: tf.math.cumsum(t, axis=1), name="running")(inputs)
+    model = keras.models.Model(inputs, keras.layers.Dense(2)(summed))
+    _seeded(model, 7)
+    return model
+
+
 _SMALL = {
     "custom-h5": ("custom.h5", custom_model),
     "lambda-keras": ("lambda.keras", lambda_model),
     "tfops-h5": ("tfops.h5", tf_ops_model),
+    "tflambda-h5": ("tflambda.h5", tf_lambda_model),
+    "tflambda-seq-h5": ("tflambda_seq.h5", tf_lambda_sequential),
+    "tfcumsum-h5": ("tfcumsum.h5", tf_cumsum_model),
 }
 
 

@@ -48,7 +48,7 @@ cross_env = keras3_target("cross-environment conversions run")
 
 
 # The small models tf.keras 2.15 writes for the hosts that convert them (keras-3.15-jax, -torch).
-_EXTRAS = ("custom-h5", "lambda-keras", "tfops-h5")
+_EXTRAS = ("custom-h5", "lambda-keras", "tfops-h5", "tflambda-h5", "tflambda-seq-h5", "tfcumsum-h5")
 KIND = "convert-sources"
 
 
@@ -245,6 +245,36 @@ def test_tensorflow_functions_on_keras_tensors_convert_and_are_said(
     assert "tf.nn.relu6 x1" in stdout and "compat_clone>TensorFlowOp" in stdout, stdout
     assert "note: " in stdout and "load it with keras.models.load_model(path, custom_objects=" in stdout, stdout
     _assert_predicts_and_trains(out, sources("tf.keras-2.15") / "tfops.npz", custom=compat_clone.convert.custom_objects())
+
+
+@cross_env
+@only_in("keras-3.15-torch")
+def test_lambda_bodies_calling_tensorflow_run_on_keras_ops(
+    sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`Lambda(lambda t: tf.reduce_sum(tf.nn.relu(t), ...))` of tf.keras 2.15 runs on torch, inline: no Lambda, no
+    bytecode in the file, no custom objects; a Sequential holding one becomes Functional, said; `tf.math.cumsum`,
+    which has no `keras.ops` form in the table, is refused by name."""
+    import keras
+
+    for name, lambdas in (("tflambda.h5", ("relu_sum", "joined")), ("tflambda_seq.h5", ("centred",))):
+        out = tmp_path / name.replace(".h5", ".keras")
+        rc, stdout, stderr = _convert_from_tf215(sources, name, out, capsys)
+        assert rc == 0, stdout + stderr
+        for layer in lambdas:
+            assert f"{layer}: the Lambda's TensorFlow calls (tf." in stdout, stdout
+        assert "holds Lambda layers" not in stdout, stdout  # nothing asks for safe_mode=False
+        assert ("rebuilt as a Functional one" in stdout) == name.endswith("_seq.h5"), stdout
+        # loads in safe mode, with no custom objects: what it holds are keras.ops calls
+        model = keras.models.load_model(out, compile=False)
+        assert not [layer for layer in model.layers if type(layer).__name__ == "Lambda"], model.layers
+        _assert_predicts_and_trains(out, sources("tf.keras-2.15") / name.replace(".h5", ".npz"))
+    out = tmp_path / "tfcumsum.keras"
+    rc, stdout, stderr = _convert_from_tf215(sources, "tfcumsum.h5", out, capsys)
+    assert rc != 0 and "calls TensorFlow functions the conversion has no `keras.ops` form for: `tf.math.cumsum`" in stderr, (
+        stdout + stderr
+    )
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)

@@ -226,6 +226,8 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
                     "function": getattr(fn, "__qualname__", "?"),
                 }
             )
+            if _is_module(value) and root == "tensorflow":
+                found.extend(_tensorflow_calls(code, name, value, path))
         elif _is_module(value):
             found.append({"kind": "lambda_module", "layer": path, "name": name, "module": module})
         elif in_closure and _is_module(value):
@@ -244,6 +246,60 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
             found.append(
                 {"kind": "lambda_global", "layer": path, "name": name, "detail": f"{type(value).__name__} from module {module!r}"}
             )
+    return found
+
+
+def _attribute_chains(code: Any, name: str) -> List[str]:
+    """The dotted attributes the code (its nested functions' included) reads off the global or free name `name`.
+
+    ``tf.math.reduce_sum(x, 1)`` reads ``math.reduce_sum`` off ``tf``. A bare
+    use of the name (passed on, stored) gives ``""``: no function to name.
+    """
+    import dis
+
+    chains: List[str] = []
+    instructions = list(dis.get_instructions(code))
+    for k, ins in enumerate(instructions):
+        if ins.opname not in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME") or ins.argval != name:
+            continue
+        parts = []
+        for nxt in instructions[k + 1 :]:
+            if nxt.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+                break
+            parts.append(str(nxt.argval))
+        chains.append(".".join(parts))
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            chains.extend(_attribute_chains(const, name))
+    return chains
+
+
+def _tensorflow_calls(code: Any, name: str, module: Any, path: str) -> List[Dict[str, Any]]:
+    """One note per TensorFlow function a Lambda's code reaches through the module `name`: what it reads
+    (``reduce_sum``) and the names `_tf_ops.OPS` knows that function by (``math.reduce_sum``), so that the rebuild can compute it with `keras.ops` (`_tf_ops.OPS`); ``api`` is empty for an
+    attribute that is not an exported function (the rebuild refuses it, naming it)."""
+    notes = []
+    for chain in sorted(set(_attribute_chains(code, name))):
+        target: Any = module
+        for part in chain.split(".") if chain else ():
+            target = getattr(target, part, None)
+        api = sorted(n for n, f in _exported(module).items() if f is target) if chain and callable(target) else []
+        notes.append({"kind": "lambda_tf_call", "layer": path, "name": name, "chain": chain, "api": api})
+    return notes
+
+
+def _exported(module: Any) -> Dict[str, Any]:
+    """The functions of `_tf_ops.OPS` that the TensorFlow `module` exports, by their name there (``reduce_sum``
+    and ``math.reduce_sum`` are one function)."""
+    from compat_clone.convert._tf_ops import OPS
+
+    found = {}
+    for key in OPS:
+        target: Any = module
+        for part in key.split("."):
+            target = getattr(target, part, None)
+        if target is not None:
+            found[key] = target
     return found
 
 

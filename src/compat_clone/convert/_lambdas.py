@@ -2,8 +2,11 @@
 
 Its function is the user's replacement (``custom_objects``, by the layer's
 name or the function's), or the source's own bytecode, loaded in the same
-Python with the module globals and constants `describe` noted; a function
-that calls the source framework, or reads a global the description cannot
+Python with the module globals and constants `describe` noted. A function
+that calls TensorFlow through a module it imported, where every function it
+reads has a `keras.ops` form (`_tf_ops.OPS`), is computed inline on those forms
+(`_InlineLambda`: no Lambda kept, nothing of Python's bytecode saved); one
+that reads another framework function, or a global the description cannot
 carry, is refused with the way out.
 """
 
@@ -11,14 +14,17 @@ from __future__ import annotations
 
 import base64
 import builtins
+import functools
 import importlib
+import inspect
 import marshal
 import sys
 import types
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 from compat_clone.convert._builder_protocol import LambdaBuilder
 from compat_clone.convert._layer_map import map_config
+from compat_clone.convert._tf_ops import OPS
 from compat_clone.errors import UnconvertibleLayerError
 
 __all__ = ["lambda_layer"]
@@ -33,7 +39,11 @@ def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_
         if callable(replacement) and not isinstance(replacement, builder.keras.layers.Layer):
             return builder.keras.layers.Lambda(replacement, name=new_name)
         return replacement
-    framework = [n for n in builder.description.notes_for(path) if n["kind"] == "lambda_framework"]
+    notes = builder.description.notes_for(path)
+    framework = [n for n in notes if n["kind"] == "lambda_framework"]
+    stand_ins = _tensorflow_stand_ins(builder, notes, framework, path, name)
+    if stand_ins is not None:
+        return _InlineLambda(builder, config, path, stand_ins)
     if framework:
         uses = ", ".join(f"`{n['name']}` ({n['module']})" for n in framework)
         raise UnconvertibleLayerError(
@@ -60,7 +70,68 @@ def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_
     return builder.keras.layers.Lambda(**kwargs)
 
 
-def lambda_function(builder: LambdaBuilder, config: Dict[str, Any], key: str, path: str) -> Any:
+class _InlineLambda:
+    """A Keras 2 `Lambda` whose function calls TensorFlow, computed inline: its function called on the Keras 3 graph's
+    tensors with each TensorFlow function it reads replaced by its `keras.ops` form (`_tf_ops.OPS`).
+
+    No `Lambda` layer is kept: the model holds `keras.ops` calls, which run on every backend and are saved as
+    operations, not as Python bytecode (the file loads without ``safe_mode=False``).
+    """
+
+    def __init__(self, builder: LambdaBuilder, config: Dict[str, Any], path: str, stand_ins: Dict[str, Any]) -> None:
+        self.function = lambda_function(builder, config, "function", path, stand_ins)
+        self.arguments = dict(config.get("arguments") or {})
+        try:
+            self.accepts = set(inspect.signature(self.function).parameters)
+        except (TypeError, ValueError):
+            self.accepts = set()
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        # as Keras's Lambda: `mask` / `training` reach the function only where it takes them
+        passed = {k: v for k, v in kwargs.items() if k in self.accepts}
+        return self.function(inputs, **passed, **self.arguments)
+
+
+def _tensorflow_stand_ins(
+    builder: LambdaBuilder, notes: List[Dict[str, Any]], framework: List[Dict[str, Any]], path: str, name: str
+) -> Optional[Dict[str, Any]]:
+    """For a `Lambda` that reaches the framework through TensorFlow modules only: each such global name bound to a
+    stand-in whose functions compute `keras.ops`' forms; None where another framework name is read (refused).
+
+    Raises:
+        UnconvertibleLayerError: a TensorFlow function the body reads has no `keras.ops` form in `_tf_ops.OPS`.
+    """
+    calls = [n for n in notes if n["kind"] == "lambda_tf_call"]
+    if not framework or any(f["name"] not in {c["name"] for c in calls} for f in framework):
+        return None
+    missing = sorted({f"{c['name']}.{c['chain']}" if c["chain"] else c["name"] for c in calls if not c["api"]})
+    if missing:
+        raise UnconvertibleLayerError(
+            f"Lambda layer {path!r} calls TensorFlow functions the conversion has no `keras.ops` form for: "
+            f"{', '.join('`' + m + '`' for m in missing)} (it computes {len(OPS)}: {', '.join(sorted(OPS)[:8])}, ...). "
+            f"Rewrite the function with `keras.ops` and pass it as `custom_objects={{{name!r}: new_function}}`."
+        )
+    stand_ins: Dict[str, Any] = {}
+    used: List[str] = []
+    for call in calls:
+        node = stand_ins.setdefault(call["name"], types.SimpleNamespace())
+        parts = call["chain"].split(".")
+        for part in parts[:-1]:
+            if not hasattr(node, part):
+                setattr(node, part, types.SimpleNamespace())
+            node = getattr(node, part)
+        setattr(node, parts[-1], functools.partial(OPS[call["api"][0]], builder.keras.ops))
+        used.append(f"{call['name']}.{call['chain']}")
+    builder.changes.append(
+        f"{path}: the Lambda's TensorFlow calls ({', '.join(sorted(used))}) computed with `keras.ops`, inline: no Lambda "
+        "layer is kept (the model runs on every backend and loads without safe_mode=False)"
+    )
+    return stand_ins
+
+
+def lambda_function(
+    builder: LambdaBuilder, config: Dict[str, Any], key: str, path: str, stand_ins: Optional[Dict[str, Any]] = None
+) -> Any:
     """The Python function a `Lambda`'s config holds under `key`: the user's, or the source's bytecode."""
     kind = config.get(key + "_type", "lambda")
     value = config[key]
@@ -83,9 +154,9 @@ def lambda_function(builder: LambdaBuilder, config: Dict[str, Any], key: str, pa
         )
     code_text, defaults, closure = (list(value) + [None, None])[:3]
     code = marshal.loads(base64.b64decode(code_text.encode("ascii")))
-    scope: Dict[str, Any] = {"__builtins__": builtins}
+    scope: Dict[str, Any] = {"__builtins__": builtins, **(stand_ins or {})}
     for note in builder.description.notes_for(path):
-        if note["kind"] == "lambda_module":
+        if note["kind"] == "lambda_module" and note["name"] not in scope:
             scope[note["name"]] = importlib.import_module(note["module"])
         elif note["kind"] == "lambda_constant":
             scope[note["name"]] = note["value"]

@@ -329,7 +329,24 @@ class _Builder:
                 )
             first = False
             layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
-        return self.keras.Sequential(layers, name=name)
+        inline = [layer for layer in layers if not isinstance(layer, self.keras.layers.Layer)]
+        if not inline:
+            return self.keras.Sequential(layers, name=name)
+        # a Lambda computed inline (`_lambdas`) is no layer a Sequential can hold: the same steps as a Functional model
+        if not isinstance(layers[0], self.keras.KerasTensor):
+            raise UnconvertibleLayerError(
+                f"Sequential model {prefix.rstrip('/') or name!r} holds a Lambda computed inline with keras.ops, which "
+                "needs the model's input shape, and the description has none. Build the source on an Input (or with "
+                "input_shape=) and describe it again."
+            )
+        tensor = layers[0]
+        for layer in layers[1:]:
+            tensor = layer(tensor)
+        self.changes.append(
+            f"{'model ' + repr(prefix.rstrip('/')) if prefix else 'the model'}: a Sequential model rebuilt as a "
+            "Functional one (the same layers in order), since a Lambda in it is computed inline"
+        )
+        return self.keras.Model(layers[0], tensor, name=name)
 
 
 def _holds_tensor(keras: Any, value: Any) -> bool:
