@@ -4,7 +4,13 @@
 BatchNormalization, Dense) with the Keras 2 of the environment it runs in:
 standalone Keras 2.x or tf.keras 2.x as `keras`, tf_keras where `keras` is
 Keras 3. Its weights are drawn from a fixed seed;
-a weights file loaded afterwards replaces them.
+a weights file loaded afterwards replaces them. `build_nested()` holds the
+convolution and pooling in a nested Sequential model, `build_subclassed()` is a
+Model subclass holding the same layers as attributes.
+
+The `*_keras3` functions are the same models written for Keras 3 (`import keras`,
+3.x): the code a migrated project has, into which `convert --model` places the old
+weights by structure.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from convert_sources import plain_model  # noqa: E402
+import numpy as np  # noqa: E402
+from convert_sources import _seeded, plain_model  # noqa: E402
 
 
 def _keras() -> Any:
@@ -36,3 +43,76 @@ def build_plain() -> Any:
 def keras_version() -> str:
     """The version of the Keras `build_plain` builds with."""
     return str(_keras().__version__)
+
+
+def _nested(keras: Any) -> Any:
+    inputs = keras.layers.Input((6, 4))
+    features = keras.Sequential([keras.layers.Conv1D(5, 3, activation="relu"), keras.layers.GlobalAveragePooling1D()])
+    x = keras.layers.BatchNormalization()(features(inputs))
+    return keras.models.Model(inputs, keras.layers.Dense(3, activation="softmax")(x))
+
+
+def _subclassed(keras: Any) -> Any:
+    class Net(keras.Model):  # type: ignore[misc, name-defined]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.conv = keras.layers.Conv1D(5, 3, activation="relu")
+            self.pool = keras.layers.GlobalAveragePooling1D()
+            self.norm = keras.layers.BatchNormalization()
+            self.head = keras.layers.Dense(3, activation="softmax")
+
+        def call(self, x: Any, training: Any = None) -> Any:
+            return self.head(self.norm(self.pool(self.conv(x)), training=training))
+
+    model = Net()
+    model(np.zeros((1, 6, 4), "float32"))
+    return model
+
+
+def build_nested() -> Any:
+    """The plain model's layers with the convolution and pooling in a nested Sequential model (Keras 2)."""
+    model = _nested(_keras())
+    _seeded(model, 8)
+    return model
+
+
+def build_subclassed() -> Any:
+    """The plain model's layers held by a Model subclass (Keras 2), built by one call."""
+    model = _subclassed(_keras())
+    _seeded(model, 9)
+    return model
+
+
+def _keras3() -> Any:
+    import keras
+
+    assert keras.__version__.startswith("3."), keras.__version__
+    return keras
+
+
+def build_plain_keras3() -> Any:
+    """The plain model, written for Keras 3."""
+    keras = _keras3()
+    inputs = keras.Input((6, 4))
+    x = keras.layers.Conv1D(5, 3, activation="relu")(inputs)
+    x = keras.layers.BatchNormalization()(keras.layers.GlobalAveragePooling1D()(x))
+    return keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(x))
+
+
+def build_nested_keras3() -> Any:
+    """`build_nested`'s model, written for Keras 3."""
+    return _nested(_keras3())
+
+
+def build_subclassed_keras3() -> Any:
+    """`build_subclassed`'s model, written for Keras 3."""
+    return _subclassed(_keras3())
+
+
+def build_wider_keras3() -> Any:
+    """The plain model with a wider head: the file's weights do not fit it (refused by name)."""
+    keras = _keras3()
+    inputs = keras.Input((6, 4))
+    x = keras.layers.Conv1D(5, 3, activation="relu")(inputs)
+    x = keras.layers.BatchNormalization()(keras.layers.GlobalAveragePooling1D()(x))
+    return keras.Model(inputs, keras.layers.Dense(4, activation="softmax")(x))

@@ -84,6 +84,40 @@ def test_architecture_and_weights_files_convert_with_proof(env: str, tmp_path: P
     assert not out.exists()
 
 
+@keras3_target("conversions of weights into Keras 3 code run")
+@pytest.mark.parametrize("env", [hosted(env, id=env, hosts=hosts) for env, hosts in _CASES.items()])
+def test_weights_only_files_are_placed_into_keras3_code_by_structure(
+    env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Functional, a nested and a subclassed model's weights-only files, written by the old release, placed into the
+    same models written for Keras 3 (`--model` code that builds no Keras 2 model): every variable placed once, said
+    line by line; the result predicts what the source predicted. A model the weights do not fit is refused by name."""
+    from tests.convert.convert_builders import build_subclassed_keras3
+
+    folder, report = written(KIND, SCRIPT, env, [])
+    where = ["--from", env, "--matrix-dir", str(sibling(env).parent), "--no-build", *_target_args()]
+    for name, variables in (("plain", 8), ("nested", 8), ("subclassed", 8)):
+        weights = folder / f"{name}_weights.h5"
+        out = tmp_path / f"{name}.keras"
+        rc, stdout, stderr = run_convert(
+            [str(weights), "--model", f"{BUILDERS}:build_{name}_keras3", "-o", str(out), *where], capsys
+        )
+        assert rc == 0, stdout + stderr
+        assert "as Keras 3 code, the file's weights placed into its model by structure" in stdout, stdout
+        placed = [line for line in stdout.splitlines() if line.startswith("  placed: ")]
+        assert len(placed) == variables and any("moving_variance" in line for line in placed), stdout
+        assert f"{variables} variables placed" in stdout and "not proven on outputs" in stdout, stdout
+        # a subclass loads back with its class, as the user's own code gives it
+        custom = {"Net": type(build_subclassed_keras3())} if name == "subclassed" else None
+        _assert_predicts_and_trains(out, folder / f"{name}.npz", custom=custom)
+    out = tmp_path / "wider.keras"
+    rc, stdout, stderr = run_convert(
+        [str(folder / "plain_weights.h5"), "--model", f"{BUILDERS}:build_wider_keras3", "-o", str(out), *where], capsys
+    )
+    assert rc == 2 and "SourceModelError" in stderr and "has shape (5, 3); the variable it goes to" in stderr, stdout + stderr
+    assert not out.exists()
+
+
 def _weights_only(path: Path) -> Path:
     import h5py
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from compat_clone.convert._io import load, save
     from compat_clone.convert._proof import OutputDiff, Proof, verify
     from compat_clone.convert._rebuild import rebuild
+    from compat_clone.convert._weights_map import Placed, map_weights
 
 __all__ = [
     "FORMAT",
@@ -52,6 +53,8 @@ __all__ = [
     "load",
     "rebuild",
     "verify",
+    "map_weights",
+    "Placed",
 ]
 
 _TARGETS = tuple(name for name, found in FAMILIES.items() if found.conversion_target)
@@ -76,6 +79,8 @@ _LAZY = {
     "Proof": "_proof",
     "verify": "_proof",
     "rebuild": "_rebuild",
+    "map_weights": "_weights_map",
+    "Placed": "_weights_map",
 }
 
 

@@ -4,11 +4,14 @@
         [--inputs X.npz] [--custom-objects module:name ...] [--weights W.h5] [--build module:function]
     python -m compat_clone.tools.convert._worker rebuild --description DESC.npz --out MODEL.keras
         --rtol R --atol A [--custom-objects module:name ...]
+    python -m compat_clone.tools.convert._worker place --weights W.h5 --build module:function --out MODEL.keras
 
 Each step is one call of the conversion library, which owns the model and
 its files: `describe` is `compat_clone.convert.describe_file` (read
 the saved Keras 2 model, write its description), `rebuild` is
-`rebuild_file` (rebuild in Keras 3, prove, save, load back, prove again).
+`rebuild_file` (rebuild in Keras 3, prove, save, load back, prove again),
+`place` is `map_weights` (a Keras 2 weights-only file placed by structure
+into the model the user's Keras 3 code builds, then saved).
 This module only turns the command line into that call in this interpreter
 (``--custom-objects`` resolved here) and its result into the protocol: the
 last line of stdout is ``COMPAT_CLONE_RESULT <json>`` (`RESULT_MARK`); a
@@ -92,6 +95,33 @@ def _rebuild_step(args: argparse.Namespace) -> Dict[str, Any]:
     )
 
 
+def _place_step(args: argparse.Namespace) -> Dict[str, Any]:
+    os.environ["COMPAT_CLONE_CONVERT_SIDE"] = "target"
+    import keras
+
+    from compat_clone.convert import map_weights
+
+    try:
+        model = resolve_model_function(args.build)()
+    except InvalidArgumentError as e:
+        raise SourceModelError(str(e)) from e
+    except Exception as e:  # the user's code raised: said with its words
+        raise SourceModelError(f"--model {args.build} raised {type(e).__name__}: {e}") from e
+    if not isinstance(model, keras.Model):
+        raise SourceModelError(
+            f"--model {args.build} returned {type(model).__name__!r}, which is not a Keras {keras.__version__} model."
+        )
+    placed = map_weights(model, args.weights)
+    model.save(args.out)
+    return {
+        "ok": True,
+        "placed": [str(p) for p in placed],
+        "keras": keras.__version__,
+        "backend": keras.backend.backend(),
+        "layers": len(model.layers),
+    }
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m compat_clone.tools.convert._worker")
     sub = parser.add_subparsers(dest="step", required=True)
@@ -110,6 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--rtol", type=float, required=True)
     r.add_argument("--atol", type=float, required=True)
     r.add_argument("--custom-objects", nargs="*", default=[])
+    p = sub.add_parser("place")
+    p.add_argument("--weights", required=True)
+    p.add_argument("--build", required=True)
+    p.add_argument("--out", required=True)
     return parser
 
 
@@ -117,9 +151,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs one step; prints ``COMPAT_CLONE_RESULT <json>`` last and returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        result = _describe_step(args) if args.step == "describe" else _rebuild_step(args)
+        result = {"describe": _describe_step, "rebuild": _rebuild_step, "place": _place_step}[args.step](args)
     except MissingCustomObjectError as e:
-        print(f"{type(e).__name__}: {_cli_terms(e, args.custom_objects)}", file=sys.stderr)
+        print(f"{type(e).__name__}: {_cli_terms(e, getattr(args, 'custom_objects', []))}", file=sys.stderr)
         return EXIT_USAGE
     except (ProbeInputError, SourceModelError) as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)

@@ -181,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
         if args.no_safe_mode:
             cmd += ["--no-safe-mode"]
         rc, described = _worker(source, cmd + _co_args(co))
+        if rc == _WORKER_USAGE and args.model:  # no Keras 2 model of that code: it may be Keras 3 code
+            return _place(args, source, target, output, os.path.join(tmp, "placed.keras"))
         if rc == _WORKER_USAGE:  # the way out is an option (--inputs, --custom-objects): said above
             print(f"compat-clone convert: nothing written ({args.source!r} in {source.label}).", file=sys.stderr)
             return EXIT_USAGE
@@ -244,6 +246,41 @@ def run(args: argparse.Namespace) -> int:
             f"note: {args.output} holds Lambda layers ({', '.join(rebuilt['lambdas'])}): Keras 3 loads it only "
             "with keras.models.load_model(path, safe_mode=False)"
         )
+    return EXIT_OK
+
+
+def _place(args: argparse.Namespace, source: Any, target: Any, output: Path, model_path: str) -> int:
+    """A weights-only file and a ``--model`` function that builds no model of the file's Keras: the function run as
+    Keras 3 code in the target environment, the weights placed into its model by structure (`map_weights`)."""
+    print(
+        f"--model {args.model} gives no model in {source.label} (said above): running it in {target.label} as "
+        "Keras 3 code, the file's weights placed into its model by structure"
+    )
+    rc, placed = _worker(target, ["place", "--weights", args.source, "--build", args.model, "--out", model_path])
+    if placed is None:
+        print(
+            f"compat-clone convert: nothing written: --model {args.model} builds no model the weights of {args.source!r} "
+            f"fit in {source.label} nor in {target.label} (both said above).",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE if rc == _WORKER_USAGE else EXIT_FAILED
+    for line in placed["placed"]:
+        print(f"  placed: {line}")
+    try:
+        _publish(model_path, output)
+    except OSError as e:
+        print(f"compat-clone convert: writing {args.output!r} failed ({e.strerror or e}); nothing written.", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        f"wrote {args.output} (Keras {placed['keras']}, {len(placed['placed'])} variables placed, on {placed['backend']} "
+        f"in {target.label})"
+    )
+    print(
+        "note: not proven on outputs: no Keras 2 model was built to compare with. Every variable of the file and of "
+        "the model was placed exactly once, by its layer's place and its role, shapes checked; to prove it, give "
+        "--model a function that builds the model with the Keras that wrote the file, or convert the architecture "
+        "(ARCH.json --weights FILE.h5)"
+    )
     return EXIT_OK
 
 
