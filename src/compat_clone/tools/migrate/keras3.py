@@ -451,15 +451,7 @@ class Keras3Analyzer(Walk):
             return
         plan = _map_args(call, params, params, {"generator": "x"}, name_from=1)
         if plan is None:
-            self._report(
-                call,
-                "k3-generator-method",
-                message(
-                    "k3-generator-method",
-                    f"`{code(func)}(...)`",
-                    "call `fit` / `evaluate` / `predict` with the same arguments by name",
-                ),
-            )
+            self._report(call, "k3-generator-method", message("k3-generator-method", f"`{code(func)}(...)`"))
             return
         # positional arguments after the generator are passed by name (`fit`'s order differs)
         self.k3.keywords.update(plan)

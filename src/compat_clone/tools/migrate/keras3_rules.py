@@ -53,6 +53,7 @@ class Rule:
         before: a short example of old code.
         after: what the rewrite makes of it, or the fix by hand.
         fix: for a report, what to do by hand.
+        reported: for a rewrite rule, what its report says where the rewrite does not apply.
     """
 
     id: str
@@ -61,6 +62,7 @@ class Rule:
     before: str
     after: str
     fix: str = ""
+    reported: str = ""
 
 
 KERAS3_RULES: Tuple[Rule, ...] = (
@@ -106,6 +108,8 @@ KERAS3_RULES: Tuple[Rule, ...] = (
         "name, and `verbose=0` (the old default of the last two) written out",
         "model.fit_generator(gen, 10, epochs=2)",
         "model.fit(gen, steps_per_epoch=10, epochs=2)",
+        "call `fit` / `evaluate` / `predict` with the same arguments by name",
+        "a `*_generator` call whose arguments do not map (`*args`, `**kwargs`, an unknown keyword)",
     ),
     Rule(
         "k3-generator-workers",
@@ -142,6 +146,8 @@ KERAS3_RULES: Tuple[Rule, ...] = (
         "keras.ops.concatenate([a, b], axis=-1); keras.ops.sum(x, axis=1)",
         "where an argument does not map (or the op differs, as `K.sqrt`, which clips negatives), the report "
         "names the `keras.ops` call to write",
+        "a `keras.backend` function whose `keras.ops` counterpart is not the same operation, or a call whose "
+        "arguments do not map to it",
     ),
     Rule(
         "k3-backend-session",
@@ -606,7 +612,7 @@ def message(rule_id: str, what: str, fix: str = "") -> str:
     True
     """
     rule = keras3_rule(rule_id)
-    return f"{what}: {rule.does}; not rewritten. Fix: {fix or rule.fix}."
+    return f"{what}: {rule.reported or rule.does}; not rewritten. Fix: {fix or rule.fix}."
 
 
 # -- the rule list in docs/migrate.md
