@@ -62,19 +62,20 @@ def render() -> str:
         '__all__ = ["KERAS3_VERSION", "KERAS3_NAMES"]',
         "",
         f'KERAS3_VERSION = "{keras.__version__}"',
+        "",
+        "",
+        "def _names(text: str) -> FrozenSet[str]:",
+        "    return frozenset(text.split())",
+        "",
+        "",
         "KERAS3_NAMES: Dict[str, FrozenSet[str]] = {",
     ]
     for module, names in sorted(public_names().items()):
         body = " ".join(names)
         wrapped = textwrap.wrap(body, 100) or [""]
-        lines.append(f'    "{module}": frozenset(')
-        if len(wrapped) == 1:
-            lines.append(f'        "{wrapped[0]}".split()')
-        else:
-            lines.append("        (")
-            lines += [f'            "{chunk} "' for chunk in wrapped[:-1]]
-            lines.append(f'            "{wrapped[-1]}"')
-            lines.append("        ).split()")
+        lines.append(f'    "{module}": _names(')
+        lines += [f'        "{chunk} "' for chunk in wrapped[:-1]]
+        lines.append(f'        "{wrapped[-1]}"')
         lines.append("    ),")
     lines.append("}")
     # laid out as `ruff format` lays it out, so `make lint` and --check agree
