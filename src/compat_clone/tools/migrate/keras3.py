@@ -357,6 +357,8 @@ class Keras3Analyzer(Walk):
                     self._optimizer(call)
                 elif target == "keras.layers.Lambda":
                     self._lambda(call)
+                if target is not None and target.startswith("keras.layers."):
+                    self._layer_weights(call)
             return
         if q is not None and q.startswith("tensorflow."):
             self._tf_op(call, q)
@@ -399,6 +401,11 @@ class Keras3Analyzer(Walk):
                 self.k3.keywords[arg] = "learning_rate"
             elif arg.keyword.value == "decay":
                 self._report(arg, "k3-optimizer-decay", message("k3-optimizer-decay", f"`{code(call.func)}(..., decay=...)`"))
+
+    def _layer_weights(self, call: cst.Call) -> None:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "weights":
+                self._report(arg, "k3-layer-weights", message("k3-layer-weights", f"`{code(call.func)}(..., weights=...)`"))
 
     def _lambda(self, call: cst.Call) -> None:
         if not call.args:

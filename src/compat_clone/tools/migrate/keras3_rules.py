@@ -168,6 +168,15 @@ KERAS3_RULES: Tuple[Rule, ...] = (
         "its `keras.ops` counterpart (https://keras.io/api/ops/), checked by hand",
     ),
     Rule(
+        "k3-layer-weights",
+        "report",
+        "`weights=` given to a Keras layer's constructor, which Keras 3 layers do not take",
+        "keras.layers.Embedding(100, 8, weights=[matrix])",
+        "(reported)",
+        "build the layer, then `layer.set_weights([matrix])` (for `Embedding`, "
+        "`embeddings_initializer=keras.initializers.Constant(matrix)`)",
+    ),
+    Rule(
         "k3-add-loss",
         "report",
         "`add_loss(...)` outside a layer's `call` (a symbolic loss on a functional model)",
@@ -438,6 +447,14 @@ OPS: Dict[str, OpRewrite] = {
     "zeros_like": _op("zeros_like", "x dtype name", only="x dtype"),
     "ones_like": _op("ones_like", "x dtype name", only="x dtype"),
     "elu": _op("elu", "x alpha"),
+    "not_equal": _op("not_equal", "x y", {"x": "x1", "y": "x2"}),
+    "dtype": _op("dtype", "x"),
+    # K.tile turns an int into [n] and tf.tile takes one repeat per axis: NumPy's tile does the same on
+    # every input K.tile accepts
+    "tile": _op("tile", "x n", {"n": "repeats"}),
+    "permute_dimensions": _op("transpose", "x pattern", {"pattern": "axes"}),
+    # K.dot of N-D tensors contracts x's last axis with y's second-to-last, as NumPy's dot does
+    "dot": _op("dot", "x y", {"x": "x1", "y": "x2"}),
     "relu": _op("relu", "x alpha max_value threshold", only="x"),
     # K.clip turns None bounds into -inf / inf and a max below the min into the min: equal only for
     # number literals with min <= max (`keras3.Keras3Analyzer` checks)
@@ -476,21 +493,29 @@ BACKEND_FIXES: Dict[str, str] = {
     "int_shape": "use `tuple(x.shape)`",
     "shape": "use `keras.ops.shape(x)` (a tuple, not a tensor)",
     "variable": "use `keras.Variable(value, dtype=...)`",
-    "dot": "use `keras.ops.dot` or `keras.ops.matmul` (check the shapes of N-D operands)",
     "batch_dot": "use `keras.ops.einsum` or `keras.ops.matmul`",
     "flatten": "use `keras.ops.reshape(x, (-1,))`",
     "one_hot": "use `keras.ops.one_hot(x, num_classes)` (its dtype follows `keras.config.floatx()`)",
     "random_normal": "use `keras.random.normal`",
     "random_uniform": "use `keras.random.uniform`",
-    "permute_dimensions": "use `keras.ops.transpose(x, axes)`",
     "l2_normalize": "use `keras.utils.normalize` or `x / keras.ops.norm(x, axis=..., keepdims=True)`",
     "stop_gradient": "use `keras.ops.stop_gradient(x)`",
     "gradients": "use `tf.GradientTape` (TensorFlow backend) or your backend's gradient API",
     "update": "use `v.assign(x)`",
     "update_add": "use `v.assign_add(x)`",
     "update_sub": "use `v.assign_sub(x)`",
+    "arange": "use `keras.ops.arange(start, stop, step)` (`K.arange` casts to `dtype` only when it is not "
+    "`'int32'`, its default)",
+    "ones": "use `keras.ops.ones(shape)` (`K.ones` made a variable when the shape was known: `keras.Variable(...)`)",
+    "zeros": "use `keras.ops.zeros(shape)` (`K.zeros` made a variable when the shape was known: `keras.Variable(...)`)",
+    "constant": "use `keras.ops.convert_to_tensor(value, dtype=keras.config.floatx())` (`K.constant`'s dtype defaults to floatx)",
+    "gather": "use `keras.ops.take(reference, indices, axis=0)`",
+    "switch": "use `keras.ops.where(condition, then, else)` (or `keras.ops.cond` for a scalar condition)",
+    "in_train_phase": "take `training=None` in `call` and branch on it (`if training: ...`)",
+    "random_binomial": "use `keras.random.binomial` or `keras.ops.cast(keras.random.uniform(shape) < p, dtype)` "
+    "with a `keras.random.SeedGenerator`",
+    "bias_add": "use `x + bias` (channels last)",
     "round": "use `keras.ops.round(x)` (check the rounding of halves)",
-    "tile": "use `keras.ops.tile(x, repeats)`",
     "repeat": "use `keras.ops.repeat(keras.ops.expand_dims(x, 1), n, axis=1)`",
     "binary_crossentropy": "use `keras.losses.binary_crossentropy` or `keras.ops.binary_crossentropy` (check `from_logits`)",
     "categorical_crossentropy": "use `keras.ops.categorical_crossentropy` (check `from_logits`)",
@@ -502,14 +527,11 @@ BACKEND_FIXES: Dict[str, str] = {
 _OP_COUNTERPARTS = frozenset(
     [
         "sqrt",
-        "dot",
         "batch_dot",
         "flatten",
         "one_hot",
-        "permute_dimensions",
         "stop_gradient",
         "round",
-        "tile",
         "repeat",
         "shape",
         "binary_crossentropy",
@@ -640,7 +662,7 @@ def render_rules_doc() -> str:
         renames = ", ".join(f"`{a}` -> `{b}`" for a, b in op.renames.items()) or "-"
         explicit = ", ".join(f"`{a}={b}`" for a, b in op.explicit.items()) or "-"
         only = f" (only `{'`, `'.join(op.only)}`)" if op.only else ""
-        lines.append(f"| `{name}` | `{op.op}`{only} | {renames} | {explicit} |")
+        lines.append(f"| `K.{name}` | `keras.ops.{op.op}`{only} | {renames} | {explicit} |")
     return "\n".join(lines) + "\n"
 
 
