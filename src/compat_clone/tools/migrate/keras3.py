@@ -106,6 +106,7 @@ class Keras3Analyzer(Walk):
         self.refs: Set[cst.CSTNode] = set()  # chain nodes that no longer go through their import
         self.reported_aliases: Set[str] = set()  # names bound by an import already reported
         self.uses_keras = False
+        self.blocked: Set[AliasKey] = set()  # imports kept as they are (`_block`)
 
     # -- the walk: collect
     def visit_Module(self, node: cst.Module) -> None:
@@ -153,16 +154,39 @@ class Keras3Analyzer(Walk):
     def leave_Module(self, original_node: cst.Module) -> None:
         for imp in self.imports:
             self._plan_import(imp)
-        for call in self.calls:
-            self._call(call)
-        for chain in self.chains:
-            if chain not in self.handled:
-                self._chain(chain)
+        # A first pass finds the imports some use of which has no Keras 3 home (`K.shape` through
+        # `from tensorflow.keras import backend as K`): those imports stay as they are, so the uses left for a
+        # fix by hand keep working where they did (tf.keras of TensorFlow >= 2.16 still has them); the second
+        # pass decides with that known.
+        planned = self.k3  # the imports' plans and reports only, so far
+        self.k3 = Keras3Analysis(aliases=dict(planned.aliases), reports=list(planned.reports))
+        self._uses()
+        aliases = {k: v for k, v in planned.aliases.items() if k not in self.blocked}
+        self.k3 = Keras3Analysis(aliases=aliases, reports=list(planned.reports))
+        self.handled, self.refs = set(), set()
+        self._uses()
         self._unused_imports()
         if self.k3.keras_import and self._binds_keras(original_node):
             self.k3.keras_import = False
         self.k3.anchor = self._anchor(original_node)
         self.k3.reports.sort()
+
+    def _uses(self) -> None:
+        for call in self.calls:
+            self._call(call)
+        for chain in self.chains:
+            if chain not in self.handled:
+                self._chain(chain)
+
+    def _block(self, root: Optional[cst.Name]) -> None:
+        """Keeps the import binding `root` as it is: one of its uses has no Keras 3 home."""
+        scope = None if root is None else self.scope(root)
+        if root is None or scope is None:
+            return
+        for assignment in scope[root.value]:
+            key = self._alias_key(assignment) if isinstance(assignment, ImportAssignment) else None
+            if key is not None:
+                self.blocked.add(key)
 
     # -- helpers: reading
     def _add_scope(self, node: cst.CSTNode) -> None:
@@ -316,10 +340,21 @@ class Keras3Analyzer(Walk):
         self.uses_keras = True
         target = keras3_target(q)
         if target is None:
+            self._block(root)
             if root.value not in self.reported_aliases:
                 self._report_removed(node, q)
             return
+        key = self._root_key(root)
+        if key is not None and key in self.blocked:
+            return  # its import stays: the chain keeps working through it
         self._move_chain(node, root, target)
+
+    def _root_key(self, root: cst.Name) -> Optional[AliasKey]:
+        scope = self.scope(root)
+        if scope is None:
+            return None
+        keys = [self._alias_key(a) for a in scope[root.value] if isinstance(a, ImportAssignment)]
+        return keys[0] if len(keys) == 1 else None
 
     def _move_chain(self, node: cst.CSTNode, root: cst.Name, target: str) -> bool:
         """Writes the chain `node` as `target`: through its own root where its import moves there, else through
@@ -375,6 +410,7 @@ class Keras3Analyzer(Walk):
             if plan is not None and name == "clip" and not _literal_bounds(call):
                 plan = None
             if plan is None:
+                self._block(root)
                 self.handled.add(func)
                 fix = f"write `keras.ops.{op.op}(...)` with the arguments of its signature"
                 self._report(call, "k3-backend-op", message("k3-backend-op", f"`{code(func)}(...)`", fix))
@@ -389,6 +425,7 @@ class Keras3Analyzer(Walk):
             if extra:
                 self.k3.appended[call] = extra
         elif name not in KERAS3_NAMES["keras.backend"]:
+            self._block(root)
             self.handled.add(func)
             self._report_removed(func, f"keras.backend.{name}")
 

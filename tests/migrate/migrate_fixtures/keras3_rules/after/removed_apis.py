@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 import keras
-from keras import backend as K
+from tensorflow.keras import backend as K
 from tensorflow.keras.preprocessing.image import ImageDataGenerator
 
 
