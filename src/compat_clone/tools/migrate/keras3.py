@@ -247,8 +247,12 @@ class Keras3Analyzer(Walk):
         if isinstance(imp.names, cst.ImportStar):
             module = import_module_name(imp) if isinstance(imp, cst.ImportFrom) else None
             if module is not None and keras_rest(module) is not None and keras3_target(module) != module:
+                home = keras3_target(module) or "their Keras 3 modules"
                 self._report(
-                    imp, "k3-import", message("k3-removed-api", f"`from {module} import *`", "import the names one by one")
+                    imp,
+                    "k3-import",
+                    f"`from {module} import *`: a star import of an old Keras module; not rewritten (which names it "
+                    f"brings cannot be read). Fix: import the names you use from {home}.",
                 )
             return
         module = "" if isinstance(imp, cst.Import) else import_module_name(imp)
