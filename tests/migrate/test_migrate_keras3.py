@@ -228,6 +228,14 @@ SNIPPETS: Dict[str, tuple[str, str]] = {
         "from tensorflow import keras, nn\nkeras.layers.Dense(1)\n",
         "from tensorflow import nn\nimport keras\nkeras.layers.Dense(1)\n",
     ),
+    "a split import keeps its comments": (
+        "from tensorflow import (\n    keras,  # the Keras of TF\n    nn,\n)\nkeras.layers.Dense(1)\n",
+        "from tensorflow import (\n    nn,\n)\n# the Keras of TF\nimport keras\nkeras.layers.Dense(1)\n",
+    ),
+    "a moved import keeps its comments": (
+        "# the API\nfrom tensorflow import (  # tf.keras\n    keras as k2,  # again\n)\n",
+        "# the API\n# tf.keras\n# again\nimport keras as k2\n",
+    ),
     "tf_keras aliased": (
         "import tf_keras as tfk\nm = tfk.layers.Dense(1)\n",
         "import keras as tfk\nm = tfk.layers.Dense(1)\n",

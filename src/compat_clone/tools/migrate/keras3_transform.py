@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Set, Tuple
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import MetadataWrapper
 
 from compat_clone.tools.migrate.edits import append_keyword, drop_aliases, insert_import
@@ -64,6 +65,7 @@ class Keras3Transformer(cst.CSTTransformer):
         self.new_lines: Dict[ImportNode, List[str]] = {}  # import -> the lines added after (or instead of) it
         self.emptied: Set[ImportNode] = set()  # imports that lose every alias
         self.keras_placed = False
+        self.comments: Dict[ImportNode, List[cst.Comment]] = {}  # import -> comments of the aliases it lost
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         new = self.k3.replace.get(original_node)
@@ -122,12 +124,16 @@ class Keras3Transformer(cst.CSTTransformer):
         return self._drop(original_node, updated_node, removed | set(moving))
 
     def _drop(self, original: ImportNode, updated: Any, drop: Set[int]) -> Any:
+        """`updated` less the aliases `drop`; the comments that ended their lines go above the new lines."""
         if not drop:
             return updated
         if len(drop) == len(original.names):  # type: ignore[arg-type]
             self.emptied.add(original)
+            found = [c for c in m.findall(updated, m.Comment()) if isinstance(c, cst.Comment)]
+            self.comments[original] = found
             return updated
-        return drop_aliases(updated, drop)[0]
+        new, self.comments[original] = drop_aliases(updated, drop)
+        return new
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine) -> Any:
         body = [u for o, u in zip(original_node.body, updated_node.body) if o not in self.emptied]
@@ -137,14 +143,17 @@ class Keras3Transformer(cst.CSTTransformer):
             self.keras_placed = True
         if len(body) == len(updated_node.body) and not added:
             return updated_node
+        moved = [cst.EmptyLine(comment=c) for o in original_node.body for c in self.comments.get(o, ())]  # type: ignore[call-overload]
+        if moved and added:
+            added[0] = added[0].with_changes(leading_lines=moved)
         lines: List[cst.SimpleStatementLine] = []
         if body:
             body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             lines.append(updated_node.with_changes(body=body))
-        elif added:  # the first new line takes the old line's place: its blank lines, comments (none: `keras3`
-            # removes no import from a line with comments) and ending
+        elif added:  # the first new line takes the old line's place: its blank lines, comments and ending
             added[0] = added[0].with_changes(
-                leading_lines=updated_node.leading_lines, trailing_whitespace=updated_node.trailing_whitespace
+                leading_lines=[*updated_node.leading_lines, *added[0].leading_lines],
+                trailing_whitespace=updated_node.trailing_whitespace,
             )
         lines += added
         if not lines:
