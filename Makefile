@@ -61,6 +61,7 @@ lint: $(VENV)/.stamp
 # (dev/test_index.py: feature checks, known issues and wrapper rules -> tests; tests/tools/test_test_index.py).
 docs: $(VENV)/.stamp
 	$(VENV)/bin/python -m compat_clone_matrix.table_text --write docs/matrix.md
+	$(VENV)/bin/python -m compat_clone.tools.migrate.keras3_rules --write docs/migrate.md
 	$(VENV)/bin/python dev/test_index.py --write
 
 test-default: $(VENV)/.stamp

@@ -3,7 +3,8 @@
 Fixtures live in `tests/migrate/migrate_fixtures/<case>/before` (old code) and
 `.../after` (what `compat-clone migrate --write` must make of it), with
 `reports.txt` listing the uses the tool must report instead of rewriting
-(`PATH:LINE:COL: fragment of the message`). The file names there do not match
+(`PATH:LINE:COL: fragment of the message`) and `args.txt` the options a case
+is migrated with (`--to keras3` for `keras3_rules`). The file names there do not match
 `test_*.py`, so pytest does not collect them.
 
 The codemod tests need libcst (in `requirements/default.txt`): they fail in the
@@ -58,6 +59,12 @@ def _copy_before(case: str, tmp_path: Path) -> Path:
     return dest
 
 
+def _case_args(case: str) -> List[str]:
+    """The options a case is migrated with (`args.txt`, e.g. `--to keras3`), none by default."""
+    path = FIXTURES / case / "args.txt"
+    return path.read_text().split() if path.exists() else []
+
+
 def _expected_reports(case: str) -> List[str]:
     path = FIXTURES / case / "reports.txt"
     if not path.exists():
@@ -73,7 +80,7 @@ def _expected_reports(case: str) -> List[str]:
 @pytest.mark.parametrize("case", CASES)
 def test_write_gives_expected_files(case: str, tmp_path: Path, capsys: Any) -> None:
     root = _copy_before(case, tmp_path)
-    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
+    assert run_cli(["--write", *_case_args(case), str(root)]) == _migrate.EXIT_OK
     got = _files(root)
     expected = _files(FIXTURES / case / "after")
     assert sorted(got) == sorted(expected)
@@ -86,7 +93,7 @@ def test_write_gives_expected_files(case: str, tmp_path: Path, capsys: Any) -> N
 @pytest.mark.parametrize("case", CASES)
 def test_reports_uses_it_cannot_rewrite(case: str, tmp_path: Path, capsys: Any) -> None:
     root = _copy_before(case, tmp_path)
-    run_cli(["--check", str(root)])
+    run_cli(["--check", *_case_args(case), str(root)])
     err = capsys.readouterr().err
     prefix = str(root) + os.sep
     reported = [line[len(prefix) :] for line in err.splitlines() if line.startswith(prefix)]
@@ -105,10 +112,12 @@ def test_second_run_changes_nothing(case: str, tmp_path: Path) -> None:
     root = tmp_path / case
     shutil.copytree(FIXTURES / case / "after", root)
     before = _files(root)
-    assert run_cli(["--write", str(root)]) == _migrate.EXIT_OK
+    args = _case_args(case)
+    assert run_cli(["--write", *args, str(root)]) == _migrate.EXIT_OK
     assert _files(root) == before
+    to = args[args.index("--to") + 1] if "--to" in args else None
     for path in _migrate.iter_python_files([str(root)]):
-        assert not _migrate.migrate_path(path).changed, path
+        assert not _migrate.migrate_path(path, to=to).changed, path
 
 
 @needs_libcst

@@ -37,17 +37,26 @@ as ``path:line:col: why`` and left alone: ``multi_gpu_model``,
 ``clone_model`` that may come from a star import, and ``X.clone_model(...)``
 where ``X`` is not an import it can follow.
 
+With ``--to keras3`` (``migrate_source(..., to="keras3")``) the code is also
+moved to Keras 3, after the cloning rules: tf.keras / tf_keras / Keras 2
+imports, attribute chains and internal paths to Keras 3's public names,
+``lr=``, ``fit_generator`` and co., ``save_format=``, and ``keras.backend``
+ops with an exact ``keras.ops`` equivalent; what Keras 3 removed is reported
+by rule (``k3-...``). The rules are data (`keras3_rules`, with Keras 3's
+public names in `keras3_api`); `keras3` decides and `keras3_transform`
+rewrites.
+
 Exit status: 0 done (diff printed, or files written, or nothing to do);
 1 with ``--check`` when a file would change or a use needs a fix by hand;
 2 usage error, libcst missing, or a path that could not be read or parsed
 (reported and skipped; every other file is still processed).
 
-The package has two halves. `cli`, `source`, `report` and `rules` import no
+The package has two halves. `cli`, `source`, `report`, `rules`, `keras3_rules` and `keras3_api` import no
 libcst, so `compat-clone --help` and the other subcommands work without it.
 `source.load_codemod` is the one place libcst is imported: it checks for
 libcst (or raises `ImportError` saying how to install it), then imports
 `codemod`, which with `walk`, `analysis`, `idiom_analysis`, `folds`, `idioms`, `update_forms`, `imports`,
-`transform`, `edits` and `syntax` subclasses and uses libcst at module level.
+`transform`, `edits`, `syntax`, `keras3` and `keras3_transform` subclasses and uses libcst at module level.
 """
 
 from __future__ import annotations

@@ -60,6 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the files and folders matching GLOB (repeatable): a pattern matches a file's or folder's "
         "name, or its path as walked (`--exclude legacy/py2`, `--exclude '*_py2.py'`), as in flake8 and ruff",
     )
+    parser.add_argument(
+        "--to",
+        choices=["keras3"],
+        default=None,
+        help="also move the code to Keras 3 (the rules are listed in docs/migrate.md, 'Moving to Keras 3'): "
+        "tf.keras / tf_keras / Keras 2 imports and internal paths to Keras 3's public names, `lr=`, `fit_generator` "
+        "and co., `save_format=`, `keras.backend` ops to `keras.ops`; what Keras 3 removed is reported by rule "
+        "(`k3-...`)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="edit the files in place")
     mode.add_argument(
@@ -162,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path}: no such file or folder, skipped", file=sys.stderr)
         errors += 1
     for path in iter_python_files([p for p in args.paths if p not in missing], args.exclude):
-        result = _migrate_file(path)
+        result = _migrate_file(path, args.to)
         if result is None or result.error is not None:
             errors += 1
             if result is not None:
@@ -198,11 +207,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CHANGES if would_change or reports else EXIT_REVIEW if review else EXIT_OK
 
 
-def _migrate_file(path: str) -> Optional[MigrateResult]:
+def _migrate_file(path: str, to: Optional[str] = None) -> Optional[MigrateResult]:
     """The migration of `path`; None, said on stderr, when it could not be done (a result with
     `error` set, said on stderr too, when it does not parse)."""
     try:
-        result = migrate_path(path)
+        result = migrate_path(path, to=to)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{path}: could not be read, skipped ({exc})", file=sys.stderr)
         return None

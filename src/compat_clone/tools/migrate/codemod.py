@@ -7,12 +7,13 @@ libcst freely.
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from compat_clone.tools.migrate.analysis import Analyzer
+from compat_clone.tools.migrate.keras3_transform import migrate_keras3
 from compat_clone.tools.migrate.report import Report
 from compat_clone.tools.migrate.transform import Transformer
 
@@ -28,7 +29,7 @@ def parse(data: bytes) -> cst.Module:
     return cst.parse_module(data)
 
 
-def migrate(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[Report], bytes]:
+def migrate(module: cst.Module, path: str, is_package_init: bool, to: Optional[str] = None) -> Tuple[List[Report], bytes]:
     """Migrates one parsed module.
 
     Args:
@@ -36,6 +37,8 @@ def migrate(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[
         path: the file name used in the reports.
         is_package_init: the module is a package's `__init__.py`, whose
             imports are kept even when unused.
+        to: `"keras3"` to apply the Keras 3 rules too (`keras3_rules`), after the cloning rules; None for
+            the cloning rules only.
 
     Returns:
         The reports of the uses left alone (then the notes on rewrites), and the new source (the
@@ -49,6 +52,19 @@ def migrate(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[
     import compat_clone
     compat_clone.clone_model(m)
     """
+    reports, new = _clone_rules(module, path, is_package_init)
+    if to is None:
+        return reports, new
+    # the Keras 3 reports are read from the file as written (their lines are the user's); the rewrite runs
+    # on what the cloning rules made of it
+    found, moved = migrate_keras3(module, is_package_init)
+    if new != module.bytes:
+        moved = migrate_keras3(parse(new), is_package_init)[1]
+    reports += [Report(path, line, column, why, rule=rule) for line, column, why, rule in found]
+    return reports, moved
+
+
+def _clone_rules(module: cst.Module, path: str, is_package_init: bool) -> Tuple[List[Report], bytes]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     analyzer = Analyzer(is_package_init)
     wrapper.visit(analyzer)

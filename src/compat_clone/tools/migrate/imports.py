@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Set, Tuple, Uni
 import libcst as cst
 from libcst.metadata import ImportAssignment, Scope
 
-__all__ = ["ImportNode", "aliases_used_only_by", "drops_every_alias", "emptied_lines"]
+__all__ = ["ImportNode", "aliases_used_only_by", "bound_name", "drops_every_alias", "emptied_lines"]
 
 ImportNode = Union[cst.Import, cst.ImportFrom]
 

@@ -15,10 +15,16 @@ import re
 from types import ModuleType
 from typing import Dict, List, Optional, Set, Union
 
+from compat_clone.tools.migrate.keras3_rules import KERAS3_TRIGGERS
 from compat_clone.tools.migrate.report import MigrateResult, Report
 from compat_clone.tools.migrate.rules import TRIGGERS, rule_of
 
-__all__ = ["load_codemod", "migrate_source", "migrate_path"]
+__all__ = ["TARGETS", "load_codemod", "migrate_source", "migrate_path"]
+
+# What `to=` (`--to`) accepts, and the words that make a file worth analysing for it: None, the cloning
+# rules only, or a rule set added to them.
+_TRIGGERS = {None: TRIGGERS, "keras3": TRIGGERS + KERAS3_TRIGGERS}
+TARGETS = tuple(_TRIGGERS)
 
 INSTALL_HINT = (
     "`compat-clone migrate` needs libcst, which is not installed. "
@@ -52,7 +58,9 @@ def load_codemod() -> ModuleType:
     return codemod
 
 
-def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_package_init: Optional[bool] = None) -> MigrateResult:
+def migrate_source(
+    source: Union[str, bytes], path: str = "<string>", *, is_package_init: Optional[bool] = None, to: Optional[str] = None
+) -> MigrateResult:
     """Migrates one file's source; writes nothing.
 
     Args:
@@ -62,6 +70,9 @@ def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_pack
         is_package_init: whether the file is a package's `__init__.py`,
             where imports are kept even when unused (they may be
             re-exports). Defaults to what `path` says.
+        to: `"keras3"` to move the code to Keras 3 as well (`compat-clone
+            migrate --to keras3`; the rules are `keras3_rules.KERAS3_RULES`);
+            None (the default) for the cloning rules only.
 
     Returns:
         A `MigrateResult`. A source that does not parse gives a result with
@@ -70,6 +81,7 @@ def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_pack
     Raises:
         ImportError: libcst is not installed (the message says how to
             install it).
+        ValueError: `to` is not None or `"keras3"`.
 
     Example:
 
@@ -79,11 +91,13 @@ def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_pack
     import compat_clone
     c = compat_clone.clone_model(m)
     """
+    if to not in TARGETS:
+        raise ValueError(f"Expected `to` to be one of {TARGETS}. Received: to={to!r}")
     codemod = load_codemod()
     data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
     if is_package_init is None:
         is_package_init = os.path.basename(path) == "__init__.py"
-    if not any(word in data for word in TRIGGERS):
+    if not any(word in data for word in _TRIGGERS[to]):
         # Nothing to rewrite or report: skip libcst's (slow, pure Python) scope
         # analysis, but still say when the file does not parse.
         try:
@@ -97,7 +111,7 @@ def migrate_source(source: Union[str, bytes], path: str = "<string>", *, is_pack
         return MigrateResult(path, data, data, [], error=_parse_error(path, data, exc))
     reports: List[Report]
     migrated: bytes
-    reports, migrated = codemod.migrate(module, path, is_package_init)
+    reports, migrated = codemod.migrate(module, path, is_package_init, to)
     return MigrateResult(path, data, migrated, _with_rules(reports, data))
 
 
@@ -119,16 +133,17 @@ def _with_rules(reports: List[Report], data: bytes) -> List[Report]:
             marks.setdefault(number + 1, set()).update(names)
     out = []
     for report in reports:
-        rule = rule_of(report.why)
+        rule = report.rule or rule_of(report.why)
         out.append(dataclasses.replace(report, rule=rule, reviewed=rule in marks.get(report.line, ())))
     return out
 
 
-def migrate_path(path: str) -> MigrateResult:
+def migrate_path(path: str, *, to: Optional[str] = None) -> MigrateResult:
     """Reads and migrates one file; writes nothing (see `migrate_source`).
 
     Args:
         path: the file to read.
+        to: `"keras3"` to move the code to Keras 3 as well; None for the cloning rules only.
 
     Returns:
         A `MigrateResult` named after `path`.
@@ -139,7 +154,7 @@ def migrate_path(path: str) -> MigrateResult:
     """
     with open(path, "rb") as f:
         data = f.read()
-    return migrate_source(data, path)
+    return migrate_source(data, path, to=to)
 
 
 def _parse_error(path: str, data: bytes, exc: Exception) -> str:
