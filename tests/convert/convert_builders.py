@@ -65,7 +65,7 @@ def _subclassed(keras: Any) -> Any:
             return self.head(self.norm(self.pool(self.conv(x)), training=training))
 
     model = Net()
-    model(np.zeros((1, 6, 4), "float32"))
+    model.predict(np.zeros((1, 6, 4), "float32"))  # builds it, in every Keras (standalone Keras 2 runs graphs)
     return model
 
 
