@@ -4,7 +4,8 @@
 BatchNormalization, Dense) with the Keras 2 of the environment it runs in:
 standalone Keras 2.x or tf.keras 2.x as `keras`, tf_keras where `keras` is
 Keras 3. Its weights are drawn from a fixed seed;
-a weights file loaded afterwards replaces them. `build_nested()` holds the
+a weights file loaded afterwards replaces them. `build_sequential()` is the same
+layers in a Sequential model, `build_nested()` holds the
 convolution and pooling in a nested Sequential model, `build_subclassed()` is a
 Model subclass holding the same layers as attributes.
 
@@ -52,6 +53,17 @@ def _nested(keras: Any) -> Any:
     return keras.models.Model(inputs, keras.layers.Dense(3, activation="softmax")(x))
 
 
+def _sequential(keras: Any) -> Any:
+    return keras.Sequential(
+        [
+            keras.layers.Conv1D(5, 3, activation="relu", input_shape=(6, 4)),
+            keras.layers.GlobalAveragePooling1D(),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
+
+
 def _subclassed(keras: Any) -> Any:
     class Net(keras.Model):  # type: ignore[misc, name-defined]
         def __init__(self, **kwargs: Any) -> None:
@@ -73,6 +85,13 @@ def build_nested() -> Any:
     """The plain model's layers with the convolution and pooling in a nested Sequential model (Keras 2)."""
     model = _nested(_keras())
     _seeded(model, 8)
+    return model
+
+
+def build_sequential() -> Any:
+    """The plain model's layers in a Sequential model (Keras 2)."""
+    model = _sequential(_keras())
+    _seeded(model, 10)
     return model
 
 
@@ -102,6 +121,20 @@ def build_plain_keras3() -> Any:
 def build_nested_keras3() -> Any:
     """`build_nested`'s model, written for Keras 3."""
     return _nested(_keras3())
+
+
+def build_sequential_keras3() -> Any:
+    """`build_sequential`'s model, written for Keras 3 (an `Input` first: `input_shape=` is Keras 2's spelling)."""
+    keras = _keras3()
+    return keras.Sequential(
+        [
+            keras.Input((6, 4)),
+            keras.layers.Conv1D(5, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling1D(),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
 
 
 def build_subclassed_keras3() -> Any:

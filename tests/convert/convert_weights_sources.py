@@ -10,7 +10,8 @@ convert_sources.py's plain model, its weights drawn from a fixed seed, its
 BatchNormalization statistics included): ``plain.json`` (``model.to_json()``),
 ``plain.yaml`` (``model.to_yaml()``, where this Keras still writes YAML),
 ``plain_weights.h5`` (``model.save_weights()``) and ``plain.npz`` with probe
-inputs ``x`` and the source's predictions ``y``; and ``nested_weights.h5`` / ``nested.npz``,
+inputs ``x`` and the source's predictions ``y``; and ``sequential_weights.h5`` / ``sequential.npz``,
+``nested_weights.h5`` / ``nested.npz``,
 ``subclassed_weights.h5`` / ``subclassed.npz`` for `build_nested` and `build_subclassed`.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from convert_builders import build_nested, build_plain, build_subclassed, keras_version  # noqa: E402
+from convert_builders import build_nested, build_plain, build_sequential, build_subclassed, keras_version  # noqa: E402
 
 
 def main(out: str) -> None:
@@ -44,7 +45,7 @@ def main(out: str) -> None:
     model.save_weights(written["weights"])
     x = np.random.default_rng(0).normal(size=(5, 6, 4)).astype("float32")
     np.savez(os.path.join(out, "plain.npz"), x=x, y=model.predict(x))
-    for name, build in (("nested", build_nested), ("subclassed", build_subclassed)):
+    for name, build in (("sequential", build_sequential), ("nested", build_nested), ("subclassed", build_subclassed)):
         other = build()
         written[name] = os.path.join(out, f"{name}_weights.h5")
         other.save_weights(written[name])

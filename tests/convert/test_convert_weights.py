@@ -58,12 +58,13 @@ def test_architecture_and_weights_files_convert_with_proof(env: str, tmp_path: P
         assert f"read {folder / name} in {env}: " in stdout and ": OK" in stdout, stdout
         _assert_predicts_and_trains(out, probes)
 
-    out = tmp_path / "built.keras"  # the weights, loaded into the model the user's code builds
-    builder = f"{BUILDERS}:build_plain"
-    rc, stdout, stderr = run_convert([str(folder / "plain_weights.h5"), "--model", builder, "-o", str(out), *where], capsys)
-    assert rc == 0, stdout + stderr
-    assert f"loaded the weights {folder / 'plain_weights.h5'} into it (built by {builder})" in stdout, stdout
-    _assert_predicts_and_trains(out, probes)
+    for name in ("plain", "sequential", "nested"):  # the weights, loaded into the model the user's Keras 2 code builds
+        out = tmp_path / f"built_{name}.keras"
+        builder, weights = f"{BUILDERS}:build_{name}", folder / f"{name}_weights.h5"
+        rc, stdout, stderr = run_convert([str(weights), "--model", builder, "-o", str(out), *where], capsys)
+        assert rc == 0, stdout + stderr
+        assert f"loaded the weights {weights} into it (built by {builder})" in stdout and ": OK" in stdout, stdout
+        _assert_predicts_and_trains(out, folder / f"{name}.npz")
 
     out = tmp_path / "fresh.keras"  # the architecture alone: fresh weights, said so
     rc, stdout, stderr = run_convert([str(folder / "plain.json"), "-o", str(out), *where], capsys)
@@ -89,14 +90,14 @@ def test_architecture_and_weights_files_convert_with_proof(env: str, tmp_path: P
 def test_weights_only_files_are_placed_into_keras3_code_by_structure(
     env: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A Functional, a nested and a subclassed model's weights-only files, written by the old release, placed into the
+    """A Functional, a Sequential, a nested and a subclassed model's weights-only files, written by the old release, placed into the
     same models written for Keras 3 (`--model` code that builds no Keras 2 model): every variable placed once, said
     line by line; the result predicts what the source predicted. A model the weights do not fit is refused by name."""
     from tests.convert.convert_builders import build_subclassed_keras3
 
     folder, report = written(KIND, SCRIPT, env, [])
     where = ["--from", env, "--matrix-dir", str(sibling(env).parent), "--no-build", *_target_args()]
-    for name, variables in (("plain", 8), ("nested", 8), ("subclassed", 8)):
+    for name, variables in (("plain", 8), ("sequential", 8), ("nested", 8), ("subclassed", 8)):
         weights = folder / f"{name}_weights.h5"
         out = tmp_path / f"{name}.keras"
         rc, stdout, stderr = run_convert(

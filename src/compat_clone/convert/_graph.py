@@ -47,6 +47,7 @@ def functional(builder: GraphBuilder, config: Dict[str, Any], prefix: str, model
     built: Dict[str, Any] = {}
     done: Dict[str, int] = {}
     offset: Dict[str, int] = {}
+    referenced = _referenced(config)
     for entry in entries:
         name = entry.get("name", entry["config"].get("name"))
         if entry["class_name"] == "InputLayer":
@@ -56,7 +57,7 @@ def functional(builder: GraphBuilder, config: Dict[str, Any], prefix: str, model
         else:
             built[name] = builder.layer(entry, prefix + name, names[name])
             done[name] = 0
-            offset[name] = first_node(entry)
+            offset[name] = _offset(entry, len(_nodes(entry.get("inbound_nodes") or [])), referenced.get(name, ()))
     pending = True
     while pending:
         pending = False
@@ -118,6 +119,39 @@ def first_node(entry: Dict[str, Any]) -> int:
         return 0
     first = layers[0]
     return int(first.get("class_name") == "InputLayer" or "batch_input_shape" in first.get("config", {}))
+
+
+def _offset(entry: Dict[str, Any], calls: int, referenced: Any) -> int:
+    """The node index of a layer's first call in this graph: `first_node`'s, unless the graph refers to a later
+    index than its calls reach from there (standalone Keras 2.3's Sequential, built at its first call with no input
+    shape, counts the node it made for itself, which its config does not show): then the calls end at that index."""
+    first = first_node(entry)
+    last = max(referenced, default=first)
+    return last - calls + 1 if calls and last >= first + calls else first
+
+
+def _referenced(config: Dict[str, Any]) -> Dict[str, List[int]]:
+    """Per layer, the node indices of it that the graph refers to (other layers' calls, the model's outputs)."""
+    found: Dict[str, List[int]] = {}
+
+    def note(value: Any) -> None:
+        if _is_ref(value):
+            found.setdefault(value[0], []).append(int(value[1]))
+        elif isinstance(value, list):
+            for item in value:
+                note(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                note(item)
+
+    for entry in config["layers"]:
+        for node in _nodes(entry.get("inbound_nodes") or []):
+            for ref in node:
+                note(list(ref[:3]))
+                if len(ref) > 3 and isinstance(ref[3], dict):
+                    note(ref[3])
+    note(config["output_layers"])
+    return found
 
 
 def _node_call(node: Any, outputs: Dict[Tuple[str, int], List[Any]]) -> Optional[Tuple[Any, Dict[str, Any]]]:
