@@ -226,7 +226,7 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
                     "function": getattr(fn, "__qualname__", "?"),
                 }
             )
-            if _is_module(value) and root == "tensorflow":
+            if _is_module(value) and module == "tensorflow":  # TensorFlow itself, not a Keras under it (`K`)
                 found.extend(_tensorflow_calls(code, name, value, path))
         elif _is_module(value):
             found.append({"kind": "lambda_module", "layer": path, "name": name, "module": module})
