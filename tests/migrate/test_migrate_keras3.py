@@ -17,7 +17,7 @@ import os
 import re
 import runpy
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -73,6 +73,10 @@ def _values(path: Path, tmp_path: Path, monkeypatch: Any) -> Any:
 @pytest.mark.keras3
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_migrated_fixture_gives_the_expected_values_on_keras3(name: str, tmp_path: Path, monkeypatch: Any) -> None:
+    keras = pytest.importorskip("keras")
+    if _minor(keras.__version__) < _minor(KERAS3_VERSION):
+        # the rule set writes the table's Keras 3 API: keras.ops.dtype, for one, came after 3.2
+        pytest.skip(f"the migrated code is written for Keras {KERAS3_VERSION}'s API; this is Keras {keras.__version__}")
     got, expected = _values(CASE / "after" / name, tmp_path, monkeypatch)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
@@ -113,6 +117,11 @@ def test_every_keras3_rule_has_a_fixture() -> None:
 
 # ---------------------------------------------------------------------------
 # The tables, against the real Keras 3 and tf_keras
+
+
+def _minor(version: str) -> Tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 def _keras3() -> Any:

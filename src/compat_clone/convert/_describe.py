@@ -226,7 +226,9 @@ def _lambda_notes(layer: Any, path: str) -> List[Dict[str, Any]]:
                     "function": getattr(fn, "__qualname__", "?"),
                 }
             )
-            if _is_module(value) and module == "tensorflow":  # TensorFlow itself, not a Keras under it (`K`)
+            # TensorFlow's API itself (not a Keras under it, `K`), read as a global: a closure's module is not
+            # carried. A Lambda that tf.keras loaded from a file reads tf.keras's own `tf`: tensorflow.compat.v2.
+            if _is_module(value) and module in ("tensorflow", "tensorflow.compat.v2") and not in_closure:
                 found.extend(_tensorflow_calls(code, name, value, path))
         elif _is_module(value):
             found.append({"kind": "lambda_module", "layer": path, "name": name, "module": module})

@@ -5,7 +5,7 @@ name or the function's), or the source's own bytecode, loaded in the same
 Python with the module globals and constants `describe` noted. A function
 that calls TensorFlow through a module it imported, where every function it
 reads has a `keras.ops` form (`_tf_ops.OPS`), is computed inline on those forms
-(`_InlineLambda`: no Lambda kept, nothing of Python's bytecode saved); one
+(`InlineLambda`: no Lambda kept, nothing of Python's bytecode saved); one
 that reads another framework function, or a global the description cannot
 carry, is refused with the way out.
 """
@@ -27,7 +27,7 @@ from compat_clone.convert._layer_map import map_config
 from compat_clone.convert._tf_ops import OPS
 from compat_clone.errors import UnconvertibleLayerError
 
-__all__ = ["lambda_layer"]
+__all__ = ["InlineLambda", "lambda_layer"]
 
 
 def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_name: str) -> Any:
@@ -43,7 +43,7 @@ def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_
     framework = [n for n in notes if n["kind"] == "lambda_framework"]
     stand_ins = _tensorflow_stand_ins(builder, notes, framework, path, name)
     if stand_ins is not None:
-        return _InlineLambda(builder, config, path, stand_ins)
+        return InlineLambda(builder, config, path, stand_ins)
     if framework:
         uses = ", ".join(f"`{n['name']}` ({n['module']})" for n in framework)
         raise UnconvertibleLayerError(
@@ -70,7 +70,7 @@ def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_
     return builder.keras.layers.Lambda(**kwargs)
 
 
-class _InlineLambda:
+class InlineLambda:
     """A Keras 2 `Lambda` whose function calls TensorFlow, computed inline: its function called on the Keras 3 graph's
     tensors with each TensorFlow function it reads replaced by its `keras.ops` form (`_tf_ops.OPS`).
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from compat_clone.convert._format import Description
 from compat_clone.convert._functions import keras2_function
 from compat_clone.convert._graph import functional, is_model_entry
-from compat_clone.convert._lambdas import lambda_layer
+from compat_clone.convert._lambdas import InlineLambda, lambda_layer
 from compat_clone.convert._layer_map import REMOVED_LAYERS, map_config
 from compat_clone.convert._names import keras3_names, valid_name
 from compat_clone.convert._tf_ops import OPS, PendingOp, check_call, describe_use, op_layer_class
@@ -329,7 +329,7 @@ class _Builder:
                 )
             first = False
             layers.append(self.layer(entry, path, names.get(cfg.get("name", ""))))
-        inline = [layer for layer in layers if not isinstance(layer, self.keras.layers.Layer)]
+        inline = [layer for layer in layers if isinstance(layer, InlineLambda)]
         if not inline:
             return self.keras.Sequential(layers, name=name)
         # a Lambda computed inline (`_lambdas`) is no layer a Sequential can hold: the same steps as a Functional model
