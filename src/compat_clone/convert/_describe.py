@@ -281,11 +281,12 @@ def _tensorflow_calls(code: Any, name: str, module: Any, path: str) -> List[Dict
     (``reduce_sum``) and the names `_tf_ops.OPS` knows that function by (``math.reduce_sum``), so that the rebuild can compute it with `keras.ops` (`_tf_ops.OPS`); ``api`` is empty for an
     attribute that is not an exported function (the rebuild refuses it, naming it)."""
     notes = []
+    exported = _exported(module)
     for chain in sorted(set(_attribute_chains(code, name))):
         target: Any = module
         for part in chain.split(".") if chain else ():
             target = getattr(target, part, None)
-        api = sorted(n for n, f in _exported(module).items() if f is target) if chain and callable(target) else []
+        api = sorted(n for n, f in exported.items() if f is target) if chain and callable(target) else []
         notes.append({"kind": "lambda_tf_call", "layer": path, "name": name, "chain": chain, "api": api})
     return notes
 
