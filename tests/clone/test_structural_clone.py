@@ -154,6 +154,32 @@ def test_layers_and_weights_made_in_build(K: Any) -> None:
         assert_same_predictions(model, again, data(X_SHAPE))
 
 
+def test_a_call_whose_python_control_flow_reads_tensors(K: Any) -> None:
+    """tf.keras / tf_keras build the clone by one call on placeholders with AutoGraph off; a ``call`` that
+    branches in Python on a tensor's value raises there, and the clone is then built by a converted trace."""
+    skip_without_subclassed_models(K)
+    ops = getattr(K, "ops", None)
+
+    @public
+    class Branching(K.models.Model):  # type: ignore[misc,name-defined]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.dense = K.layers.Dense(3)
+
+        def call(self, x: Any) -> Any:
+            total = ops.sum(x) if ops is not None else K.backend.sum(x)
+            if total > 0:  # Python's `if` on a tensor: AutoGraph makes it a cond in a graph
+                return self.dense(x)
+            return -self.dense(x)
+
+    if family_name(K) == "keras2":
+        pytest.skip("standalone Keras 2 runs in TF1 graph mode: a Python `if` on a tensor is no model there")
+    model = _source(K, Branching)
+    clone, native = _side_by_side(K, model, data(X_SHAPE))
+    assert clone is not None, f"refused (native: {native})"
+    assert clone.dense.units == 3
+
+
 def test_a_config_that_leaves_out_an_argument_is_not_trusted(K: Any) -> None:
     skip_without_subclassed_models(K)
 
