@@ -184,13 +184,13 @@ def _reason(stderr: str) -> str:
 
 
 def _compile(
-    uv: List[str], python: str, requirements: Sequence[str], constraints: Sequence[str], pip_args: Sequence[str]
+    uv: List[str], python: List[str], requirements: Sequence[str], constraints: Sequence[str], pip_args: Sequence[str]
 ) -> Tuple[int, List[str], str]:
     with tempfile.TemporaryDirectory(prefix="compat-clone-with-") as tmp:
         reqs, cons = Path(tmp) / "requirements.in", Path(tmp) / "constraints.txt"
         reqs.write_text("\n".join(requirements) + "\n", encoding="utf-8")
         cons.write_text("\n".join(c for c in constraints if not c.startswith("-e ")) + "\n", encoding="utf-8")
-        cmd = uv + ["pip", "compile", str(reqs), "--constraint", str(cons), "--python", python]
+        cmd = uv + ["pip", "compile", str(reqs), "--constraint", str(cons), *python]
         cmd += ["--no-header", "--no-annotate", "--quiet", *_compile_args(pip_args)]
         out = _run(cmd, "`uv pip compile`")
     lines = [ln.strip() for ln in out.stdout.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -214,7 +214,7 @@ def _compile_args(pip_args: Sequence[str]) -> List[str]:
 
 
 def _derived_dir(base: Any, table_env: Any, requirements: Sequence[str], envs_dir: Path) -> Path:
-    stem = table_env.name if table_env is not None else Path(base.python).resolve().parent.parent.name
+    stem = table_env.name if table_env is not None else Path(base.python).parent.parent.name  # venv/bin/python: venv
     identity = json.dumps({"base": table_env.name if table_env is not None else base.python, "with": sorted(requirements)})
     return envs_dir / f"{stem}+with-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:10]}"
 
@@ -247,15 +247,18 @@ def plan_with(base: Any, table_env: Any, requirements: Sequence[str], envs_dir: 
     built = os.path.exists(base.python)
     if built:
         pins = _freeze(uv, base.python, base.label)
-        rc, resolved, stderr = _compile(uv, base.python, requirements, pins, pip_args)
+        rc, resolved, stderr = _compile(uv, ["--python", base.python], requirements, pins, pip_args)
         against = f"the packages of {base.label}"
-    else:  # a table environment that is not built: what its entry installs
+    else:  # a table environment that is not built: what its entry installs with dependencies
+        # (its `no_deps` pins are left out: they are installed over that resolution, which they may contradict,
+        # such as keras-2.3.1's keras==2.3.1 beside tensorflow-cpu 2.15's keras>=2.15; the freeze of the built
+        # environment, resolved next, holds them)
         pins = []
-        no_deps = [p for p in table_env.no_deps if "==" in p]
-        rc, resolved, stderr = _compile(
-            uv, interpreter_for(table_env.python), [*table_env.packages, *requirements], no_deps, pip_args
-        )
-        against = f"what {table_env.name} installs (its table entry: {', '.join(table_env.packages + table_env.no_deps)})"
+        # a version (X.Y) needs no interpreter to resolve for: one that is not installed yet is no refusal
+        version = re.fullmatch(r"\d+\.\d+", table_env.python)
+        python = ["--python-version", table_env.python] if version else ["--python", interpreter_for(table_env.python)]
+        rc, resolved, stderr = _compile(uv, python, [*table_env.packages, *requirements], [], pip_args)
+        against = f"what {table_env.name} installs (its table entry: {', '.join(table_env.packages)})"
     if rc != 0:
         raise InvalidArgumentError(
             f"--with {' '.join(map(repr, requirements))} cannot be installed where the model is read ({base.label}): uv's resolver "

@@ -51,9 +51,10 @@ def _cli_terms(e: MissingCustomObjectError, given: Sequence[str], with_: Sequenc
     """A refused custom layer or function, said in the command line's terms."""
     had = f" (--custom-objects gave {', '.join(given)}, which defines no {e.name!r} here)" if given else ""
     if with_ and e.kind != "activation":
-        had += (
-            f". --with installed {', '.join(with_)} here: name the module of it that defines {e.name}, e.g. "
-            f"--custom-objects {with_[0]}.layers (or {e.name}={with_[0]}.layers.{e.name})"
+        return (
+            f"{e}{had}. --with installed {', '.join(with_)} here: pass the module of it that defines {e.name}, e.g. "
+            f"--custom-objects {with_[0]}.layers (or {e.name}={with_[0]}.layers.{e.name}). The Keras 3 side imports "
+            "the same name from its own packages or the current folder, where it must define the Keras 3 counterpart."
         )
     if e.kind == "activation":
         return (
