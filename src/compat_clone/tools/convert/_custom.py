@@ -151,11 +151,15 @@ def _attribute(spec: str, module: Any, attr: str, option: str = "--custom-object
     return value
 
 
-def resolve_custom_objects(specs: Sequence[str]) -> Dict[str, Any]:
+def resolve_custom_objects(specs: Sequence[str], *, installed_first: bool = False) -> Dict[str, Any]:
     """Resolves ``--custom-objects`` values in this interpreter: ``{name: object}``.
 
     Args:
         specs: the values, in any of the forms (`parse_spec`).
+        installed_first: search this environment's packages before the
+            current folder (the source side of ``--with``: what it installed
+            is what the model is read with, even where the current folder
+            holds a module of the same name, such as its Keras 3 port).
 
     Returns:
         The mapping to pass to Keras.
@@ -165,7 +169,10 @@ def resolve_custom_objects(specs: Sequence[str]) -> Dict[str, Any]:
             not import, an attribute that is not there.
     """
     out: Dict[str, Any] = {}
-    if specs:
+    if specs and installed_first:
+        here = os.getcwd()
+        sys.path[:] = [p for p in sys.path if p not in ("", ".", here)] + [here]
+    elif specs:
         sys.path.insert(0, os.getcwd())  # the user's modules next to their models
     for spec in specs:
         kind, where, name = parse_spec(spec)

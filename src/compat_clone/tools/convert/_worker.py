@@ -47,9 +47,15 @@ EXIT_USAGE = 2  # the user's to fix on the command line (--inputs, --custom-obje
 EXIT_PROOF_FAILED = 3
 
 
-def _cli_terms(e: MissingCustomObjectError, given: Sequence[str]) -> str:
+def _cli_terms(e: MissingCustomObjectError, given: Sequence[str], with_: Sequence[str] = ()) -> str:
     """A refused custom layer or function, said in the command line's terms."""
     had = f" (--custom-objects gave {', '.join(given)}, which defines no {e.name!r} here)" if given else ""
+    if with_ and e.kind != "activation":
+        return (
+            f"{e}{had}. --with installed {', '.join(with_)} here: pass the module of it that defines {e.name}, e.g. "
+            f"--custom-objects {with_[0]}.layers (or {e.name}={with_[0]}.layers.{e.name}). The Keras 3 side imports "
+            "the same name from its own packages or the current folder, where it must define the Keras 3 counterpart."
+        )
     if e.kind == "activation":
         return (
             f"{e}{had}. On the command line: --custom-objects '{e.name}=my_package.acts.my_function' "
@@ -78,7 +84,7 @@ def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
         args.out,
         family=args.family,
         inputs=args.inputs,
-        custom_objects=resolve_custom_objects(args.custom_objects),
+        custom_objects=resolve_custom_objects(args.custom_objects, installed_first=bool(args.with_)),
         safe_mode=not args.no_safe_mode,
         weights=args.weights,
         build=build,
@@ -134,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--weights")
     d.add_argument("--build")
     d.add_argument("--custom-objects", nargs="*", default=[])
+    d.add_argument("--with", dest="with_", nargs="*", default=[])
     r = sub.add_parser("rebuild")
     r.add_argument("--description", required=True)
     r.add_argument("--out", required=True)
@@ -153,7 +160,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         result = {"describe": _describe_step, "rebuild": _rebuild_step, "place": _place_step}[args.step](args)
     except MissingCustomObjectError as e:
-        print(f"{type(e).__name__}: {_cli_terms(e, getattr(args, 'custom_objects', []))}", file=sys.stderr)
+        print(
+            f"{type(e).__name__}: {_cli_terms(e, getattr(args, 'custom_objects', []), getattr(args, 'with_', []))}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except (ProbeInputError, SourceModelError) as e:
         print(f"{type(e).__name__}: {e}", file=sys.stderr)

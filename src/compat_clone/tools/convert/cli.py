@@ -45,6 +45,11 @@ as `compat-clone matrix` builds it, in the per-user cache (~/.cache/compat-clone
 $COMPAT_CLONE_ENVS_DIR or --envs-dir to choose) and reused by every later run and project; or a
 path: a virtualenv folder or a python interpreter, used as it is.
 
+--with installs packages where OLD is read (only there: the Keras 3 side needs the Keras 3 counterpart of
+their layers, from --to's packages or the current folder), in an environment derived from the source's
+that keeps every one of its versions; a package that cannot install there is refused before any work.
+Where --with is given, the source side imports what it installed before the current folder.
+
 --custom-objects is resolved in each environment (from the current folder or the environment's
 packages): a file such as ./layers.py or a module such as my_package.layers registers every public class
 and function it defines under its own name; module:name registers that attribute (a dict: a whole
@@ -59,6 +64,7 @@ Example:
   compat-clone convert saved_model/ -o new.keras --from tf.keras-2.15 --backend jax
   compat-clone convert model.json --weights weights.h5 -o new.keras
   compat-clone convert weights.h5 --model my_pkg.models:build -o new.keras
+  compat-clone convert old.h5 -o new.keras --with my-layers==1.4 --custom-objects my_layers.layers
 """
 
 
@@ -112,6 +118,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE.py|MODULE[:NAME]|NAME=MODULE.ATTR",
         help="custom layers / functions, resolved in each environment (see below)",
+    )
+    add(
+        "--with",
+        dest="with_",
+        action="append",
+        default=[],
+        metavar="PKG[==VERSION]",
+        help="install a package of yours (a requirement, or the path of a wheel / sdist) where OLD is read, its "
+        "dependencies resolved against the old release's; repeatable. The source environment is not changed: a "
+        "derived one is built beside it and reused. Its modules are then named with --custom-objects",
     )
     add(
         "--inputs",
@@ -168,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     except CompatCloneError as e:
         print(f"compat-clone convert: {e}", file=sys.stderr)
         return EXIT_USAGE
-    source, target, family, output, co = plan
+    source, target, family, output, co, with_names = plan
     with tempfile.TemporaryDirectory(prefix="compat-clone-convert-") as tmp:
         desc_path = os.path.join(tmp, "description.npz")
         model_path = os.path.join(tmp, "model.keras")
@@ -180,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
             cmd += ["--inputs", args.inputs]
         if args.no_safe_mode:
             cmd += ["--no-safe-mode"]
+        cmd += ["--with", *with_names] if with_names else []
         rc, described = _worker(source, cmd + _co_args(co))
         if rc == _WORKER_USAGE and args.model:  # no Keras 2 model of that code: it may be Keras 3 code
             return _place(args, source, target, output, os.path.join(tmp, "placed.keras"))
@@ -202,6 +219,13 @@ def run(args: argparse.Namespace) -> int:
             ["rebuild", "--description", desc_path, "--out", model_path, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
             + _co_args(co),
         )
+        if rebuilt is None and with_names and co:
+            print(
+                f"note: --with installs {', '.join(with_names)} where the model is read only. In {target.label} (Keras 3), "
+                "--custom-objects imports from that environment's packages or the current folder: the Keras 3 "
+                "counterpart of each layer must be found there (install it into --to, or run from its folder).",
+                file=sys.stderr,
+            )
         if rc == _WORKER_USAGE:
             print(f"compat-clone convert: nothing written; the rebuild in {target.label} needs the above.", file=sys.stderr)
             return EXIT_USAGE
@@ -284,8 +308,11 @@ def _place(args: argparse.Namespace, source: Any, target: Any, output: Path, mod
     return EXIT_OK
 
 
-def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
-    """Validates the arguments and resolves both environments (building them if needed)."""
+def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str], List[str]]:
+    """Validates the arguments and resolves both environments (building them if needed); ``--with`` is
+    resolved before any environment is built, and its environment built last."""
+    from compat_clone.tools.convert._with import build_with, display_name, parse_requirement
+    from compat_clone.tools.matrix import running_compat_clone
     from compat_clone.tools.saved_models import detect
     from compat_clone_matrix import TableError, load_table
 
@@ -293,6 +320,7 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
     co = [spec for group in args.custom_objects for item in group for spec in item.split(",") if spec]
     for spec in co:
         parse_spec(spec)
+    with_ = [parse_requirement(text) for text in args.with_]
     try:
         table = load_table(args.table)
     except TableError as e:
@@ -307,8 +335,11 @@ def _plan(args: argparse.Namespace) -> Tuple[Any, Any, str, Path, List[str]]:
         )
     if args.source_env is None and (info.problem is not None or info.env is None):
         raise InvalidArgumentError(f"Cannot convert {args.source!r}: {info.problem or 'its Keras family is unknown'}.")
-    source, family = _source_env(args, info, table)
-    return source, _target_env(args, table), family, output, co
+    source, family, with_plan = _source_env(args, info, table, with_)
+    target = _target_env(args, table)
+    if with_plan is not None:
+        source = build_with(with_plan, build=not args.no_build, say=_say, install=running_compat_clone())
+    return source, target, family, output, co, [display_name(r) for r in with_]
 
 
 def _source_info(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Any:
@@ -389,12 +420,20 @@ def _matrix_dir(args: argparse.Namespace) -> Path:
     return Path(args.matrix_dir).resolve() if args.matrix_dir else default_matrix_dir()
 
 
-def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Tuple[Any, str]:
-    """The environment that reads the model (``--from`` or the file's own), and the family it reads."""
-    from compat_clone.tools.convert._envs import resolve
+def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any], with_: Sequence[str]) -> Tuple[Any, str, Any]:
+    """The environment that reads the model (``--from`` or the file's own), the family it reads, and the
+    `WithPlan` of ``--with`` (None without it), resolved before the environment is built."""
+    from compat_clone.tools.convert._envs import Interpreter, resolve
+    from compat_clone.tools.convert._with import plan_with
 
+    spec = args.source_env or str(info.env)
+    table_env = next((env for env in table if env.name == spec), None)
+    matrix_dir = _matrix_dir(args)
+    if with_ and table_env is not None and not (matrix_dir / spec / "bin" / "python").exists():
+        # not built yet: refused now, against what its table entry installs, rather than after the build
+        plan_with(Interpreter(spec, str(matrix_dir / spec / "bin" / "python"), {}), table_env, with_, matrix_dir)
     source = resolve(
-        args.source_env or str(info.env),
+        spec,
         table=table,
         matrix_dir=_matrix_dir(args),
         build=not args.no_build,
@@ -412,7 +451,7 @@ def _source_env(args: argparse.Namespace, info: Any, table: Sequence[Any]) -> Tu
             f"{args.source!r} was written by {info.family} {info.version}, but --from {source.label!r} is a "
             f"{source.family} environment. Expected an environment of the model's family, e.g. {info.env}."
         )
-    return source, str(family)
+    return source, str(family), plan_with(source, table_env, with_, matrix_dir) if with_ else None
 
 
 def _target_env(args: argparse.Namespace, table: Sequence[Any]) -> Any:
