@@ -50,6 +50,7 @@ def my_loss(y_true: Any, y_pred: Any) -> Any:
 
 
 def main(out: str) -> None:
+    os.makedirs(out, exist_ok=True)
     keras = _keras()
     np.random.seed(0)
     rng = np.random.default_rng(0)
