@@ -93,7 +93,7 @@ def test_training_state_converts_with_one_equal_training_step(
             [str(folder / "rmsprop_dense.h5"), "-o", str(out), "--compile", "--no-compile-state", *_where(env)], capsys
         )
         assert rc == 0 and "holds no training state (--no-compile-state): the optimizer RMSprop" in stdout, stdout + stderr
-        assert _loaded(out).optimizer is None
+        assert getattr(_loaded(out), "optimizer", None) is None  # written uncompiled
     else:
         assert rc == 0 and "training step: 1 step of RMSprop" in stdout and "): OK" in stdout, stdout + stderr
 

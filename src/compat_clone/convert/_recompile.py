@@ -146,8 +146,8 @@ def _optimizer(keras: Any, spec: Mapping[str, Any], plan: CompilePlan) -> Any:
         # Keras 2: lr / (1 + decay * iterations), iterations before the step: InverseTimeDecay with decay_steps=1
         config["learning_rate"] = keras.optimizers.schedules.InverseTimeDecay(float(rate), decay_steps=1, decay_rate=float(decay))
         plan.changes.append(
-            f"{label}: decay={np.float32(decay)} as learning_rate=InverseTimeDecay({np.float32(rate)}, decay_steps=1, "
-            f"decay_rate={np.float32(decay)})"  # float32 values, in their shortest form
+            f"{label}: decay={np.float32(decay)!s} as learning_rate=InverseTimeDecay({np.float32(rate)!s}, decay_steps=1, "
+            f"decay_rate={np.float32(decay)!s})"  # float32 values, in their shortest form
         )
     params = inspect.signature(cls).parameters
     for key in [k for k in config if k not in params]:
