@@ -20,7 +20,14 @@ from typing import Any, Callable, List, Tuple
 
 import pytest
 
-from tests.convert import test_convert_cli, test_convert_field, test_convert_weights, test_convert_with, test_convert_zoo_envs
+from tests.convert import (
+    test_convert_cli,
+    test_convert_field,
+    test_convert_training,
+    test_convert_weights,
+    test_convert_with,
+    test_convert_zoo_envs,
+)
 from tests.convert.convert_envs import HERE, KERAS3_HOSTS, written
 
 # (kind, script, the writer environments, the units of work of one)
@@ -30,6 +37,7 @@ _WRITERS: Tuple[Tuple[str, Path, Tuple[str, ...], Callable[[str], List[List[str]
     (test_convert_field.KIND, test_convert_field.SCRIPT, test_convert_field.WRITERS, test_convert_field.writes),
     (test_convert_weights.KIND, test_convert_weights.SCRIPT, test_convert_weights.WRITERS, test_convert_weights.writes),
     (test_convert_with.KIND, test_convert_with.SCRIPT, test_convert_with.WRITERS, test_convert_with.writes),
+    (test_convert_training.KIND, test_convert_training.SCRIPT, test_convert_training.WRITERS, test_convert_training.writes),
 )
 
 

@@ -106,6 +106,7 @@ def convert(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     return_proof: bool = False,
+    compile: bool = False,
 ) -> Union[Any, Tuple[Any, Proof]]:
     """Converts a Keras 2 model (tf_keras, tf.keras 2.x) into a trainable Keras 3 model.
 
@@ -132,6 +133,14 @@ def convert(
         atol: absolute tolerance of the proof.
         return_proof: also return the `Proof` (largest differences per
             output, and what the conversion changed on purpose).
+        compile: carry the training state of the compiled `model`: its loss,
+            metrics and loss weights, its optimizer (class and
+            hyperparameters, mapped to Keras 3's) and the optimizer's slots
+            and iteration count; the result is compiled and trains on from
+            where the source stopped. Proven too: one training step on the
+            same batch must give the same weights (`Proof.training`), unless
+            the model draws random numbers in training (said there). The
+            source is left as it was.
 
     Returns:
         The Keras 3 model, or ``(model, proof)`` with ``return_proof=True``.
@@ -145,6 +154,10 @@ def convert(
         ProbeInputError: the source computes none of the random probes
             (its open dimensions tried at every length within a memory
             budget): pass `probe_inputs`.
+        CompileError: with ``compile=True``, part of the training state
+            has no Keras 3 counterpart (a loss of your own not in
+            `custom_objects`, an optimizer Keras 3 updates otherwise), each
+            part named; convert without ``compile=True`` to leave it behind.
         InvalidArgumentError: an argument of the wrong kind.
 
     Example:
@@ -168,8 +181,14 @@ def convert(
     from compat_clone.convert._proof import verify
     from compat_clone.convert._rebuild import rebuild
 
-    description = describe(model, probe_inputs=probe_inputs)
+    description = describe(model, probe_inputs=probe_inputs, compile=bool(compile))
     changes: List[str] = []
-    converted = rebuild(description, custom_objects=custom_objects, changes=changes)
+    converted = rebuild(description, custom_objects=custom_objects, changes=changes, compile=bool(compile))
     proof = verify(description, converted, rtol=rtol, atol=atol, changes=changes)
+    if compile:
+        import dataclasses
+
+        from compat_clone.convert._recompile import verify_step
+
+        proof = dataclasses.replace(proof, training=str(verify_step(description, converted, rtol=rtol, atol=atol)))
     return (converted, proof) if return_proof else converted

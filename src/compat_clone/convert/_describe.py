@@ -11,6 +11,7 @@ it into a Keras 3 model in another process (or the same one), and `verify`
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -31,6 +32,7 @@ def describe(
     probe_inputs: Any = None,
     samples: int = 4,
     seed: int = 0,
+    compile: bool = False,
 ) -> Description:
     """Describes a Keras 2 model as neutral data for `rebuild`.
 
@@ -46,6 +48,10 @@ def describe(
         samples: how many random probe samples to draw (at least 1; unused
             with `probe_inputs`).
         seed: seed of the random probes.
+        compile: also describe the training state of a compiled model (its
+            loss, metrics, optimizer and the optimizer's slots and iteration
+            count), with one training step on the first probe set for the
+            proof (`Description.training`); the model is left as it was.
 
     Returns:
         A `Description`.
@@ -93,7 +99,13 @@ def describe(
         masks = output_masks(model, probe.inputs, info.family)
         probe.masks = masks if any(m is not None for m in masks) else []
     layer_outputs = record(model, probes[0].inputs, entry(info.family).graph_mode)
-    import sys
+    training = None
+    if compile:
+        from compat_clone.convert._training import describe_training
+
+        graph = _batch_reader(info) is not None
+        backend = sys.modules.get(info.package + ".backend") if graph else None
+        training = describe_training(model, architecture, probes[0].inputs, backend)
 
     return Description(
         source={
@@ -108,6 +120,7 @@ def describe(
         probes=probes,
         notes=notes,
         layer_outputs=layer_outputs,
+        training=training,
     )
 
 
@@ -162,8 +175,6 @@ def _batch_reader(info: FamilyInfo) -> Any:
     other families (eager reads)."""
     if not entry(info.family).graph_mode:
         return None
-    import sys
-
     backend = sys.modules.get(info.package + ".backend")
     return getattr(backend, "batch_get_value", None)
 

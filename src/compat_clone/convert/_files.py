@@ -11,12 +11,15 @@ starts the processes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
 
 from compat_clone._walk import walk
-from compat_clone.errors import ConversionMismatchError
+from compat_clone.errors import CompileError, ConversionMismatchError, InvalidArgumentError
 
 __all__ = ["describe_file", "rebuild_file"]
 
@@ -32,6 +35,7 @@ def describe_file(
     weights: Optional[str] = None,
     build: Optional[Any] = None,
     build_label: str = "the --model function",
+    compile: bool = False,
 ) -> Dict[str, Any]:
     """Describes the saved Keras 2 model at `model_path` into the description file `out`.
 
@@ -50,12 +54,17 @@ def describe_file(
         build: a function of the user's that builds the model (here, with
             this Keras); `model_path` is then its weights file.
         build_label: how messages name `build`.
+        compile: load it compiled and describe its training state too
+            (`describe(..., compile=True)`); where its Keras cannot load it
+            compiled, the reason is part of the state's ``uncarried``.
 
     Returns:
         ``{"family", "version", "backend", "layers", "weights"}`` of the model
         read; ``weights`` is ``"file"`` (the saved model's own),
         ``"loaded"`` (a weights file loaded into it) or ``"fresh"`` (an
-        architecture with no weights: the initializers' values).
+        architecture with no weights: the initializers' values); with
+        `compile`, ``"training"``: ``{"optimizer", "iterations", "slots",
+        "loss", "uncarried", "step_note"}``.
 
     Raises:
         InvalidArgumentError: this environment has another Keras family, or
@@ -78,6 +87,7 @@ def describe_file(
 
     keras = keras_for(family)
     kept = "file"
+    unloaded = ""
     if build is not None:
         model = build_with(build, family, build_label)
         load_weights(keras, family, model, model_path)
@@ -88,21 +98,48 @@ def describe_file(
             load_weights(keras, family, model, weights)
         kept = "loaded" if weights else "fresh"
     else:
-        model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
+        try:
+            model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode, compile=compile)
+        except Exception as e:
+            if not compile:
+                raise
+            # its Keras cannot compile it from the file (a loss of its own without its code): said in the state
+            unloaded = f"Keras {keras.__version__} cannot load it compiled ({type(e).__name__}: {str(e).strip()[:300]})"
+            model = read_model(keras, family, model_path, custom_objects, safe_mode=safe_mode)
     info = family_of(model)
     probe = read_inputs(inputs, model) if inputs else None
-    save(describe(model, probe_inputs=probe), out)
-    return {
+    description = describe(model, probe_inputs=probe, compile=compile)
+    result: Dict[str, Any] = {
         "family": info.family,
         "version": info.version,
         "backend": info.backend,
         "layers": len(model.layers),
         "weights": kept,
     }
+    state = description.training
+    if state is not None:
+        if unloaded:
+            state.uncarried = [unloaded]
+        result["training"] = {
+            "optimizer": state.optimizer.get("class_name"),
+            "iterations": state.iterations,
+            "slots": len(state.slots),
+            "loss": state.loss,
+            "uncarried": state.uncarried,
+            "step_note": state.step_note,
+        }
+    save(description, out)
+    return result
 
 
 def rebuild_file(
-    description_path: str, out: str, *, rtol: float, atol: float, custom_objects: Optional[Mapping[str, Any]] = None
+    description_path: str,
+    out: str,
+    *,
+    rtol: float,
+    atol: float,
+    custom_objects: Optional[Mapping[str, Any]] = None,
+    compile: str = "",
 ) -> Dict[str, Any]:
     """Rebuilds a description file in Keras 3 and writes the proven model to `out`.
 
@@ -115,25 +152,34 @@ def rebuild_file(
         rtol: relative tolerance of the proof.
         atol: absolute tolerance of the proof.
         custom_objects: Keras 3 replacements by name (`rebuild`).
+        compile: ``""`` the model is written uncompiled; ``"carry"`` compiled
+            with the description's training state, which the file read back
+            must hold and train one step with as the source did; ``"drop"``
+            the same where all of it can be carried, else uncompiled (what
+            could not be carried is returned as ``"dropped"``).
 
     Returns:
-        ``{"ok": True, "proof", "keras", "backend", "lambdas", "formulas"}``,
-        or ``{"ok": False, "error", "proof"}`` when a proof failed (``proof``
-        is `Proof.to_json()`, or None).
+        ``{"ok": True, "proof", "keras", "backend", "lambdas", "formulas",
+        "dropped"}``, or ``{"ok": False, "error", "proof"}`` when a proof
+        failed (``proof`` is `Proof.to_json()`, or None).
 
     Raises:
         UnconvertibleLayerError: a layer has no Keras 3 counterpart.
         WeightsMismatchError: a layer's weights do not fit.
+        CompileError: ``compile="carry"`` and part of the training state
+            cannot be carried (each part named), or none was described.
     """
     import keras
 
     from compat_clone.convert._io import load
     from compat_clone.convert._proof import verify
     from compat_clone.convert._rebuild import rebuild
+    from compat_clone.convert._recompile import verify_step
 
     description = load(description_path)
+    carry, dropped = _compile_plan(description, compile, custom_objects)
     changes: List[str] = []
-    model = rebuild(description, custom_objects=custom_objects or None, changes=changes)
+    model = rebuild(description, custom_objects=custom_objects or None, changes=changes, compile=carry)
     lambdas = [layer.name for _, layer in walk(model, models=True, wrapped=True) if type(layer).__name__ == "Lambda"]
     # compat_clone objects the file names (Keras 2 formulas, the TensorFlowOp layer):
     # Keras 3 loads it only with compat_clone.convert.custom_objects().
@@ -147,18 +193,22 @@ def rebuild_file(
         step = "read back from its file"
         try:
             reloaded = keras.models.load_model(
-                out, custom_objects=_by_own_names(custom_objects), compile=False, safe_mode=not lambdas
+                out, custom_objects=_by_own_names(custom_objects), compile=carry, safe_mode=not lambdas
             )
         except Exception as e:
             raise ConversionMismatchError(
                 f"Keras {keras.__version__} cannot load the file it wrote: {type(e).__name__}: {str(e).strip()[:600]}"
             ) from e
         proof = verify(description, reloaded, rtol=rtol, atol=atol, changes=changes)
+        if carry:
+            _same_optimizer_state(model, reloaded)
+            step = "trained"  # a training step that differs is Keras 3's training, not its saving
+            proof = dataclasses.replace(proof, training=str(verify_step(description, reloaded, rtol=rtol, atol=atol)))
     except ConversionMismatchError as e:
         if os.path.exists(out):
             os.remove(out)
         error = str(e)
-        if step != "in memory":
+        if step == "read back from its file":
             error = (
                 f"The converted model passed its proof in memory, but not once {step}: {error.rstrip('.')}. "
                 f"Keras {keras.__version__}'s own saving loses part of this model (an upstream bug "
@@ -173,7 +223,42 @@ def rebuild_file(
         "backend": keras.backend.backend(),
         "lambdas": lambdas,
         "formulas": formulas,
+        "dropped": dropped,
     }
+
+
+def _compile_plan(description: Any, compile: str, custom_objects: Optional[Mapping[str, Any]]) -> Tuple[bool, List[str]]:
+    """(carry the training state, what is dropped) for `rebuild_file`'s `compile`; refuses where it must be carried."""
+    from compat_clone.convert._recompile import plan_compile, refusal
+
+    if compile not in ("", "carry", "drop"):
+        raise InvalidArgumentError(f"Expected `compile` to be '', 'carry' or 'drop'. Received: compile={compile!r}.")
+    if not compile:
+        return False, []
+    state = description.training
+    if state is None:
+        raise CompileError(
+            "The description holds no training state: describe the model with compile=True (on the command line: --compile)."
+        )
+    uncarried = plan_compile(state, custom_objects).uncarried
+    if uncarried and compile == "carry":
+        raise refusal(uncarried)
+    return not uncarried, uncarried
+
+
+def _same_optimizer_state(model: Any, reloaded: Any) -> None:
+    """Raises `ConversionMismatchError` where the file read back does not hold the optimizer state set in memory."""
+    import keras
+
+    mine, theirs = list(model.optimizer.variables), list(getattr(reloaded.optimizer, "variables", []) or [])
+    differ = len(mine) != len(theirs) or any(
+        not np.array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)) for a, b in zip(mine, theirs)
+    )
+    if differ:
+        raise ConversionMismatchError(
+            f"Keras {keras.__version__} does not read back the optimizer state it saved ({len(mine)} variables set, "
+            f"{len(theirs)} read back, or other values)."
+        )
 
 
 def _by_own_names(custom_objects: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -16,7 +16,17 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-__all__ = ["FORMAT", "Description", "LayerOutput", "LayerOutputs", "ProbeSet", "WeightRecord"]
+__all__ = [
+    "FORMAT",
+    "Description",
+    "LayerOutput",
+    "LayerOutputs",
+    "ProbeSet",
+    "SlotRecord",
+    "TrainingState",
+    "TrainingStep",
+    "WeightRecord",
+]
 
 #: the version of the description's layout; `load` refuses any other
 FORMAT = "compat_clone.convert/1"
@@ -101,6 +111,76 @@ class LayerOutputs:
 
 
 @dataclasses.dataclass
+class SlotRecord:
+    """One optimizer slot of one model variable (Adam's first moment of a kernel, say).
+
+    Attributes:
+        layer: the path of the layer holding the model variable (as `WeightRecord.layer`).
+        index: the variable's position in that layer's ``weights`` (as `WeightRecord.index`).
+        role: what the slot is, by Keras 3's name for it (``momentum``,
+            ``velocity``, ``velocity_hat``, ``accumulator``, ...; `_optimizers`).
+        value: its value, shaped as the variable.
+    """
+
+    layer: str
+    index: int
+    role: str
+    value: np.ndarray
+
+
+@dataclasses.dataclass
+class TrainingStep:
+    """One training step the source took on a fixed batch, for the proof of the training state.
+
+    Attributes:
+        inputs: the batch's inputs, one array per model input.
+        targets: its targets, one array per model output.
+        loss: the loss the source's `train_on_batch` returned (before the step).
+        weights: every weight of every layer after the step (`WeightRecord`).
+    """
+
+    inputs: List[np.ndarray]
+    targets: List[np.ndarray]
+    loss: float
+    weights: List[WeightRecord]
+
+
+@dataclasses.dataclass
+class TrainingState:
+    """What a compiled Keras 2 model holds for training: its compile configuration and its optimizer's state.
+
+    Attributes:
+        loss: the loss as the source compiled it, serialized by its Keras: a
+            name, ``{"class_name", "config"}``, or a list / dict of them per output.
+        metrics: the metrics, serialized the same way (None: none).
+        weighted_metrics: the weighted metrics (None: none).
+        loss_weights: the loss weights, a list or a dict per output (None: none).
+        optimizer: ``{"class_name", "config", "api"}``: the optimizer's class
+            and hyperparameters (its `get_config()`), and which optimizer API of
+            the source it is (``"keras2"`` standalone Keras 2, ``"optimizer_v2"``
+            tf.keras <= 2.10 and ``optimizers.legacy``, ``"optimizer"`` tf.keras 2.11+ and tf_keras).
+        iterations: the optimizer's iteration count.
+        slots: each slot variable, tied to its model variable (`SlotRecord`).
+        scalars: the optimizer's other state by role (Nadam's ``u_product``).
+        uncarried: what the source holds and the conversion cannot carry, one sentence each.
+        step: one step of training the source took on a fixed batch (None: not taken, `step_note` says why).
+        step_note: why no step was recorded ("" when one was).
+    """
+
+    loss: Any
+    metrics: Any
+    weighted_metrics: Any
+    loss_weights: Any
+    optimizer: Dict[str, Any]
+    iterations: int
+    slots: List[SlotRecord] = dataclasses.field(default_factory=list)
+    scalars: Dict[str, float] = dataclasses.field(default_factory=dict)
+    uncarried: List[str] = dataclasses.field(default_factory=list)
+    step: Optional[TrainingStep] = None
+    step_note: str = ""
+
+
+@dataclasses.dataclass
 class Description:
     """A Keras 2 model as neutral data: architecture, weights, probes, notes.
 
@@ -121,6 +201,9 @@ class Description:
             first probe set, in graph order, within a byte budget
             (`LayerOutputs`): where a failed proof names the layer whose
             outputs first differ.
+        training: the compile configuration and optimizer state
+            (`TrainingState`), described only when asked (``compile=True``);
+            None otherwise.
     """
 
     source: Dict[str, str]
@@ -130,6 +213,7 @@ class Description:
     notes: List[Dict[str, Any]]
     format: str = FORMAT
     layer_outputs: LayerOutputs = dataclasses.field(default_factory=LayerOutputs)
+    training: Optional[TrainingState] = None
 
     def weights_of(self, layer: str) -> List[WeightRecord]:
         """The weights of the layer at path `layer`, in their source order."""

@@ -21,7 +21,16 @@ Entries:
                     "masks": ["p/0/mask/0" | null, ...]}, ...],
         "layer_outputs": {"records": [{"layer": "dense", "array": "o/0",
                                        "mask": "o/0/mask" | null}, ...],
-                          "note": ""}
+                          "note": ""},
+        "training": {"loss": ..., "metrics": ..., "weighted_metrics": ...,
+                     "loss_weights": ..., "optimizer": {"class_name": ...,
+                     "config": {...}, "api": ...}, "iterations": 12,
+                     "scalars": {...}, "uncarried": [...], "step_note": "",
+                     "slots": [{"layer": ..., "index": 0, "role": "momentum",
+                                "array": "s/0"}, ...],
+                     "step": {"inputs": ["t/in/0"], "targets": ["t/y/0"],
+                              "loss": 0.7, "weights": [{..., "array": "t/w/0"}]}
+                              | null}
       }
 
 * ``w/<n>`` -- the value of the n-th weight record;
@@ -33,6 +42,9 @@ Entries:
   first probe sample, and its mask (`LayerOutputs`). ``layer_outputs`` was
   added within format 1: a file without it loads with none recorded, and a
   reader that predates it ignores it.
+* ``s/<n>``, ``t/in/<k>``, ``t/y/<k>``, ``t/w/<n>`` -- the training state's
+  slots, and its step's inputs, targets and weights after the step
+  (`TrainingState`; ``training`` is absent when it was not described).
 
 ``format`` names the layout; `load` refuses a file without it or with
 another one (a newer writer, or a file that is not a description), saying
@@ -43,11 +55,21 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from compat_clone.convert._format import FORMAT, Description, LayerOutput, LayerOutputs, ProbeSet, WeightRecord
+from compat_clone.convert._format import (
+    FORMAT,
+    Description,
+    LayerOutput,
+    LayerOutputs,
+    ProbeSet,
+    SlotRecord,
+    TrainingState,
+    TrainingStep,
+    WeightRecord,
+)
 from compat_clone.errors import DescriptionFileError, InvalidArgumentError
 
 __all__ = ["save", "load"]
@@ -119,6 +141,8 @@ def save(description: Description, path: PathLike) -> str:
         "probes": probes,
         "layer_outputs": _layer_outputs_entry(description.layer_outputs, arrays),
     }
+    if description.training is not None:
+        document["training"] = _training_entry(description.training, arrays)
     arrays[_JSON_ENTRY] = np.array(json.dumps(document))
     temporary = f"{target}.{os.getpid()}.partial.npz"
     try:
@@ -197,6 +221,7 @@ def load(path: PathLike) -> Description:
                 notes=document["notes"],
                 format=found,
                 layer_outputs=_read_layer_outputs(document, archive),
+                training=_read_training(document.get("training"), archive),
             )
         except KeyError as exc:
             raise DescriptionFileError(
@@ -225,3 +250,61 @@ def _read_layer_outputs(document: Dict[str, Any], archive: Any) -> LayerOutputs:
         for r in entry["records"]
     ]
     return LayerOutputs(records, str(entry.get("note", "")))
+
+
+def _training_entry(state: TrainingState, arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """The ``training`` entry of the JSON, its arrays added to `arrays` (``s/<n>``, ``t/...``)."""
+    slots = []
+    for n, slot in enumerate(state.slots):
+        arrays[f"s/{n}"] = np.asarray(slot.value)
+        slots.append({"layer": slot.layer, "index": slot.index, "role": slot.role, "array": f"s/{n}"})
+    step: Optional[Dict[str, Any]] = None
+    if state.step is not None:
+        step = {"inputs": [], "targets": [], "loss": state.step.loss, "weights": []}
+        for side, values in (("in", state.step.inputs), ("y", state.step.targets)):
+            for k, value in enumerate(values):
+                arrays[f"t/{side}/{k}"] = np.asarray(value)
+                step["inputs" if side == "in" else "targets"].append(f"t/{side}/{k}")
+        for n, record in enumerate(state.step.weights):
+            arrays[f"t/w/{n}"] = np.asarray(record.value)
+            step["weights"].append({"layer": record.layer, "index": record.index, "name": record.name, "array": f"t/w/{n}"})
+    return {
+        "loss": state.loss,
+        "metrics": state.metrics,
+        "weighted_metrics": state.weighted_metrics,
+        "loss_weights": state.loss_weights,
+        "optimizer": state.optimizer,
+        "iterations": state.iterations,
+        "scalars": state.scalars,
+        "uncarried": state.uncarried,
+        "step_note": state.step_note,
+        "slots": slots,
+        "step": step,
+    }
+
+
+def _read_training(entry: Any, archive: Any) -> Optional[TrainingState]:
+    """The `TrainingState` of a loaded description (None: not described)."""
+    if entry is None:
+        return None
+    step = entry.get("step")
+    return TrainingState(
+        loss=entry["loss"],
+        metrics=entry.get("metrics"),
+        weighted_metrics=entry.get("weighted_metrics"),
+        loss_weights=entry.get("loss_weights"),
+        optimizer=entry["optimizer"],
+        iterations=int(entry["iterations"]),
+        slots=[SlotRecord(s["layer"], int(s["index"]), s["role"], archive[s["array"]]) for s in entry["slots"]],
+        scalars={str(k): float(v) for k, v in entry.get("scalars", {}).items()},
+        uncarried=list(entry.get("uncarried", [])),
+        step=None
+        if step is None
+        else TrainingStep(
+            inputs=[archive[k] for k in step["inputs"]],
+            targets=[archive[k] for k in step["targets"]],
+            loss=float(step["loss"]),
+            weights=[WeightRecord(w["layer"], int(w["index"]), w["name"], archive[w["array"]]) for w in step["weights"]],
+        ),
+        step_note=str(entry.get("step_note", "")),
+    )

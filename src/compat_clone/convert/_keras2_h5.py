@@ -32,13 +32,16 @@ def needs_own_reader() -> bool:
     return int(h5py.__version__.split(".")[0]) >= 3
 
 
-def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> Any:
-    """Loads the model saved at `path` by standalone Keras 2 `model.save()`, uncompiled.
+def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]], compile: bool = False) -> Any:
+    """Loads the model saved at `path` by standalone Keras 2 `model.save()`, uncompiled unless `compile`.
 
     Args:
         keras: the standalone `keras` module.
         path: the `.h5` file.
         custom_objects: names -> classes / functions, as `load_model` takes them.
+        compile: compile it as the file's ``training_config`` says and set the
+            optimizer's state from its ``optimizer_weights``, as Keras 2's own
+            `load_model` does (a file saved uncompiled loads uncompiled).
 
     Returns:
         The model, its weights set.
@@ -58,7 +61,40 @@ def load(keras: Any, path: str, custom_objects: Optional[Mapping[str, Any]]) -> 
         config = json.loads(_text(f.attrs["model_config"]))
         model = saving.model_from_config(config, custom_objects=dict(custom_objects or {}))
         _set_weights(keras, model, f.get("model_weights", f), path)
+        if compile and "training_config" in f.attrs:
+            _compile(keras, model, f, json.loads(_text(f.attrs["training_config"])), dict(custom_objects or {}))
     return model
+
+
+def _compile(keras: Any, model: Any, f: Any, config: Any, custom_objects: Any) -> None:
+    """`keras.engine.saving._deserialize_model`'s compile, reading the HDF5 attributes as text; a state that does
+    not fit the optimizer raises (Keras 2 only warns, and trains from a fresh state)."""
+    import numpy as np
+    from keras import losses, optimizers
+
+    def named(value: Any) -> Any:
+        if isinstance(value, list):
+            return [named(v) for v in value]
+        if isinstance(value, dict):
+            return {k: named(v) for k, v in value.items()}
+        return custom_objects.get(value, value) if isinstance(value, str) else value
+
+    loss = config["loss"]
+    if isinstance(loss, dict) and "class_name" in loss:
+        loss = losses.get(loss)
+    model.compile(
+        optimizer=optimizers.deserialize(config["optimizer_config"], custom_objects=custom_objects),
+        loss=named(loss),
+        metrics=named(config.get("metrics")),
+        weighted_metrics=named(config.get("weighted_metrics")),
+        loss_weights=config.get("loss_weights"),
+        sample_weight_mode=config.get("sample_weight_mode"),
+    )
+    if "optimizer_weights" in f:
+        model._make_train_function()
+        group = f["optimizer_weights"]
+        values = [np.asarray(group[_text(n)]) for n in group.attrs["weight_names"]]
+        model.optimizer.set_weights(values)
 
 
 def load_weights(keras: Any, model: Any, path: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping
 
-__all__ = ["keras3_names", "top_names", "valid_name"]
+__all__ = ["keras3_names", "keras3_paths", "top_names", "valid_name"]
 
 
 def valid_name(name: str) -> str:
@@ -40,3 +40,26 @@ def top_names(architecture: Mapping[str, object]) -> Dict[str, str]:
     if not isinstance(layers, list):
         return {}
     return keras3_names([str(e.get("name", e.get("config", {}).get("name", ""))) for e in layers if isinstance(e, dict)])
+
+
+def keras3_paths(architecture: Mapping[str, object]) -> Dict[str, str]:
+    """The Keras 3 path of each layer of a description (source path -> the path `walk` gives in the rebuilt model).
+
+    Names are made valid level by level as the rebuild makes them (`keras3_names`), nested models entered.
+    """
+    found: Dict[str, str] = {}
+
+    def visit(config: object, prefix: str, new_prefix: str) -> None:
+        layers = config.get("layers") if isinstance(config, dict) else config
+        if not isinstance(layers, list):
+            return
+        entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
+        names = keras3_names([str(e["config"].get("name", "")) for e in entries])
+        for e in entries:
+            name = str(e["config"].get("name", ""))
+            found[prefix + name] = new_prefix + names[name]
+            if isinstance(e["config"].get("layers"), list):
+                visit(e["config"], prefix + name + "/", new_prefix + names[name] + "/")
+
+    visit(architecture.get("config"), "", "")
+    return found

@@ -97,6 +97,9 @@ class Proof:
         layer_comparison: on a failed proof, what that comparison found, one
             sentence (the layer and its largest difference, or why no layer
             is named); "" when the proof passed.
+        training: with a training state carried, the line of its training
+            step's comparison (``training step: ...: OK``, or why none was
+            compared); "" otherwise.
     """
 
     outputs: Tuple[OutputDiff, ...]
@@ -108,6 +111,7 @@ class Proof:
     shapes: Tuple[Tuple[int, ...], ...] = ()
     first_differing_layer: str = ""
     layer_comparison: str = ""
+    training: str = ""
 
     @property
     def ok(self) -> bool:
@@ -137,6 +141,7 @@ class Proof:
             "shapes": [list(shape) for shape in self.shapes],
             "first_differing_layer": self.first_differing_layer,
             "layer_comparison": self.layer_comparison,
+            "training": self.training,
             "outputs": [dict({f.name: getattr(o, f.name) for f in dataclasses.fields(o)}, text=str(o)) for o in self.outputs],
         }
 
@@ -162,6 +167,7 @@ class Proof:
                 shapes=tuple(tuple(int(d) for d in shape) for shape in data.get("shapes", ())),
                 first_differing_layer=str(data.get("first_differing_layer", "")),
                 layer_comparison=str(data.get("layer_comparison", "")),
+                training=str(data.get("training", "")),
             )
         except (KeyError, TypeError) as exc:
             raise InvalidArgumentError(

@@ -34,6 +34,7 @@ def rebuild(
     *,
     custom_objects: Optional[Mapping[str, Any]] = None,
     changes: Optional[List[str]] = None,
+    compile: bool = False,
 ) -> Any:
     """Builds the Keras 3 model a `Description` describes, weights included.
 
@@ -45,6 +46,9 @@ def rebuild(
             a `Lambda` -> its Keras 3 function.
         changes: when given, what the conversion changed on purpose is
             appended to it, one line each.
+        compile: compile it with the description's training state (loss,
+            metrics, optimizer), the optimizer's slots and iteration count
+            set (`describe(..., compile=True)` recorded them).
 
     Returns:
         A Keras 3 Functional or Sequential model, on the active backend.
@@ -55,6 +59,8 @@ def rebuild(
             from `custom_objects`, or an argument Keras 3 does not take.
         WeightsMismatchError: a layer's weights do not fit its Keras 3
             counterpart.
+        CompileError: with `compile`, part of the training state has no
+            Keras 3 counterpart (each part named), or none was described.
 
     Example:
 
@@ -76,6 +82,10 @@ def rebuild(
     if line:
         builder.changes.append(line)
     write_weights(model, description, builder.origin)
+    if compile:
+        from compat_clone.convert._recompile import recompile
+
+        builder.changes.extend(recompile(model, description, custom_objects))
     return model
 
 

@@ -48,9 +48,14 @@ def keras_for(family: str) -> Any:
 
 
 def read_model(
-    keras: Any, family: str, path: str, custom_objects: Optional[Mapping[str, Any]] = None, safe_mode: bool = True
+    keras: Any,
+    family: str,
+    path: str,
+    custom_objects: Optional[Mapping[str, Any]] = None,
+    safe_mode: bool = True,
+    compile: bool = False,
 ) -> Any:
-    """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled.
+    """Loads the saved Keras 2 model at `path` with `keras` (of `family`), uncompiled unless `compile`.
 
     Standalone Keras 2 files go through `_keras2_h5` where h5py is 3.x
     (keras-team/keras #14265); the rest through Keras' own `load_model`.
@@ -64,6 +69,8 @@ def read_model(
         safe_mode: False lets a `.keras` file of tf.keras 2.13+ run the
             stored Python bytecode of its `Lambda` layers (Keras refuses it
             by default); only for files the user trusts.
+        compile: load it compiled, with its optimizer's state, as its Keras
+            does (`load_model(compile=True)`).
 
     Returns:
         The model.
@@ -75,12 +82,12 @@ def read_model(
     objects = dict(custom_objects or {})
     try:
         if entry(family).graph_mode and os.path.isfile(path) and needs_own_reader():
-            return load_h5_keras2(keras, path, objects)
+            return load_h5_keras2(keras, path, objects, compile=compile)
         kwargs: Any = {}
         if not safe_mode and "safe_mode" in inspect.signature(keras.models.load_model).parameters:
             kwargs["safe_mode"] = False
         try:
-            return keras.models.load_model(path, custom_objects=objects or None, compile=False, **kwargs)
+            return keras.models.load_model(path, custom_objects=objects or None, compile=compile, **kwargs)
         except (TypeError, ValueError) as e:
             if "__numpy__" not in str(e) or not zipfile.is_zipfile(path):
                 raise
@@ -90,7 +97,7 @@ def read_model(
             # holds the plain numbers, as later versions read the same file.
             with tempfile.TemporaryDirectory(prefix="compat-clone-keras-v3-") as tmp:
                 plain = _plain_numbers_copy(path, os.path.join(tmp, os.path.basename(path)))
-                return keras.models.load_model(plain, custom_objects=objects or None, compile=False, **kwargs)
+                return keras.models.load_model(plain, custom_objects=objects or None, compile=compile, **kwargs)
     except CompatCloneError:
         raise
     except Exception as e:  # Keras' own refusal (unknown layer, bad file): said with the fix

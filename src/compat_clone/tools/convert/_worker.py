@@ -1,9 +1,9 @@
 """One half of `compat-clone convert`, run inside an environment's own interpreter.
 
     python -m compat_clone.tools.convert._worker describe --family F --model PATH --out DESC.npz
-        [--inputs X.npz] [--custom-objects module:name ...] [--weights W.h5] [--build module:function]
+        [--inputs X.npz] [--custom-objects module:name ...] [--weights W.h5] [--build module:function] [--compile]
     python -m compat_clone.tools.convert._worker rebuild --description DESC.npz --out MODEL.keras
-        --rtol R --atol A [--custom-objects module:name ...]
+        --rtol R --atol A [--custom-objects module:name ...] [--compile carry|drop]
     python -m compat_clone.tools.convert._worker place --weights W.h5 --build module:function --out MODEL.keras
 
 Each step is one call of the conversion library, which owns the model and
@@ -19,7 +19,8 @@ refusal exits 1 with the message on stderr, 2 where the way out is an option
 of the command line (probe inputs the source cannot compute: ``--inputs``; a
 custom layer or function it was not given: ``--custom-objects``, said so;
 an architecture, a ``--model`` function or a weights file that gives no model:
-`SourceModelError`), a failed proof exits 3.
+`SourceModelError`; a training state that cannot be carried: `CompileError`,
+whose way out is ``--no-compile-state``), a failed proof exits 3.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from compat_clone.errors import (
     CompatCloneError,
+    CompileError,
     InvalidArgumentError,
     MissingCustomObjectError,
     ProbeInputError,
@@ -89,6 +91,7 @@ def _describe_step(args: argparse.Namespace) -> Dict[str, Any]:
         weights=args.weights,
         build=build,
         build_label=f"--model {args.build}" if args.build else "",
+        compile=args.compile,
     )
 
 
@@ -97,7 +100,12 @@ def _rebuild_step(args: argparse.Namespace) -> Dict[str, Any]:
     from compat_clone.convert import rebuild_file
 
     return rebuild_file(
-        args.description, args.out, rtol=args.rtol, atol=args.atol, custom_objects=resolve_custom_objects(args.custom_objects)
+        args.description,
+        args.out,
+        rtol=args.rtol,
+        atol=args.atol,
+        custom_objects=resolve_custom_objects(args.custom_objects),
+        compile=args.compile,
     )
 
 
@@ -141,12 +149,14 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--build")
     d.add_argument("--custom-objects", nargs="*", default=[])
     d.add_argument("--with", dest="with_", nargs="*", default=[])
+    d.add_argument("--compile", action="store_true")
     r = sub.add_parser("rebuild")
     r.add_argument("--description", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--rtol", type=float, required=True)
     r.add_argument("--atol", type=float, required=True)
     r.add_argument("--custom-objects", nargs="*", default=[])
+    r.add_argument("--compile", choices=("carry", "drop"), default="")
     p = sub.add_parser("place")
     p.add_argument("--weights", required=True)
     p.add_argument("--build", required=True)
@@ -162,6 +172,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except MissingCustomObjectError as e:
         print(
             f"{type(e).__name__}: {_cli_terms(e, getattr(args, 'custom_objects', []), getattr(args, 'with_', []))}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except CompileError as e:
+        print(
+            f"{type(e).__name__}: {str(e).replace(' Convert without it (compile=False), or pass what it names.', '')} "
+            "On the command line: --no-compile-state writes the file without its training state (said), or pass a "
+            "loss or metric of your own with --custom-objects.",
             file=sys.stderr,
         )
         return EXIT_USAGE

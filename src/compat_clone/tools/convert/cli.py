@@ -141,6 +141,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read OLD with safe_mode=False: a .keras file of tf.keras 2.13+ holding Lambda layers runs their "
         "stored Python code only so (Keras refuses it by default); only for files you trust",
     )
+    add(
+        "--compile",
+        action="store_true",
+        help="carry the training state: loss, metrics, optimizer and its slots and iteration count; proven by one "
+        "training step on the same batch (refused, exit 2, where part of it cannot be carried)",
+    )
+    add("--no-compile-state", action="store_true", help="with --compile: write the file without the state it cannot carry")
     add("--rtol", type=float, default=1e-5, help="relative tolerance of the proof (default: 1e-5)")
     add("--atol", type=float, default=1e-6, help="absolute tolerance of the proof (default: 1e-6)")
     add(
@@ -197,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         if args.no_safe_mode:
             cmd += ["--no-safe-mode"]
         cmd += ["--with", *with_names] if with_names else []
+        cmd += ["--compile"] if args.compile else []
         rc, described = _worker(source, cmd + _co_args(co))
         if rc == _WORKER_USAGE and args.model:  # no Keras 2 model of that code: it may be Keras 3 code
             return _place(args, source, target, output, os.path.join(tmp, "placed.keras"))
@@ -214,10 +222,16 @@ def run(args: argparse.Namespace) -> int:
             )
         elif described.get("weights") == "loaded":
             print(f"loaded the weights {args.weights or args.source} into it (built by {args.model or args.source})")
+        state = described.get("training")
+        if state and state["optimizer"]:
+            print(
+                f"training state: {state['optimizer']} at iteration {state['iterations']}, {state['slots']} slots, loss {state['loss']!r}"
+            )
         rc, rebuilt = _worker(
             target,
             ["rebuild", "--description", desc_path, "--out", model_path, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
-            + _co_args(co),
+            + _co_args(co)
+            + (["--compile", "drop" if args.no_compile_state else "carry"] if args.compile else []),
         )
         if rebuilt is None and with_names and co:
             print(
@@ -250,6 +264,8 @@ def run(args: argparse.Namespace) -> int:
             )
             return EXIT_USAGE
     print(f"wrote {args.output} (Keras {rebuilt['keras']}, rebuilt on {rebuilt['backend']} in {target.label})")
+    if rebuilt.get("dropped"):
+        print(f"note: {args.output} holds no training state (--no-compile-state): {'; '.join(rebuilt['dropped'])}")
     registered = rebuilt.get("formulas") or []
     formulas = [name for name in registered if ">keras2_" in name]
     layers = [name for name in registered if name not in formulas]
@@ -409,6 +425,8 @@ def _checked_output(args: argparse.Namespace) -> Path:
     for label, value in (("--rtol", args.rtol), ("--atol", args.atol)):
         if not value >= 0:
             raise InvalidArgumentError(f"Expected {label} to be a number >= 0. Received: {value!r}.")
+    if args.no_compile_state and not args.compile:
+        raise InvalidArgumentError("--no-compile-state goes with --compile (without --compile no training state is carried).")
     if args.inputs and not os.path.isfile(args.inputs):
         raise InvalidArgumentError(f"--inputs {args.inputs!r}: no such file. Expected an .npz written by np.savez.")
     return output
@@ -551,6 +569,8 @@ def _print_proof(proof: Optional[Dict[str, Any]]) -> None:
     for o in proof["outputs"]:
         print(f"  {o['text']}")
     print(proof["line"])
+    if proof.get("training"):
+        print(proof["training"])
 
 
 def _publish(built: str, output: Path) -> None:
