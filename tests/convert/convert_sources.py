@@ -133,7 +133,7 @@ def tf_lambda_sequential(keras: Any) -> Any:
 
 
 def tf_cumsum_model(keras: Any) -> Any:
-    """A Lambda calling a TensorFlow function with no `keras.ops` form in the conversion's table: refused by name."""
+    """A Lambda calling a TensorFlow function with no `keras.ops` form in the conversion's table: kept on TensorFlow."""
     _import_tensorflow()
     inputs = keras.layers.Input((4,))
     summed = keras.layers.Lambda(lambda t: tf.math.cumsum(t, axis=1), name="running")(inputs)

@@ -84,11 +84,11 @@ def _target_args() -> List[str]:
 _SOURCE_FILE = {"h5": "model.h5", "keras": "model.keras", "savedmodel": "model_savedmodel"}
 
 
-def _assert_predicts_and_trains(path: Path, probes: Path, custom: Any = None) -> None:
+def _assert_predicts_and_trains(path: Path, probes: Path, custom: Any = None, safe_mode: bool = True) -> None:
     import keras
     import numpy as np
 
-    model = keras.models.load_model(path, custom_objects=custom, compile=False)
+    model = keras.models.load_model(path, custom_objects=custom, compile=False, safe_mode=safe_mode)
     data = np.load(probes)
     got = np.asarray(model.predict(data["x"], verbose=0))
     np.testing.assert_allclose(got, data["y"], rtol=1e-5, atol=1e-6)
@@ -274,7 +274,40 @@ def test_lambda_bodies_calling_tensorflow_run_on_keras_ops(
     assert rc != 0 and "calls TensorFlow functions the conversion has no `keras.ops` form for: `tf.math.cumsum`" in stderr, (
         stdout + stderr
     )
+    assert "runs on Keras 3's TensorFlow backend only; this is torch. Convert with --backend tensorflow" in stderr, stderr
     assert not out.exists()
+
+
+@cross_env
+@only_in("keras-3.15-tf")
+def test_lambda_body_without_keras_ops_forms_is_kept_on_tensorflow(
+    sources: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`Lambda(lambda t: tf.math.cumsum(t, axis=1))` of tf.keras 2.15, whose function has no `keras.ops` form in the
+    table, is kept as written in a `compat_clone>TensorFlowLambda` layer on the TensorFlow backend: said, proven in
+    memory and read back from its file, which loads only outside safe mode, with compat_clone's custom objects, in the
+    Python that wrote the bytecode (tf.keras 2.15's 3.11: keras-3.0-tf rebuilds it; on jax / torch it is refused)."""
+    import keras
+
+    import compat_clone.convert
+
+    out = tmp_path / "tfcumsum.keras"
+    folder = sources("tf.keras-2.15")
+    where = ["--matrix-dir", str(sibling("keras-3.0-tf").parent), "--no-build"]
+    rc, stdout, stderr = convert([str(folder / "tfcumsum.h5"), "-o", str(out), "--to", "keras-3.0-tf", *where], capsys)
+    assert rc == 0, stdout + stderr
+    assert "running: the Lambda calls TensorFlow functions `keras.ops` has no form for (tf.math.cumsum)" in stdout, stdout
+    assert "compat_clone>TensorFlowLambda" in stdout and ": OK" in stdout, stdout
+    assert "holds Lambda layers (running)" in stdout and "safe_mode=False" in stdout, stdout
+    custom = compat_clone.convert.custom_objects()
+    with pytest.raises(ValueError, match="outside safe mode"):
+        keras.models.load_model(out, custom_objects=custom, compile=False)
+    here = "{}.{}".format(*sys.version_info[:2])
+    if here != "3.11":  # this host's Python cannot run 3.11 bytecode: said so
+        with pytest.raises(ValueError, match=r"holds Python 3\.11 bytecode; this is Python"):
+            keras.models.load_model(out, custom_objects=custom, compile=False, safe_mode=False)
+    else:
+        _assert_predicts_and_trains(out, folder / "tfcumsum.npz", custom=custom, safe_mode=False)
 
 
 # --------------------------------------------------------------------------- refusals (no framework needed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from compat_clone.convert._functions import FORMULAS, PACKAGE, keras2_function
+from compat_clone.convert._tf_lambda import TF_LAMBDA_NAME, tf_lambda_class
 from compat_clone.convert._tf_ops import LAYER_NAME, op_layer_class
 
 __all__ = ["custom_objects"]
@@ -21,8 +22,9 @@ def custom_objects() -> Dict[str, Any]:
 
     Returns:
         ``{"compat_clone>keras2_hard_sigmoid": fn, "keras2_hard_sigmoid": fn,
-        "compat_clone>TensorFlowOp": cls, ...}`` (the Keras 2 formulas, and
-        the layer computing TensorFlow functions a Keras 2 graph called)
+        "compat_clone>TensorFlowOp": cls, ...}`` (the Keras 2 formulas, the
+        layer computing TensorFlow functions a Keras 2 graph called, and the
+        one keeping a `Lambda` body that calls TensorFlow on that backend)
         for ``keras.models.load_model(path, custom_objects=...)``; after the
         call, a plain ``load_model(path)`` in this process works too.
 
@@ -39,4 +41,5 @@ def custom_objects() -> Dict[str, Any]:
         found[f"{PACKAGE}>keras2_{name}"] = fn
         found[f"keras2_{name}"] = fn
     found[f"{PACKAGE}>{LAYER_NAME}"] = found[LAYER_NAME] = op_layer_class()
+    found[f"{PACKAGE}>{TF_LAMBDA_NAME}"] = found[TF_LAMBDA_NAME] = tf_lambda_class()
     return found

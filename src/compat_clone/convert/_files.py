@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from compat_clone._walk import walk
+from compat_clone.convert._tf_lambda import TF_LAMBDA_NAME
 from compat_clone.errors import CompileError, ConversionMismatchError, InvalidArgumentError
 
 __all__ = ["describe_file", "rebuild_file"]
@@ -180,7 +181,9 @@ def rebuild_file(
     carry, dropped = _compile_plan(description, compile, custom_objects)
     changes: List[str] = []
     model = rebuild(description, custom_objects=custom_objects or None, changes=changes, compile=carry)
-    lambdas = [layer.name for _, layer in walk(model, models=True, wrapped=True) if type(layer).__name__ == "Lambda"]
+    lambdas = [
+        layer.name for _, layer in walk(model, models=True, wrapped=True) if type(layer).__name__ in ("Lambda", TF_LAMBDA_NAME)
+    ]
     # compat_clone objects the file names (Keras 2 formulas, the TensorFlowOp layer):
     # Keras 3 loads it only with compat_clone.convert.custom_objects().
     formulas = sorted(set(re.findall(r'"(compat_clone>[A-Za-z0-9_]+)"', model.to_json())))

@@ -6,8 +6,10 @@ Python with the module globals and constants `describe` noted. A function
 that calls TensorFlow through a module it imported, where every function it
 reads has a `keras.ops` form (`_tf_ops.OPS`), is computed inline on those forms
 (`InlineLambda`: no Lambda kept, nothing of Python's bytecode saved); one
-that reads another framework function, or a global the description cannot
-carry, is refused with the way out.
+whose TensorFlow functions are not all there is kept as written on the
+TensorFlow backend (`_tf_lambda`: refused for jax and torch); one that reads
+another framework function, or a global the description cannot carry, is
+refused with the way out.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import types
 from typing import Any, Dict, List, Optional
 
 from compat_clone.convert._builder_protocol import LambdaBuilder
+from compat_clone.convert._functions import PACKAGE
 from compat_clone.convert._layer_map import map_config
+from compat_clone.convert._tf_lambda import TF_LAMBDA_NAME, lambda_backend_error, tf_lambda_class
 from compat_clone.convert._tf_ops import OPS
 from compat_clone.errors import UnconvertibleLayerError
 
@@ -41,7 +45,10 @@ def lambda_layer(builder: LambdaBuilder, config: Dict[str, Any], path: str, new_
         return replacement
     notes = builder.description.notes_for(path)
     framework = [n for n in notes if n["kind"] == "lambda_framework"]
-    stand_ins = _tensorflow_stand_ins(builder, notes, framework, path, name)
+    try:
+        stand_ins = _tensorflow_stand_ins(builder, notes, framework, path, name)
+    except _KeepOnTensorFlow as keep:
+        return _on_tensorflow(builder, config, path, new_name, framework, keep.missing)
     if stand_ins is not None:
         return InlineLambda(builder, config, path, stand_ins)
     if framework:
@@ -92,6 +99,51 @@ class InlineLambda:
         return self.function(inputs, **passed, **self.arguments)
 
 
+class _KeepOnTensorFlow(Exception):
+    """A `Lambda` body reads TensorFlow functions with no `keras.ops` form (`missing`): kept as a TensorFlow layer."""
+
+    def __init__(self, missing: List[str]) -> None:
+        super().__init__(", ".join(missing))
+        self.missing = missing
+
+
+def _on_tensorflow(
+    builder: LambdaBuilder, config: Dict[str, Any], path: str, new_name: str, framework: List[Dict[str, Any]], missing: List[str]
+) -> Any:
+    """The `Lambda` at `path` as a `compat_clone>TensorFlowLambda` layer: its body as written, on TensorFlow only.
+
+    Raises:
+        UnconvertibleLayerError: the target's backend is not TensorFlow, or the bytecode is another Python's.
+    """
+    name = config.get("name", path)
+    backend = builder.keras.backend.backend()
+    if backend != "tensorflow":
+        raise UnconvertibleLayerError(lambda_backend_error(path, missing, backend, name))
+    lambda_function(builder, config, "function", path)  # the checks of a kept Lambda: same Python, carried globals
+    value = config["function"]
+    code, defaults, closure = (list(value) + [None, None])[:3]
+    notes = builder.description.notes_for(path)
+    modules = {f["name"]: f["module"] for f in framework}
+    modules.update({n["name"]: n["module"] for n in notes if n["kind"] == "lambda_module" and n["name"] not in modules})
+    constants = {n["name"]: n["value"] for n in notes if n["kind"] == "lambda_constant"}
+    builder.changes.append(
+        f"{path}: the Lambda calls TensorFlow functions `keras.ops` has no form for ({', '.join(missing)}): kept as "
+        f"written in a `{PACKAGE}>{TF_LAMBDA_NAME}` layer, which runs on the TensorFlow backend only (load the file "
+        "with safe_mode=False and custom_objects=compat_clone.convert.custom_objects())"
+    )
+    layer_class = tf_lambda_class()
+    return layer_class(
+        code=code,
+        python=builder.description.source.get("python"),
+        modules=modules,
+        constants=constants,
+        defaults=defaults,
+        closure=closure,
+        arguments=dict(config.get("arguments") or {}),
+        name=new_name,
+    )
+
+
 def _tensorflow_stand_ins(
     builder: LambdaBuilder, notes: List[Dict[str, Any]], framework: List[Dict[str, Any]], path: str, name: str
 ) -> Optional[Dict[str, Any]]:
@@ -99,18 +151,14 @@ def _tensorflow_stand_ins(
     stand-in whose functions compute `keras.ops`' forms; None where another framework name is read (refused).
 
     Raises:
-        UnconvertibleLayerError: a TensorFlow function the body reads has no `keras.ops` form in `_tf_ops.OPS`.
+        _KeepOnTensorFlow: a TensorFlow function the body reads has no `keras.ops` form in `_tf_ops.OPS`.
     """
     calls = [n for n in notes if n["kind"] == "lambda_tf_call"]
     if not framework or any(f["name"] not in {c["name"] for c in calls} for f in framework):
         return None
     missing = sorted({f"{c['name']}.{c['chain']}" if c["chain"] else c["name"] for c in calls if not c["api"]})
     if missing:
-        raise UnconvertibleLayerError(
-            f"Lambda layer {path!r} calls TensorFlow functions the conversion has no `keras.ops` form for: "
-            f"{', '.join('`' + m + '`' for m in missing)} (it computes {len(OPS)}: {', '.join(sorted(OPS)[:8])}, ...). "
-            f"Rewrite the function with `keras.ops` and pass it as `custom_objects={{{name!r}: new_function}}`."
-        )
+        raise _KeepOnTensorFlow(missing)
     stand_ins: Dict[str, Any] = {}
     used: List[str] = []
     for call in calls:
