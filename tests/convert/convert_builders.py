@@ -102,6 +102,25 @@ def build_subclassed() -> Any:
     return model
 
 
+def build_subclassed_either() -> Any:
+    """`build_subclassed`'s model with whichever Keras `import keras` gives: Keras 2 where the weights were written,
+    Keras 3 in the target (code that runs under both, as users' `import keras` code often does)."""
+    import keras
+
+    return _subclassed(keras)
+
+
+def build_subclassed_drifted() -> Any:
+    """`build_subclassed_either`, whose Keras 3 model computes another head (linear, not softmax): the same
+    variables, other outputs."""
+    import keras
+
+    model = _subclassed(keras)
+    if keras.__version__.startswith("3."):
+        model.head.activation = keras.activations.linear
+    return model
+
+
 def _keras3() -> Any:
     import keras
 

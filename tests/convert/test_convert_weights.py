@@ -66,6 +66,27 @@ def test_architecture_and_weights_files_convert_with_proof(env: str, tmp_path: P
         assert f"loaded the weights {weights} into it (built by {builder})" in stdout and ": OK" in stdout, stdout
         _assert_predicts_and_trains(out, folder / f"{name}.npz")
 
+    # A subclassed model's Keras 2 code: no graph to describe; its outputs recorded where the weights load natively,
+    # the same code run as Keras 3 code in the target, the weights placed by structure and proven on those outputs.
+    out = tmp_path / "built_subclassed.keras"
+    builder, weights = f"{BUILDERS}:build_subclassed_either", folder / "subclassed_weights.h5"
+    rc, stdout, stderr = run_convert([str(weights), "--model", builder, "-o", str(out), *where], capsys)
+    assert rc == 0, stdout + stderr
+    assert "builds a subclassed model (no layer graph to describe): its outputs on 4 probe samples recorded" in stdout, stdout
+    assert "proof: 1 output(s) on 4 probe samples recorded by the source" in stdout and ": OK" in stdout, stdout
+    assert "not proven on outputs" not in stdout and len([ln for ln in stdout.splitlines() if "placed: " in ln]) == 8, stdout
+    from tests.convert.convert_builders import build_subclassed_keras3
+
+    _assert_predicts_and_trains(out, folder / "subclassed.npz", custom={"Net": type(build_subclassed_keras3())})
+    out = tmp_path / "drifted.keras"  # code that builds another model under Keras 3: the proof fails, nothing written
+    rc, stdout, stderr = run_convert(
+        [str(weights), "--model", f"{BUILDERS}:build_subclassed_drifted", "-o", str(out), *where], capsys
+    )
+    assert rc == 1 and "DIFFERS" in stdout and "does not give the outputs the source gave: nothing written" in stderr, (
+        stdout + stderr
+    )
+    assert not out.exists()
+
     out = tmp_path / "fresh.keras"  # the architecture alone: fresh weights, said so
     rc, stdout, stderr = run_convert([str(folder / "plain.json"), "-o", str(out), *where], capsys)
     assert rc == 0 and "holds no weights: the result has fresh weights" in stdout, stdout + stderr

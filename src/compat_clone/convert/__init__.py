@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from compat_clone.convert._io import load, save
     from compat_clone.convert._proof import OutputDiff, Proof, verify
     from compat_clone.convert._rebuild import rebuild
+    from compat_clone.convert._reference import check_reference, record_reference
     from compat_clone.convert._weights_map import Placed, map_weights
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "verify",
     "map_weights",
     "Placed",
+    "record_reference",
+    "check_reference",
 ]
 
 _TARGETS = tuple(name for name, found in FAMILIES.items() if found.conversion_target)
@@ -81,6 +84,8 @@ _LAZY = {
     "rebuild": "_rebuild",
     "map_weights": "_weights_map",
     "Placed": "_weights_map",
+    "record_reference": "_reference",
+    "check_reference": "_reference",
 }
 
 

@@ -23,7 +23,7 @@ from compat_clone.convert._probes import output_masks, predict, random_probe, us
 from compat_clone.errors import InvalidArgumentError, UnsupportedModelError
 from compat_clone.families.registry import OWNER_PACKAGES, FamilyInfo, entry, family_of
 
-__all__ = ["describe"]
+__all__ = ["describe", "has_graph"]
 
 
 def describe(
@@ -125,7 +125,7 @@ def describe(
 
 
 def _architecture(model: Any) -> Dict[str, Any]:
-    if not _has_graph(model):
+    if not has_graph(model):
         raise UnsupportedModelError(
             f"Cannot describe the subclassed model {model.name!r} of type "
             f"{type(model).__name__}: it has no layer graph to convert. Build it "
@@ -159,7 +159,7 @@ def _named_sequentials(entry: Dict[str, Any], name: Optional[str]) -> Dict[str, 
     return entry
 
 
-def _has_graph(model: Any) -> bool:
+def has_graph(model: Any) -> bool:
     """Whether a model (`_walk.is_model`) has a layer graph to describe: not a subclassed one."""
     flag = getattr(model, "_is_graph_network", None)
     if flag is None:  # standalone Keras 2.0-2.1.2: every Model (a Container) is a graph of layers

@@ -63,7 +63,10 @@ def describe_file(
         ``{"family", "version", "backend", "layers", "weights"}`` of the model
         read; ``weights`` is ``"file"`` (the saved model's own),
         ``"loaded"`` (a weights file loaded into it) or ``"fresh"`` (an
-        architecture with no weights: the initializers' values); with
+        architecture with no weights: the initializers' values); where
+        `build` gives a subclassed model, which has no graph to describe,
+        ``"reference"``: `out` is then a reference file of its outputs on
+        probe inputs (`_reference.record_reference`), not a description; with
         `compile`, ``"training"``: ``{"optimizer", "iterations", "slots",
         "loss", "uncarried", "step_note"}``.
 
@@ -73,8 +76,9 @@ def describe_file(
         SourceModelError: an architecture that is not one, a `build` that
             gives no model of this Keras, weights that do not fit.
     """
-    from compat_clone.convert._describe import describe
+    from compat_clone.convert._describe import describe, has_graph
     from compat_clone.convert._io import save
+    from compat_clone.convert._reference import record_reference
     from compat_clone.convert._source import (
         ARCHITECTURE_SUFFIXES,
         build_with,
@@ -93,6 +97,18 @@ def describe_file(
         model = build_with(build, family, build_label)
         load_weights(keras, family, model, model_path)
         kept = "loaded"
+        if not has_graph(model):  # a subclassed model: its outputs recorded, for the same code run as Keras 3
+            info = family_of(model)
+            probe_inputs = read_inputs(inputs, model) if inputs else None
+            recorded = record_reference(model, out, build_label, probe_inputs)
+            return {
+                "family": info.family,
+                "version": info.version,
+                "backend": info.backend,
+                "layers": len(model.layers),
+                "weights": kept,
+                "reference": recorded,
+            }
     elif model_path.lower().endswith(ARCHITECTURE_SUFFIXES):
         model = read_architecture(keras, model_path, custom_objects)
         if weights:

@@ -235,15 +235,18 @@ class Keras3(Family):
         # (`keras3-build-made-layers`): the clone is called instead, as the
         # native recipe does, on symbolic inputs of those shapes (else, where its
         # `call` cannot run symbolically, on zeros of them).
+        # Keras 3.0-3.2 record no build config for a subclass whose `call` cannot run symbolically (a Python `if`
+        # on a tensor's value): its sub-layers, built by its eager calls, each recorded theirs, and are built so.
         if len(new.weights) >= len(source.weights):
             return
         config = source.get_build_config()
-        if not config:
-            return
-        if getattr(type(new).build, "_is_default", False):
-            new.build_from_config(config)
+        if config:
+            if getattr(type(new).build, "_is_default", False):
+                new.build_from_config(config)
+            if len(new.weights) < len(source.weights):
+                _build_by_call(new, config)
         if len(new.weights) < len(source.weights):
-            _build_by_call(new, config)
+            _build_layers_like(source, new)
 
     # -- compile=True ----------------------------------------------------------
 
@@ -400,6 +403,25 @@ def _build_by_call(model: Any, config: Dict[str, Any]) -> None:
         model(_shaped(shapes, lambda s: KerasTensor(s)))
     except Exception:  # a `call` that cannot run on symbolic inputs: on zeros, one sample where the batch is open
         model(_shaped(shapes, lambda s: np.zeros(tuple(1 if d is None else d for d in s), dtype="float32")))
+
+
+def _build_layers_like(source: Any, new: Any) -> None:
+    """The clone's unbuilt sub-layers built from the build configs of the source's, paired in tracking order.
+
+    The pairing stops at the first two of different classes (the verification that follows names the difference);
+    the clone is marked built where the source is and every sub-layer now is.
+    """
+    ours = new._flatten_layers(include_self=False)
+    theirs = source._flatten_layers(include_self=False)
+    for src, dst in zip(theirs, ours):
+        if type(src) is not type(dst):
+            return
+        if src.built and not dst.built:
+            config = src.get_build_config()
+            if config:
+                dst.build_from_config(config)
+    if source.built and all(layer.built for layer in new._flatten_layers(include_self=False)):
+        new.built = True
 
 
 def _shaped(shapes: Any, make: Callable[[Tuple[Any, ...]], Any]) -> Any:

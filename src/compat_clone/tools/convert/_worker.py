@@ -5,6 +5,7 @@
     python -m compat_clone.tools.convert._worker rebuild --description DESC.npz --out MODEL.keras
         --rtol R --atol A [--custom-objects module:name ...] [--compile carry|drop]
     python -m compat_clone.tools.convert._worker place --weights W.h5 --build module:function --out MODEL.keras
+        [--reference REF.npz --rtol R --atol A]
 
 Each step is one call of the conversion library, which owns the model and
 its files: `describe` is `compat_clone.convert.describe_file` (read
@@ -126,9 +127,17 @@ def _place_step(args: argparse.Namespace) -> Dict[str, Any]:
             f"--model {args.build} returned {type(model).__name__!r}, which is not a Keras {keras.__version__} model."
         )
     placed = map_weights(model, args.weights)
+    proof = None
+    if args.reference:  # the same code's model in the source's Keras answered these: proven on them
+        from compat_clone.convert import check_reference
+
+        proof = check_reference(model, args.reference, rtol=args.rtol, atol=args.atol)
+        if not proof["ok"]:
+            return {"ok": False, "proof": proof, "placed": [str(p) for p in placed], "error": "the outputs differ"}
     model.save(args.out)
     return {
         "ok": True,
+        "proof": proof,
         "placed": [str(p) for p in placed],
         "keras": keras.__version__,
         "backend": keras.backend.backend(),
@@ -161,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", required=True)
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--reference")
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-6)
     return parser
 
 

@@ -208,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
         rc, described = _worker(source, cmd + _co_args(co))
         if rc == _WORKER_USAGE and args.model:  # no Keras 2 model of that code: it may be Keras 3 code
             return _place(args, source, target, output, os.path.join(tmp, "placed.keras"))
+        if described is not None and described.get("reference"):  # a subclassed model: no graph to describe
+            return _place(args, source, target, output, os.path.join(tmp, "placed.keras"), described, desc_path)
         if rc == _WORKER_USAGE:  # the way out is an option (--inputs, --custom-objects): said above
             print(f"compat-clone convert: nothing written ({args.source!r} in {source.label}).", file=sys.stderr)
             return EXIT_USAGE
@@ -289,14 +291,47 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _place(args: argparse.Namespace, source: Any, target: Any, output: Path, model_path: str) -> int:
-    """A weights-only file and a ``--model`` function that builds no model of the file's Keras: the function run as
-    Keras 3 code in the target environment, the weights placed into its model by structure (`map_weights`)."""
-    print(
-        f"--model {args.model} gives no model in {source.label} (said above): running it in {target.label} as "
-        "Keras 3 code, the file's weights placed into its model by structure"
-    )
-    rc, placed = _worker(target, ["place", "--weights", args.source, "--build", args.model, "--out", model_path])
+def _place(
+    args: argparse.Namespace,
+    source: Any,
+    target: Any,
+    output: Path,
+    model_path: str,
+    described: Optional[Dict[str, Any]] = None,
+    reference: Optional[str] = None,
+) -> int:
+    """A weights-only file and a ``--model`` function run as Keras 3 code in the target environment, the weights
+    placed into its model by structure (`map_weights`). Either the function builds no model of the file's Keras, or
+    it builds a subclassed one (`described`), whose outputs on probe inputs were recorded in `reference`: the
+    Keras 3 model must give them."""
+    cmd = ["place", "--weights", args.source, "--build", args.model, "--out", model_path]
+    if reference is None:
+        print(
+            f"--model {args.model} gives no model in {source.label} (said above): running it in {target.label} as "
+            "Keras 3 code, the file's weights placed into its model by structure"
+        )
+    else:
+        recorded = (described or {}).get("reference") or {}
+        print(
+            f"read {args.source} in {source.label}: {(described or {}).get('family')} {(described or {}).get('version')}, "
+            f"--model {args.model} builds a subclassed model (no layer graph to describe): its outputs on "
+            f"{recorded.get('samples')} probe samples recorded there; running the same code in {target.label} as "
+            "Keras 3 code, the file's weights placed into its model by structure and proven on those outputs"
+        )
+        cmd += ["--reference", reference, "--rtol", repr(args.rtol), "--atol", repr(args.atol)]
+    rc, placed = _worker(target, cmd)
+    if placed is not None and placed.get("proof"):
+        _print_proof(
+            {"changes": [], "outputs": [{"text": t} for t in placed["proof"]["outputs"]], "line": placed["proof"]["line"]}
+        )
+    if placed is not None and not placed.get("ok"):
+        print(
+            f"compat-clone convert: the Keras 3 model --model {args.model} builds in {target.label}, its weights placed, "
+            f"does not give the outputs the source gave: nothing written. Check that the code builds the same model under "
+            "both Kerases, or loosen --rtol/--atol if the differences are rounding.",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if placed is None:
         print(
             f"compat-clone convert: nothing written: --model {args.model} builds no model the weights of {args.source!r} "
@@ -315,12 +350,13 @@ def _place(args: argparse.Namespace, source: Any, target: Any, output: Path, mod
         f"wrote {args.output} (Keras {placed['keras']}, {len(placed['placed'])} variables placed, on {placed['backend']} "
         f"in {target.label})"
     )
-    print(
-        "note: not proven on outputs: no Keras 2 model was built to compare with. Every variable of the file and of "
-        "the model was placed exactly once, by its layer's place and its role, shapes checked; to prove it, give "
-        "--model a function that builds the model with the Keras that wrote the file, or convert the architecture "
-        "(ARCH.json --weights FILE.h5)"
-    )
+    if reference is None:
+        print(
+            "note: not proven on outputs: no Keras 2 model was built to compare with. Every variable of the file and "
+            "of the model was placed exactly once, by its layer's place and its role, shapes checked; to prove it, "
+            "give --model a function that builds the model with the Keras that wrote the file, or convert the "
+            "architecture (ARCH.json --weights FILE.h5)"
+        )
     return EXIT_OK
 
 
