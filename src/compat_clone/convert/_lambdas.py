@@ -14,12 +14,9 @@ refused with the way out.
 
 from __future__ import annotations
 
-import base64
-import builtins
 import functools
 import importlib
 import inspect
-import marshal
 import sys
 import types
 from typing import Any, Dict, List, Optional
@@ -27,7 +24,7 @@ from typing import Any, Dict, List, Optional
 from compat_clone.convert._builder_protocol import LambdaBuilder
 from compat_clone.convert._functions import PACKAGE
 from compat_clone.convert._layer_map import map_config
-from compat_clone.convert._tf_lambda import TF_LAMBDA_NAME, lambda_backend_error, tf_lambda_class
+from compat_clone.convert._tf_lambda import TF_LAMBDA_NAME, function_from_bytecode, lambda_backend_error, tf_lambda_class
 from compat_clone.convert._tf_ops import OPS
 from compat_clone.errors import UnconvertibleLayerError
 
@@ -201,8 +198,7 @@ def lambda_function(
             f"as `custom_objects={{{config.get('name', path)!r}: function}}`."
         )
     code_text, defaults, closure = (list(value) + [None, None])[:3]
-    code = marshal.loads(base64.b64decode(code_text.encode("ascii")))
-    scope: Dict[str, Any] = {"__builtins__": builtins, **(stand_ins or {})}
+    scope: Dict[str, Any] = dict(stand_ins or {})
     for note in builder.description.notes_for(path):
         if note["kind"] == "lambda_module" and note["name"] not in scope:
             scope[note["name"]] = importlib.import_module(note["module"])
@@ -214,5 +210,4 @@ def lambda_function(
                 f"({note['detail']}), which the description cannot carry. Pass the "
                 f"function as `custom_objects={{{config.get('name', path)!r}: function}}`."
             )
-    cells = tuple(types.CellType(v) for v in closure) if closure else None
-    return types.FunctionType(code, scope, code.co_name, tuple(defaults) if defaults else None, cells)
+    return function_from_bytecode(code_text, defaults, closure, scope)

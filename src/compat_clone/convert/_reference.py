@@ -68,14 +68,6 @@ def _random(specs: Sequence[Tuple[Tuple[Optional[int], ...], str]], seed: int = 
     return arrays
 
 
-def _outputs(model: Any, inputs: List[np.ndarray]) -> List[np.ndarray]:
-    from compat_clone.convert._probes import output_list
-
-    x: Any = inputs if len(inputs) > 1 else inputs[0]
-    out = model.predict(x, batch_size=len(inputs[0]), verbose=0)
-    return [np.asarray(o) for o in output_list(model, out)]
-
-
 def record_reference(model: Any, out: str, label: str, inputs: Optional[List[Any]] = None) -> Dict[str, Any]:
     """Records a subclassed model's outputs on probe inputs in the reference file `out`.
 
@@ -109,8 +101,10 @@ def record_reference(model: Any, out: str, label: str, inputs: Optional[List[Any
             )
         inputs = _random(specs)
     arrays = [np.asarray(x) for x in inputs]
+    from compat_clone.convert._probes import predict
+
     try:
-        outputs = _outputs(model, arrays)
+        outputs = predict(model, arrays)
     except Exception as e:
         raise SourceModelError(
             f"{label} builds the subclassed model {model.name!r}, which could not run on the probe inputs "

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from compat_clone.convert._functions import PACKAGE
 
-__all__ = ["TF_LAMBDA_NAME", "tf_lambda_class", "lambda_backend_error"]
+__all__ = ["TF_LAMBDA_NAME", "tf_lambda_class", "lambda_backend_error", "function_from_bytecode"]
 
 #: the registered name of the layer (``compat_clone>TensorFlowLambda``)
 TF_LAMBDA_NAME = "TensorFlowLambda"
@@ -55,15 +55,18 @@ def _function(config: Dict[str, Any]) -> Any:
             f"This {TF_LAMBDA_NAME} layer holds Python {config['python']} bytecode; this is Python {_python()}, "
             "which cannot load it. Load the file with the Python that wrote it."
         )
-    code = marshal.loads(base64.b64decode(config["code"].encode("ascii")))
-    scope: Dict[str, Any] = {"__builtins__": builtins}
-    for name, module in config.get("modules", {}).items():
-        scope[name] = importlib.import_module(module)
+    scope = {name: importlib.import_module(module) for name, module in config.get("modules", {}).items()}
     scope.update(config.get("constants", {}))
-    defaults = config.get("defaults")
-    closure = config.get("closure")
+    return function_from_bytecode(config["code"], config.get("defaults"), config.get("closure"), scope)
+
+
+def function_from_bytecode(code_text: str, defaults: Any, closure: Any, scope: Dict[str, Any]) -> Any:
+    """A Python function from Keras 2's saved form of it (base64 of `marshal`, defaults, closure values), its
+    globals `scope` and the builtins."""
+    code = marshal.loads(base64.b64decode(code_text.encode("ascii")))
     cells = tuple(types.CellType(v) for v in closure) if closure else None
-    return types.FunctionType(code, scope, code.co_name, tuple(defaults) if defaults else None, cells)
+    glob = {"__builtins__": builtins, **scope}
+    return types.FunctionType(code, glob, code.co_name, tuple(defaults) if defaults else None, cells)
 
 
 def tf_lambda_class() -> Any:
