@@ -10,7 +10,8 @@ The matrix runner (`compat-clone matrix`) sets, per environment:
 * ``COMPAT_CLONE_RESULTS``          folder where feature results are written;
 * ``COMPAT_CLONE_SOAK``             ``1`` where soak tests (marker ``soak``) run
                                     (set by our overlay, tests/matrix-overlay.toml,
-                                    as are ``COMPAT_CLONE_SUITE`` and ``HYPOTHESIS_PROFILE``);
+                                    as are ``COMPAT_CLONE_SUITE``, ``HYPOTHESIS_PROFILE`` and
+                                    ``COMPAT_CLONE_WIDE_PROFILE``: tests/clone/strategies.py);
 * ``COMPAT_CLONE_WIDE``             ``1`` in ``make test-wide``: the tests ``make test``
                                     runs in fewer environments run in all.
 
@@ -25,10 +26,11 @@ body runs on every family: ``K.Input``, ``K.layers``, ``K.Model``,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
+from tests.support import cpu_time
 from tests.support.cache import cache_dir
 from tests.support.families import FAMILIES, WIDE, families_under_test, keras_module, matrix_dir
 
@@ -88,6 +90,17 @@ def pytest_configure(config: Any) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: Any) -> None:
+    cpu_time.start(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: Any) -> Iterator[None]:
+    yield
+    cpu_time.finish(item)  # before the teardown report is made, which carries it
+
+
 @pytest.fixture(params=families_under_test())
 def K(request: Any) -> Any:
     """The Keras module of the family under test."""
@@ -120,8 +133,8 @@ def family(K: Any) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The cases sweeps skipped, each with why (tests/clone/sweeps.py), and the layer catalogue's table
-    (tests/clone/catalogue.py), after the run's summary."""
+    """The cases sweeps skipped, each with why (tests/clone/sweeps.py), the layer catalogue's table
+    (tests/clone/catalogue.py), and where the CPU went (tests/support/cpu_time.py), after the run's summary."""
     from tests.clone.sweeps import summary_lines
 
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
@@ -131,6 +144,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for line in lines:
             terminalreporter.line(line)
     _catalogue_summary(terminalreporter, reports)
+    lines = cpu_time.summary_lines(reports)
+    if lines:
+        terminalreporter.section("CPU time")
+        for line in lines:
+            terminalreporter.line(line)
 
 
 def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
