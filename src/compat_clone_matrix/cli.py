@@ -15,6 +15,7 @@ from compat_clone_matrix.install import InstallSource
 from compat_clone_matrix.procs import Procs, default_jobs
 from compat_clone_matrix.results import RESULTS_DIR
 from compat_clone_matrix.runner import RunSettings, run_one
+from compat_clone_matrix.schedule import durations_file, longest_first, read_durations, record_durations
 from compat_clone_matrix.summary import (
     EXIT_FAILED,
     EXIT_MISLABELED,
@@ -317,8 +318,12 @@ def _run_all(
             table=table,
             progress=progress,
         )
-        futures = {e.name: pool.submit(run_one, e, run, prepared[e.name]) for e in selected}
+        # the longest first (by the previous run's seconds), so that the slots finish close together
+        record = durations_file(Path.cwd(), command)
+        starts = longest_first(list(selected), names, read_durations(record))
+        futures = {e.name: pool.submit(run_one, e, run, prepared[e.name]) for e in starts}
         outcomes = {name: fut.result() for name, fut in futures.items()}
+        record_durations(record, {name: o.run_s for name, o in outcomes.items() if o.run_s > 0})
     except KeyboardInterrupt:
         progress.close()
         procs.kill_all()
