@@ -84,8 +84,11 @@ test) and decides where a collected test runs (`pytest_collection_modifyitems`):
 - `per_claim` (tests that start interpreters of their own: the README's blocks, placement across
   devices) runs in the newest environment of a run serving the same family, backend, Keras module and
   TensorFlow major; in every environment with `make test-wide`, and outside the matrix;
-- `soak` (memory over many clones, multi-process, 200 random models) runs where `COMPAT_CLONE_SOAK=1`
-  (one environment per family and backend, set by tests/matrix-overlay.toml) and always outside the matrix;
+- `soak` (memory over many clones, multi-process) runs where `COMPAT_CLONE_SOAK=1` (one environment
+  per family and backend, set by tests/matrix-overlay.toml) and always outside the matrix;
+- the drawn models (hypothesis: random graphs, generated subclasses) are 20 per family in each environment
+  of `make test` and outside it 200; `make test-wide` draws 200 in one environment per family and backend
+  and in keras-2.3.1 (`COMPAT_CLONE_WIDE_PROFILE`, tests/clone/strategies.py);
 - an environment with `COMPAT_CLONE_SUITE=framework-free` (a conversion source only) skips every test
   that clones with its Keras (fixture `K` or `family`, or a family marker);
 - `collect_ignore`: inside a matrix environment (`COMPAT_CLONE_ENV` set) these files are not collected.

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 # -- settings profiles ---------------------------------------------------------
 # ci: 200 examples per family, the same ones every run (derandomized), no
 # example database written. dev: 20 examples, derandomized too: our overlay
-# (tests/matrix-overlay.toml) sets it in most environments of `make test`, whose result must not depend on
+# (tests/matrix-overlay.toml) sets it in every environment of `make test`, whose result must not depend on
 # the run (a fresh draw that fails once in a while is found by `nightly`, not
 # by CI). nightly: 2000 fresh examples. Pick one with HYPOTHESIS_PROFILE=nightly;
 # `ci` is the default.
@@ -50,11 +50,10 @@ settings.register_profile("ci", max_examples=200, derandomize=True, database=Non
 settings.register_profile("nightly", max_examples=2000, **_COMMON)
 settings.register_profile("dev", max_examples=20, derandomize=True, database=None, **_COMMON)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-# `make test` runs the 200 once per family (Keras 3: in keras-3.15-tf; the JAX and
-# torch soak environments set `dev` in our overlay); `make test-wide` runs them in
-# every soak environment (COMPAT_CLONE_SOAK=1), whatever the overlay's profile.
-if PROFILE == "dev" and os.environ.get("COMPAT_CLONE_WIDE") == "1" and os.environ.get("COMPAT_CLONE_SOAK") == "1":
-    PROFILE = "ci"
+# `make test-wide` (COMPAT_CLONE_WIDE=1) draws the profile an environment's overlay entry names in
+# COMPAT_CLONE_WIDE_PROFILE: `ci` (200) in one environment per family and backend, and in keras-2.3.1.
+if os.environ.get("COMPAT_CLONE_WIDE") == "1" and os.environ.get("COMPAT_CLONE_WIDE_PROFILE"):
+    PROFILE = os.environ["COMPAT_CLONE_WIDE_PROFILE"]
 SETTINGS = settings.get_profile(PROFILE if PROFILE in ("ci", "nightly", "dev") else "ci")
 
 

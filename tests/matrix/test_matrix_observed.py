@@ -134,7 +134,17 @@ def test_our_overlay_adds_our_test_needs_and_keeps_names_and_claims(tmp_path: An
         "keras-3.15-jax",
         "keras-3.15-torch",
     }
-    assert variables["keras-2.3.1"]["HYPOTHESIS_PROFILE"] == "ci" and variables["keras-3.0-tf"]["KERAS_BACKEND"] == "tensorflow"
+    # make test draws 20 models per family everywhere; make test-wide 200 in the soak environments and keras-2.3.1
+    assert all(variables[e.name].get("HYPOTHESIS_PROFILE") == "dev" for e in ours if e.enabled)
+    assert {n for n, v in variables.items() if v.get("COMPAT_CLONE_WIDE_PROFILE") == "ci"} == {
+        "keras-2.2.4",
+        "keras-2.3.1",
+        "tf_keras-2.21",
+        "keras-3.15-tf",
+        "keras-3.15-jax",
+        "keras-3.15-torch",
+    }
+    assert variables["keras-3.0-tf"]["KERAS_BACKEND"] == "tensorflow"
     bad = tmp_path / "bad.toml"
     bad.write_text('[[env]]\nname = "keras-9.9"\npackages = ["x"]\n')
     with pytest.raises(TableError, match="keras-9.9"):
