@@ -4,7 +4,9 @@
 xdist workers share the cores, so a test's wall time says little about what it
 costs. This counts, per test (setup, call and teardown), the CPU time of the
 process that runs it and of the child processes it waited for (the conversions'
-and placement checks' interpreters). tests/conftest.py records it in each
+and placement checks' interpreters), and the CPU seconds the warm conversion
+workers answered for (`compat_clone.tools.convert._warm.cpu_seconds`: a
+server is waited for only when the process ends). tests/conftest.py records it in each
 teardown report's ``user_properties`` (which xdist sends to the controller) and
 prints the modules and tests that cost most after the run's summary: each
 environment's log (.matrix/<env>/last.log) ends with them.
@@ -12,6 +14,7 @@ environment's log (.matrix/<env>/last.log) ends with them.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from typing import Any, Dict, Iterable, List, Tuple
@@ -30,6 +33,9 @@ def _now() -> float:
     if resource is not None:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         spent += children.ru_utime + children.ru_stime
+    warm = sys.modules.get("compat_clone.tools.convert._warm")  # imported by the tests that convert
+    if warm is not None:
+        spent += warm.cpu_seconds()
     return spent
 
 

@@ -42,7 +42,7 @@ from compat_clone.errors import (
 )
 from compat_clone.tools.convert._custom import resolve_custom_objects, resolve_model_function
 
-__all__ = ["EXIT_USAGE", "RESULT_MARK"]
+__all__ = ["EXIT_USAGE", "RESULT_MARK", "preload"]
 
 RESULT_MARK = "COMPAT_CLONE_RESULT "
 EXIT_REFUSED = 1
@@ -174,6 +174,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=1e-6)
     return parser
+
+
+def preload(argv: Sequence[str]) -> None:
+    """Imports what the step of `argv` imports, for a warm worker to fork it from (`_forkserver`).
+
+    The family's Keras for ``describe`` (the module `describe_file` reads with), ``keras`` for ``rebuild`` and
+    ``place``, and the conversion library; a command line the parser refuses preloads nothing (its step says why).
+
+    Args:
+        argv: a step's command line, as `main` takes it.
+    """
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        return
+    import compat_clone.convert  # noqa: F401  (its modules, framework-free until a function runs)
+
+    if args.step == "describe":
+        from compat_clone.families.installed import keras_module
+
+        keras_module(args.family)
+    else:
+        import keras  # noqa: F401
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

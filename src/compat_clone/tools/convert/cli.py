@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -16,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from compat_clone.errors import CompatCloneError, InvalidArgumentError
 from compat_clone.families.registry import entry
 from compat_clone.tools.convert._custom import parse_spec
+from compat_clone.tools.convert._warm import run_step
 from compat_clone.tools.convert._worker import EXIT_USAGE as _WORKER_USAGE
 from compat_clone.tools.convert._worker import RESULT_MARK
 
@@ -582,19 +582,19 @@ def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]
     """Runs one worker step in `interp`; (exit status, its result or None when it refused or crashed)."""
     environ = dict(interp.environ)
     environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    proc = subprocess.run([interp.python, "-m", _WORKER, *argv], env=environ, capture_output=True, text=True)
+    returncode, stdout, stderr = run_step(interp.python, environ, [_WORKER, *argv])
     result = None
-    for line in reversed(proc.stdout.splitlines()):
+    for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_MARK):
             result = json.loads(line[len(RESULT_MARK) :])
             break
     if result is None:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
         # A refusal is one message on the last line; a crash shows its traceback's end.
-        tail = lines[-1:] if proc.returncode in (1, 2) and lines and "Error: " in lines[-1] else lines[-25:]
+        tail = lines[-1:] if returncode in (1, 2) and lines and "Error: " in lines[-1] else lines[-25:]
         for ln in tail:
             print(f"  {interp.label}: {ln}", file=sys.stderr)
-    return proc.returncode, result
+    return returncode, result
 
 
 def _print_proof(proof: Optional[Dict[str, Any]]) -> None:
