@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from compat_clone_matrix.build import LOG_FILE, STAMP_FILE, env_stamp, find_uv, prepare_env
 from compat_clone_matrix.install import InstallSource
-from compat_clone_matrix.procs import Procs, default_jobs
+from compat_clone_matrix.procs import Procs, default_jobs, workers_share
 from compat_clone_matrix.results import RESULTS_DIR
 from compat_clone_matrix.runner import RunSettings, run_one
 from compat_clone_matrix.schedule import durations_file, longest_first, read_durations, record_durations
@@ -68,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-j",
         type=int,
         metavar="N",
-        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()})",
+        help=f"environments run at once (default: min(cores, memory GB // 4); here {default_jobs()}); each command's "
+        "`pytest -n auto` starts its share of the cores (PYTEST_XDIST_AUTO_NUM_WORKERS, unless set)",
     )
     add("--list", action="store_true", help="list the environments (with a legend: state, claim, flags) and exit")
     add(
@@ -317,6 +318,7 @@ def _run_all(
             siblings=names,
             table=table,
             progress=progress,
+            workers=workers_share(jobs, len(selected)),
         )
         # the longest first (by the previous run's seconds), so that the slots finish close together
         record = durations_file(Path.cwd(), command)

@@ -10,13 +10,38 @@ import time
 from pathlib import Path
 from typing import IO, List, Mapping, Optional, Sequence, Set
 
-__all__ = ["default_jobs", "Procs"]
+__all__ = ["cores", "default_jobs", "Procs", "workers_share"]
 
 
 _GB = 1024**3
 
 
 # --------------------------------------------------------------------------- jobs
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS / Windows
+        return os.cpu_count() or 1
+
+
+def workers_share(jobs: int, envs: int) -> int:
+    """The xdist workers ``pytest -n auto`` starts in each environment: the cores shared among those run at once.
+
+    Each of `jobs` environments at a time (at most `envs`) gets an equal share, at least one: two environments
+    with two workers each on two cores pay every worker's start (its framework imported, the suite collected)
+    for no more cores, and contend for them.
+
+    Args:
+        jobs: environments run at once (``--jobs``).
+        envs: environments in the run.
+
+    Returns:
+        The share, at least 1.
+    """
+    return max(1, cores() // max(1, min(jobs, envs)))
 
 
 def default_jobs() -> int:
@@ -26,14 +51,10 @@ def default_jobs() -> int:
     environment leaves room for the build step's unpacking as well.
     """
     try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS / Windows
-        cores = os.cpu_count() or 1
-    try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover
         mem = 8 * _GB
-    return max(1, min(cores, mem // (4 * _GB)))
+    return max(1, min(cores(), mem // (4 * _GB)))
 
 
 # --------------------------------------------------------------------------- running

@@ -111,6 +111,9 @@ class RunSettings:
         table: the table's id (`table_id`): tags the results and outcomes.
         progress: when given, told when a command starts and ends
             (``progress.begin(name, log)`` / ``end(name)``).
+        workers: the cores each environment's command gets (`procs.workers_share`), exported as
+            ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (what ``pytest -n auto`` starts) unless the caller set it;
+            0 exports nothing.
     """
 
     root: Path
@@ -125,6 +128,7 @@ class RunSettings:
     siblings: Sequence[str] = ()
     table: str = ""
     progress: Any = None
+    workers: int = 0
 
 
 def run_one(env: Env, run: RunSettings, prepared: Optional[Outcome] = None) -> Outcome:
@@ -191,6 +195,8 @@ def _run_one_locked(env: Env, run: RunSettings, prepared: Optional[Outcome]) -> 
         staging = run.results / f".run-{os.getpid()}-{env.name}"
         shutil.rmtree(staging, ignore_errors=True)
         environ = _child_environ(env, env_dir, staging, run.uv, run.siblings, run.table)
+        if run.workers > 0:  # `-n auto`: this environment's share of the cores, not all of them
+            environ.setdefault("PYTEST_XDIST_AUTO_NUM_WORKERS", str(run.workers))
         claim_file = env_dir / _CLAIM_FILE
         for stale in (claim_file, env_dir / _RUNNING_FILE):
             with contextlib.suppress(FileNotFoundError):

@@ -113,6 +113,25 @@ def test_fresh_stamp_is_reused_and_the_claim_is_exported(tmp_path: Path) -> None
     assert f"\n{env_dir / 'bin'}\n" in log
 
 
+def test_each_environment_gets_its_share_of_the_cores_for_xdist_auto(tmp_path: Path, monkeypatch: Any) -> None:
+    """`pytest -n auto` in each of the environments run at once starts their share of the cores, not all of them;
+    a value the caller set is kept."""
+    monkeypatch.setattr(procs, "cores", lambda: 8)
+    assert [procs.workers_share(jobs, 14) for jobs in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+    assert procs.workers_share(4, 1) == 8  # one environment: every core, whatever --jobs says
+    (env,) = _matrix.parse_table(one_env_table(install_compat_clone=False))
+    _standin_env(tmp_path, env)
+    script = "import os; print('auto=' + os.environ.get('PYTEST_XDIST_AUTO_NUM_WORKERS', '-'))"
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    _run(env, tmp_path, [sys.executable, "-c", script], workers=3)
+    assert "\nauto=3\n" in (tmp_path / env.name / "last.log").read_text()
+    _run(env, tmp_path, [sys.executable, "-c", script])  # a run that shares nothing (the default) exports nothing
+    assert "\nauto=-\n" in (tmp_path / env.name / "last.log").read_text()
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")
+    _run(env, tmp_path, [sys.executable, "-c", script], workers=3)
+    assert "\nauto=5\n" in (tmp_path / env.name / "last.log").read_text()
+
+
 def test_stale_stamp_rebuilds_and_a_build_failure_fails_the_env(tmp_path: Path) -> None:
     (env,) = _matrix.parse_table(one_env_table(install_compat_clone=False))
     env_dir = _standin_env(tmp_path, env)
