@@ -58,7 +58,7 @@ def folders(tmp_path: Path) -> List[Path]:
     return made
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here: every step runs in a fresh interpreter")
+@pytest.mark.skipif(not _warm._enabled(), reason="no warm workers here (Windows, macOS): every step runs fresh")
 def test_a_warm_step_answers_what_a_fresh_interpreter_answers(folders: List[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = _run(folders[0], monkeypatch, warm=False)
     assert fresh[0] == 2 and "SourceModelError" in fresh[2] and "is a int, not a function" in fresh[2], fresh
@@ -70,7 +70,7 @@ def test_a_warm_step_answers_what_a_fresh_interpreter_answers(folders: List[Path
     assert len({pid for pid, _ in lines}) == 4, lines
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here: every step runs in a fresh interpreter")
+@pytest.mark.skipif(not _warm._enabled(), reason="no warm workers here (Windows, macOS): every step runs fresh")
 def test_a_server_that_ended_is_replaced(folders: List[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     first = _run(folders[0], monkeypatch, warm=True)
     (server,) = [proc for key, proc in _warm._servers.items() if key[0] == sys.executable]

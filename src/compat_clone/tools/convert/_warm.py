@@ -12,7 +12,8 @@ starts from those imports alone, as a fresh interpreter would, and its
 state dies with it. The result is the one `subprocess.run` gives: the exit
 status, stdout and stderr.
 
-Where a server cannot be used (no ``os.fork``: Windows; or
+Where a server cannot be used (no ``os.fork``: Windows; macOS, where a
+process that loaded system frameworks may not fork safely; or
 ``COMPAT_CLONE_WARM_WORKERS=0``), or one ends unexpectedly, the step runs in a
 fresh interpreter as before. A server ends after 30 seconds without a step
 (`_forkserver.IDLE_SECONDS`), and with the process that started it (its
@@ -26,6 +27,7 @@ import atexit
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple, cast
@@ -41,7 +43,8 @@ _servers: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], subprocess.Popen[str]] =
 
 
 def _enabled() -> bool:
-    return hasattr(os, "fork") and os.environ.get(_SWITCH, "1") != "0"
+    # macOS: a process that loaded system frameworks may not fork safely (Python's multiprocessing spawns there)
+    return hasattr(os, "fork") and sys.platform != "darwin" and os.environ.get(_SWITCH, "1") != "0"
 
 
 #: variables that change at every call and that no import reads: a server serves steps that differ in them only
