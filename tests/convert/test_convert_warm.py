@@ -23,7 +23,6 @@ from compat_clone.tools.convert import _warm
 
 pytestmark = pytest.mark.tooling
 
-WORKER = "compat_clone.tools.convert._worker"
 PROBE = """\
 import builtins, os
 seen = getattr(builtins, "_compat_clone_probe", None)  # set by an earlier import in the same process
@@ -35,7 +34,7 @@ build = 3
 
 
 def _step(folder: Path) -> List[str]:
-    return [WORKER, "describe", "--family", "tf_keras", "--model", "m.h5", "--out", "d.npz", "--build", "probe_model:build"]
+    return ["describe", "--family", "tf_keras", "--model", "m.h5", "--out", "d.npz", "--build", "probe_model:build"]
 
 
 def _run(folder: Path, monkeypatch: pytest.MonkeyPatch, warm: bool) -> Tuple[int, str, str]:

@@ -32,8 +32,9 @@ import tempfile
 import threading
 from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
-__all__ = ["cpu_seconds", "run_step"]
+__all__ = ["WORKER", "cpu_seconds", "run_step"]
 
+WORKER = "compat_clone.tools.convert._worker"  # the module each step runs (`python -m WORKER STEP ...`)
 _SERVER = "compat_clone.tools.convert._forkserver"
 _SWITCH = "COMPAT_CLONE_WARM_WORKERS"
 
@@ -106,22 +107,21 @@ def _served(python: str, environ: Mapping[str, str], argv: Sequence[str]) -> Opt
 
 
 def run_step(python: str, environ: Mapping[str, str], argv: Sequence[str]) -> Tuple[int, str, str]:
-    """Runs ``python -m <argv>`` with `environ`: (exit status, stdout, stderr), as `subprocess.run` gives them.
+    """Runs ``python -m WORKER <argv>`` with `environ`: (exit status, stdout, stderr), as `subprocess.run` gives them.
 
     Args:
         python: the environment's interpreter.
         environ: the variables the step runs with.
-        argv: the module and its arguments (``[module, step, ...]``); the module must be the one the server
-            runs (`compat_clone.tools.convert._worker`): any other runs in a fresh interpreter.
+        argv: the step and its arguments (``["describe", ...]``), as `_worker.main` takes them.
 
     Returns:
         The step's exit status (negative: killed by that signal), its stdout and its stderr.
     """
-    if _enabled() and argv and argv[0] == "compat_clone.tools.convert._worker":
-        served = _served(python, environ, argv[1:])
+    if _enabled():
+        served = _served(python, environ, argv)
         if served is not None:
             return served
-    proc = subprocess.run([python, "-m", *argv], env=dict(environ), capture_output=True, text=True)
+    proc = subprocess.run([python, "-m", WORKER, *argv], env=dict(environ), capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -26,7 +26,6 @@ EXIT_FAILED = 1  # the conversion or its proof failed: nothing written
 EXIT_USAGE = 2  # bad arguments, unreadable model, missing environment
 
 _BACKENDS = ("tensorflow", "jax", "torch")
-_WORKER = "compat_clone.tools.convert._worker"
 
 _DESCRIPTION = (
     "Convert a saved Keras 2 model (standalone Keras 2.x, tf.keras, tf_keras: .h5, .keras or a "
@@ -582,7 +581,7 @@ def _worker(interp: Any, argv: List[str]) -> Tuple[int, Optional[Dict[str, Any]]
     """Runs one worker step in `interp`; (exit status, its result or None when it refused or crashed)."""
     environ = dict(interp.environ)
     environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    returncode, stdout, stderr = run_step(interp.python, environ, [_WORKER, *argv])
+    returncode, stdout, stderr = run_step(interp.python, environ, argv)
     result = None
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_MARK):
