@@ -212,8 +212,14 @@ def _tf_keras() -> Any:
     tf = pytest.importorskip("tensorflow")
     if int(tf.__version__.split(".")[0]) < 2:
         pytest.skip(f"TensorFlow {tf.__version__}'s tf.keras is no family compat_clone serves")
-    keras = tf.keras
-    if not hasattr(keras.backend, "set_value"):
+    try:
+        keras = tf.keras
+        backend = keras.backend
+    except ImportError as e:
+        # TensorFlow 2.13-2.15 load tf.keras from the `keras` package (keras.api); standalone Keras 2.2 installed
+        # under that name beside it has none, so tf.keras does not import there at all.
+        pytest.skip(f"tf.keras of TensorFlow {tf.__version__} does not import here: {type(e).__name__}: {e}")
+    if not hasattr(backend, "set_value"):
         pytest.skip("this tf.keras has no backend.set_value")
     import compat_clone
 
