@@ -134,7 +134,8 @@ def family(K: Any) -> str:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The cases sweeps skipped, each with why (tests/clone/sweeps.py), the layer catalogue's table
-    (tests/clone/catalogue.py), and where the CPU went (tests/support/cpu_time.py), after the run's summary."""
+    (tests/clone/catalogue.py), the generated models' outcomes (tests/clone/generated_report.py), and where
+    the CPU went (tests/support/cpu_time.py), after the run's summary."""
     from tests.clone.sweeps import summary_lines
 
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
@@ -144,6 +145,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for line in lines:
             terminalreporter.line(line)
     _catalogue_summary(terminalreporter, reports)
+    _generated_summary(terminalreporter, reports)
     lines = cpu_time.summary_lines(reports)
     if lines:
         terminalreporter.section("CPU time")
@@ -172,6 +174,26 @@ def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
         with open(os.path.join(folder, f"{env}.catalogue.json"), "w", encoding="utf-8") as fh:
             json.dump({"env": env, "families": families}, fh, indent=1, sort_keys=True)
         _catalogue_records(families)
+
+
+def _generated_summary(terminalreporter: Any, reports: List[Any]) -> None:
+    """The generated subclassed models' outcomes, printed, and written to ``$COMPAT_CLONE_RESULTS/<env>.generated.json``."""
+    from tests.clone.generated_report import gather, summary_lines
+
+    sweeps = gather(reports)
+    if not sweeps:
+        return
+    terminalreporter.section("generated subclassed models")
+    for line in summary_lines(sweeps):
+        terminalreporter.line(line)
+    folder = os.environ.get("COMPAT_CLONE_RESULTS")
+    if folder:
+        import json
+
+        os.makedirs(folder, exist_ok=True)
+        env = os.environ.get("COMPAT_CLONE_ENV", "default")
+        with open(os.path.join(folder, f"{env}.generated.json"), "w", encoding="utf-8") as fh:
+            json.dump({"env": env, "sweeps": sweeps}, fh, indent=1, sort_keys=True)
 
 
 def _catalogue_records(families: Dict[str, Any]) -> None:

@@ -36,10 +36,12 @@ break some, and the engineer fixing them wants every kind at once. Each
 example's outcome (native ok / wrong / failed, compat ok / refused / wrong)
 and what it holds is an `event`, counted by the sweep as well (the given is
 nested in the test, for its `K`, so pytest prints no Hypothesis statistics):
-the table is printed (``-s``) and is the head of the failure message. The
-broken rules are collected by kind, each with its count and the smallest
-source that breaks it (a runnable reproducer: define ``K``, run the source,
-``make(x)``), and the test fails once at the end with that list.
+the table is printed (``-s``), is the head of the failure message, and goes
+into the run's summary and ``<env>.generated.json``
+(tests/clone/generated_report.py). The broken rules are collected by kind,
+each with its count and the smallest source that breaks it (a runnable
+reproducer: define ``K``, run the source, ``make(x)``), and the test fails
+once at the end with that list.
 
 Examples per family and test: as tests/clone/strategies.py's profiles say (`ci`
 200, `dev` 20, which `make test` sets in the matrix, `nightly` 2000), and at
@@ -59,6 +61,7 @@ from hypothesis import event, given, settings
 
 import compat_clone
 from tests.clone.features import family_name, skip_without_subclassed_models
+from tests.clone.generated_report import GENERATED
 from tests.clone.model_state import assert_unchanged, snapshot
 from tests.clone.strategies import SETTINGS
 from tests.clone.strategies_subclassed import Generated, Spec, build, family_caps, labels, model_specs, resolve, sequential_specs
@@ -214,6 +217,18 @@ class Findings:
     def native_fell_short(self, kind: str, detail: str, code: str) -> None:
         self.native.setdefault(kind, Finding(kind)).add(detail, code)
 
+    def record(self) -> Dict[str, Any]:
+        """What the run's summary and ``$COMPAT_CLONE_RESULTS/<env>.generated.json`` show of this sweep."""
+        return {
+            "family": self.family,
+            "examples": sum(self.outcomes.values()),
+            "outcomes": {f"native {n}, compat_clone {c}": k for (n, c), k in sorted(self.outcomes.items())},
+            "mix": dict(sorted(self.mix.items())),
+            "broken": {f.rule: f.count for f in self.broken.values()},
+            "refusals": {f.rule: f.count for f in self.refusals.values()},
+            "native_fell_short": {f.rule: f.count for f in self.native.values()},
+        }
+
     def report(self) -> str:
         lines = [f"{self.family}: outcomes (native, compat_clone): {dict(sorted(self.outcomes.items()))}"]
         lines.append("mix: " + ", ".join(f"{label} {n}" for label, n in sorted(self.mix.items())))
@@ -315,7 +330,7 @@ def _sweep(K: Any, strategy: Any, record_property: Any) -> None:
 
     check()
     print(findings.report())
-    record_property("outcomes", {f"{n} / {c}": k for (n, c), k in findings.outcomes.items()})
+    record_property(GENERATED, findings.record())
     assert not findings.broken, findings.report()
 
 
