@@ -16,6 +16,7 @@ with the Keras module and a folder.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
@@ -77,7 +78,10 @@ def _saved_model(K: Any, tmp: str) -> str:
     path = os.path.join(tmp, "tfsm")
     if not os.path.isdir(path):
         inputs = K.Input(VEC)
-        K.models.Model(inputs, K.layers.Dense(3)(inputs)).export(path, verbose=False)
+        model = K.models.Model(inputs, K.layers.Dense(3)(inputs))
+        # `verbose` came with Keras 3.4; before it, export always printed what it wrote
+        quiet = {"verbose": False} if "verbose" in inspect.signature(model.export).parameters else {}
+        model.export(path, **quiet)
     return path
 
 
