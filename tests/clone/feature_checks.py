@@ -90,7 +90,10 @@ def _call_arguments(model: Any) -> List[Any]:
     """Per layer and node of `model`, the names of the keyword arguments its call was given (where the family records them)."""
     names = []
     for layer in model.layers:
-        for node in getattr(layer, "_inbound_nodes", []):
+        nodes = getattr(layer, "_inbound_nodes", None)
+        if nodes is None:  # standalone Keras 2.0: no underscore yet
+            nodes = getattr(layer, "inbound_nodes", [])
+        for node in nodes:
             recorded = getattr(node, "arguments", None)  # standalone Keras 2
             if recorded is None:
                 recorded = getattr(node, "call_kwargs", None)  # tf_keras

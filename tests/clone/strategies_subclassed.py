@@ -343,12 +343,12 @@ def _make_slot(slot: Slot, mask: bool, size_of: Dict[str, str], block_class: str
     elif slot.holder == "dict":
         lines = [f"{into} = {{{', '.join(f'{_key(slot, i)!r}: {e}' for i, e in enumerate(exprs))}}}"]
     elif slot.holder == "sequential":
-        lines = [f"{into} = K.Sequential([{', '.join(exprs)}])"]
+        lines = [f"{into} = K.models.Sequential([{', '.join(exprs)}])"]
     elif slot.holder == "functional":
         var = slot.attr.strip("_")
         lines = [f"{var}_in = K.Input({_shape(slot.in_dim, mask)})", f"{var} = {var}_in"]
         lines += [f"{var} = {e}({var})" for e in exprs]
-        lines.append(f"{into} = K.Model({var}_in, {var})")
+        lines.append(f"{into} = K.models.Model({var}_in, {var})")
     else:
         arg = slot.block_arg
         lines = [f"{into} = {block_class}({'' if arg is None or arg.value == arg.default else f'units={arg.value!r}'})"]
@@ -386,7 +386,7 @@ def _call_slot(slot: Slot, signature: str) -> List[str]:
 
 def _block_source(name: str, slot: Slot) -> List[str]:
     arg = slot.block_arg
-    lines = [f"class {name}(K.Model):"]
+    lines = [f"class {name}(K.models.Model):"]
     lines.append(f"    def __init__(self, units={arg.default!r}, **kwargs):" if arg else "    def __init__(self, **kwargs):")
     lines.append("        super().__init__(**kwargs)")
     if arg and arg.attribute:
@@ -419,7 +419,7 @@ def _model_source(spec: ModelSpec, name: str, eager: bool) -> str:
     params = (
         (["backbone"] if given else []) + [f"{a.name}={a.default!r}" for a in spec.args] + (["**kwargs"] if spec.kwargs else [])
     )
-    lines += [f"class {name}(K.Model):", f"    def __init__(self, {', '.join(params)}):"]
+    lines += [f"class {name}(K.models.Model):", f"    def __init__(self, {', '.join(params)}):"]
     lines.append("        super().__init__(**kwargs)" if spec.kwargs else "        super().__init__()")
     init_size = {a.name: a.name for a in spec.args}
     build_size = {a.name: f"self.{a.attribute}" for a in spec.args if a.attribute}
@@ -470,7 +470,7 @@ def _sequential_source(spec: SequentialSpec, name: str, eager: bool) -> str:
     # standalone Keras 2 takes an InputLayer, not an Input tensor, in a Sequential's list
     first = f"K.Input(({spec.in_dim},))" if eager else f"K.layers.InputLayer(input_shape=({spec.in_dim},))"
     exprs = ([first] if spec.with_input else []) + [_layer_expr(leaf, size_of) for leaf in spec.leaves]
-    lines = [f"class {name}(K.Sequential):"]
+    lines = [f"class {name}(K.models.Sequential):"]
     arg = spec.num_classes
     if spec.style == "list":
         lines += ["    def n_layers(self):", "        return len(self.layers)", "", ""]
