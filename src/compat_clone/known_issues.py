@@ -131,7 +131,7 @@ KNOWN_ISSUES: Tuple[KnownIssue, ...] = (
     KnownIssue(
         "keras3-discretization-readapt",
         "keras3",
-        "<3.10",
+        "<3.9",
         "the clone of an adapted `Discretization` receives the adapted boundaries as constructor "
         "arguments (`bin_boundaries` with `num_bins`), so adapting the clone raises ValueError "
         "('Cannot adapt a Discretization layer that has been initialized with `bin_boundaries`')",
