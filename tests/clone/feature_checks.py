@@ -598,3 +598,18 @@ def discretization_readapt(K: Any, clone: Callable[..., Any]) -> None:
     c.layers[-1].adapt(np.arange(100, 112, dtype="float32").reshape(12, 1))
     assert not np.array_equal(np.asarray(c(probe)), before), "adapting the clone changed nothing"
     np.testing.assert_array_equal(np.asarray(m(probe)), before)
+
+
+@feature("an RNN over a Keras cell exported under another name (keras 2.12's GRUCellV1) keeps the cell's class")
+def rnn_shadowed_cell(K: Any, clone: Callable[..., Any]) -> None:
+    cell_cls = getattr(K.layers, "GRUCellV1", None)
+    if cell_cls is None or cell_cls is getattr(K.layers, "GRUCell", None):
+        raise NotApplicable(f"{K.__name__}.layers exports no GRUCellV1 besides GRUCell")
+    x = K.Input((4, 2))
+    m = K.models.Model(x, K.layers.RNN(cell_cls(3))(x))
+    c = clone(m, copy_weights=True)
+    got = type(c.layers[-1].cell)
+    assert got is cell_cls, (
+        f"the clone's cell is {got.__module__}.{got.__name__}, the source's {cell_cls.__module__}.{cell_cls.__name__}"
+    )
+    assert_same_predictions(m, c, data((2, 4, 2)))

@@ -33,6 +33,20 @@ def _class_named(obj: Any, name: str) -> Optional[type]:
     return None
 
 
+def _shadowed_layers(layer: Any, keras: Any) -> Dict[str, type]:
+    """The layers `layer` holds (not itself) whose class name Keras resolves to another class of its own."""
+    flatten = getattr(layer, "_flatten_layers", None)
+    if flatten is None:
+        return {}
+    found: Dict[str, type] = {}
+    for held in flatten(include_self=False):
+        cls = type(held)
+        public = getattr(keras.layers, cls.__name__, None)
+        if public is not None and public is not cls and cls.__module__.split(".")[0] == public.__module__.split(".")[0]:
+            found[cls.__name__] = cls
+    return found
+
+
 class TfKeras(Family):
     """tf.keras 2.x and tf_keras."""
 
@@ -63,6 +77,19 @@ class TfKeras(Family):
         # A top-level `Lambda.from_config` runs outside safe mode here, and its
         # bytecode round trip is the native behaviour: kept.
         return layer.__class__.from_config(layer.get_config())
+
+    def config_round_trip(self, layer: Any) -> Any:
+        # `tf-keras-shadowed-cell`: a layer's config names the layers it holds
+        # (an RNN's cell, a wrapper's layer) by class name, and Keras resolves
+        # the name to its public class: keras 2.12 also exports GRUCellV1 and
+        # LSTMCellV1, named GRUCell and LSTMCell, so their clone held the V2
+        # cells. The held layers whose name resolves to another class are given
+        # by that name, for this call.
+        shadowed = _shadowed_layers(layer, self.keras())
+        if not shadowed:
+            return super().config_round_trip(layer)
+        with self.keras().utils.custom_object_scope(shadowed):
+            return super().config_round_trip(layer)
 
     def unsafe_scope(self) -> ContextManager[Any]:
         # A nested `from_config` runs in safe mode where the release has one;
