@@ -153,26 +153,32 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.line(line)
 
 
+def _section(terminalreporter: Any, title: str, lines: List[str], kind: str, payload: Dict[str, Any]) -> bool:
+    """Prints `lines` under `title` and writes ``{"env": ..., **payload}`` to ``$COMPAT_CLONE_RESULTS/<env>.<kind>.json``;
+    whether it was written (no results folder: printed only)."""
+    terminalreporter.section(title)
+    for line in lines:
+        terminalreporter.line(line)
+    folder = os.environ.get("COMPAT_CLONE_RESULTS")
+    if not folder:
+        return False
+    import json
+
+    os.makedirs(folder, exist_ok=True)
+    env = os.environ.get("COMPAT_CLONE_ENV", "default")
+    with open(os.path.join(folder, f"{env}.{kind}.json"), "w", encoding="utf-8") as fh:
+        json.dump({"env": env, **payload}, fh, indent=1, sort_keys=True)
+    return True
+
+
 def _catalogue_summary(terminalreporter: Any, reports: List[Any]) -> None:
     """The layer catalogue's per-family table, printed, and written to ``$COMPAT_CLONE_RESULTS/<env>.catalogue.json``."""
     if not any(getattr(report, "user_properties", None) and "test_catalogue.py" in report.nodeid for report in reports):
         return
-    import json
-
     from tests.clone.catalogue import gather, summary_lines
 
     families = gather(reports)
-    if not families:
-        return
-    terminalreporter.section("layer catalogue")
-    for line in summary_lines(families):
-        terminalreporter.line(line)
-    folder = os.environ.get("COMPAT_CLONE_RESULTS")
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-        env = os.environ.get("COMPAT_CLONE_ENV", "default")
-        with open(os.path.join(folder, f"{env}.catalogue.json"), "w", encoding="utf-8") as fh:
-            json.dump({"env": env, "families": families}, fh, indent=1, sort_keys=True)
+    if families and _section(terminalreporter, "layer catalogue", summary_lines(families), "catalogue", {"families": families}):
         _catalogue_records(families)
 
 
@@ -181,19 +187,8 @@ def _generated_summary(terminalreporter: Any, reports: List[Any]) -> None:
     from tests.clone.generated_report import gather, summary_lines
 
     sweeps = gather(reports)
-    if not sweeps:
-        return
-    terminalreporter.section("generated subclassed models")
-    for line in summary_lines(sweeps):
-        terminalreporter.line(line)
-    folder = os.environ.get("COMPAT_CLONE_RESULTS")
-    if folder:
-        import json
-
-        os.makedirs(folder, exist_ok=True)
-        env = os.environ.get("COMPAT_CLONE_ENV", "default")
-        with open(os.path.join(folder, f"{env}.generated.json"), "w", encoding="utf-8") as fh:
-            json.dump({"env": env, "sweeps": sweeps}, fh, indent=1, sort_keys=True)
+    if sweeps:
+        _section(terminalreporter, "generated subclassed models", summary_lines(sweeps), "generated", {"sweeps": sweeps})
 
 
 def _catalogue_records(families: Dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ def _saved_model(K: Any, tmp: str) -> str:
     if not os.path.isdir(path):
         inputs = K.Input(VEC)
         model = K.models.Model(inputs, K.layers.Dense(3)(inputs))
-        # `verbose` came with Keras 3.4; before it, export always printed what it wrote
+        # `verbose` came with Keras 3.6; before it, export always printed what it wrote
         quiet = {"verbose": False} if "verbose" in inspect.signature(model.export).parameters else {}
         model.export(path, **quiet)
     return path

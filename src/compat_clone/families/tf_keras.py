@@ -85,10 +85,11 @@ class TfKeras(Family):
         # LSTMCellV1, named GRUCell and LSTMCell, so their clone held the V2
         # cells. The held layers whose name resolves to another class are given
         # by that name, for this call.
-        shadowed = _shadowed_layers(layer, self.keras())
+        keras = self.keras()
+        shadowed = _shadowed_layers(layer, keras)
         if not shadowed:
             return super().config_round_trip(layer)
-        with self.keras().utils.custom_object_scope(shadowed):
+        with keras.utils.custom_object_scope(shadowed):
             return super().config_round_trip(layer)
 
     def unsafe_scope(self) -> ContextManager[Any]:
