@@ -29,6 +29,14 @@ Each case is one class in one container (`CONTAINERS`):
   (as Keras asks), so the native `clone_model` can rebuild it: where native
   passes here, compat_clone must too.
 
+A class Keras makes itself when TensorFlow code meets a Keras tensor
+(tf.keras 2.12 exports TFOpLambda, SlicingOpLambda and the ragged tensor's
+ClassMethod, InstanceMethod, InstanceProperty) is built by running that code
+(the row's ``op``) in a functional model, which is the ``functional`` case; the
+other containers hold that model, as users hold the model such a layer lives
+in. A GPU-only class (CuDNNGRU, CuDNNLSTM) is not built where TensorFlow sees
+no GPU, and the reason says so.
+
 A layer that supports masks and takes one float sequence is preceded by
 ``Masking`` (the first sample's last step masked), in every container, so
 the mask travels through the clone too. Shapes are tiny (batch 2, a few
@@ -199,6 +207,23 @@ def _input_layer(K: Any, shape: Tuple[int, ...], dtype: str) -> Any:
     return K.layers.InputLayer(input_shape=shape, dtype=dtype)
 
 
+def _gpu() -> bool:
+    """Whether TensorFlow sees a GPU (the CuDNN layers have no CPU kernel)."""
+    import tensorflow as tf
+
+    return bool(tf.config.experimental.list_physical_devices("GPU"))  # TensorFlow 1.14 to 2.x
+
+
+def _op_model(K: Any, name: str, cls: type, spec: Spec) -> Any:
+    """``Model(x, op(x))``: the functional model in which Keras makes class `cls` itself, from TensorFlow code run on
+    a Keras tensor; the other containers hold this model, as users hold the model such a layer lives in."""
+    inputs = _input(K, spec.inputs[0], spec.dtype)
+    model = K.models.Model(inputs, spec.op(K, inputs))
+    if not any(type(layer) is cls for layer in layers_of(model)):
+        raise NotBuilt(f"the table's op made no {name}: {[type(layer).__name__ for layer in layers_of(model)]}")
+    return model
+
+
 def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
     """The case of class `cls` (exported as `name`) in `container`, built, adapted and called once.
 
@@ -213,16 +238,30 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
         raise NotApplicable("a Sequential model takes one input into one layer")
     if container.startswith("holder"):
         skip_without_subclassed_models(K)
+    if spec.gpu and not _gpu():
+        raise NotBuilt(f"needs a GPU: {name} has GPU kernels only, and TensorFlow sees no GPU here")
     try:
-        layer = _make(K, cls, spec, tmp)
-        if spec.adapt:
-            layer.adapt(_inputs(spec, False)[0])
-        placed = K.layers.RNN(layer) if spec.cell else layer
-        masked = len(spec.inputs) == 1 and len(spec.inputs[0]) == 2 and spec.dtype == "float32" and bool(placed.supports_masking)
+        if spec.op is not None:
+            placed = _op_model(K, name, cls, spec)
+        else:
+            layer = _make(K, cls, spec, tmp)
+            if spec.adapt:
+                layer.adapt(_inputs(spec, False)[0])
+            placed = K.layers.RNN(layer) if spec.cell else layer
+        masked = (
+            spec.op is None
+            and len(spec.inputs) == 1
+            and len(spec.inputs[0]) == 2
+            and spec.dtype == "float32"
+            and bool(placed.supports_masking)
+        )
         masking = K.layers.Masking(mask_value=0.0) if masked else None
-        x = _inputs(spec, masked)
+        # an op's ragged rows: the first sample one step shorter (its last step zero, which from_tensor drops)
+        x = _inputs(spec, masked or spec.op is not None)
         shapes = spec.inputs
-        if container == "functional":
+        if spec.op is not None and container == "functional":
+            model = placed
+        elif container == "functional":
             ins = [_input(K, shape, spec.dtype) for shape in shapes]
             h = [masking(ins[0])] if masking is not None else ins
             model = K.models.Model(ins if len(ins) > 1 else ins[0], _apply(placed, h, spec.call))

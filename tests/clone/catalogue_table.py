@@ -51,6 +51,13 @@ class Spec:
             ``"args"`` (positional), ``"dict"`` (``{"x": input}``).
         adapt: the layer is adapted on the case's input before it is placed.
         cell: the class is an RNN cell, placed inside ``RNN(cell)``.
+        op: for a class Keras makes itself when a TensorFlow function meets a
+            Keras tensor (tf.keras 2.x's TFOpLambda, SlicingOpLambda and the
+            ragged tensor's ClassMethod, InstanceMethod and InstanceProperty):
+            ``op(K, x)`` is that code, run on a model's input; the class is
+            built by running it, never by its constructor, as users get it.
+        gpu: the class runs on a GPU only (no CPU kernel): not built where
+            TensorFlow sees none.
         skip: why the table does not build the class at all ('' to build).
     """
 
@@ -60,6 +67,8 @@ class Spec:
     call: str = "one"
     adapt: bool = False
     cell: bool = False
+    op: Optional[Callable[[Any, Any], Any]] = None
+    gpu: bool = False
     skip: str = ""
 
 
@@ -107,6 +116,17 @@ def _feature_columns(K: Any, tmp: str) -> Any:
     import tensorflow as tf
 
     return [tf.feature_column.numeric_column("x", shape=VEC)]
+
+
+def _tf() -> Any:
+    import tensorflow as tf
+
+    return tf
+
+
+def _ragged(x: Any) -> Any:
+    """A ragged tensor made from a batch of float rows, their trailing zeros dropped (a ClassMethod layer on a Keras tensor)."""
+    return _tf().RaggedTensor.from_tensor(x, padding=0.0)
 
 
 def _pools(name: str, **kwargs: Any) -> Dict[str, Spec]:
@@ -188,6 +208,13 @@ TABLE: Dict[str, Spec] = {
     "LSTMCell": _spec({"units": 2}, SEQ, cell=True),
     "GRUCell": _spec({"units": 2}, SEQ, cell=True),
     "SimpleRNNCell": _spec({"units": 2}, SEQ, cell=True),
+    # tf.keras 2.x's RNN cell wrappers (TF 1's cell wrappers, in Keras): each around a GRU cell, inside RNN(cell);
+    # the residual one adds the step's input to the cell's output, so the cell has the input's width
+    "DeviceWrapper": _spec({"cell": _layer("GRUCell", 2), "device": "/cpu:0"}, SEQ, cell=True),
+    "DropoutWrapper": _spec({"cell": _layer("GRUCell", 2)}, SEQ, cell=True),
+    "ResidualWrapper": _spec({"cell": _layer("GRUCell", 3)}, SEQ, cell=True),
+    "CuDNNGRU": _spec({"units": 2}, SEQ, gpu=True),
+    "CuDNNLSTM": _spec({"units": 2}, SEQ, gpu=True),
     "StackedRNNCells": _spec({"cells": Make(lambda K, tmp: [K.layers.LSTMCell(2), K.layers.GRUCell(2)])}, SEQ, cell=True),
     "Bidirectional": _spec({"layer": _layer("LSTM", 2)}, SEQ),
     "TimeDistributed": _spec({"layer": _layer("Dense", 2)}, SEQ),
@@ -223,6 +250,7 @@ TABLE: Dict[str, Spec] = {
         {"fft_length": 16, "sequence_stride": 8, "sampling_rate": 8000, "num_mel_bins": 4, "max_freq": 4000.0}, (64,)
     ),
     "STFTSpectrogram": _spec({"frame_length": 16, "frame_step": 8, "fft_length": 16, "window": None}, (64, 1)),
+    "RandomFourierFeatures": _spec({"output_dim": 3, "scale": 2.0}),
     "Pipeline": _spec({"layers": Make(lambda K, tmp: [K.layers.Rescaling(0.5), K.layers.Dense(3)])}),
     # layers that need a saved model, another framework or feature columns
     "TFSMLayer": _spec({"filepath": Make(_saved_model)}),
@@ -230,6 +258,12 @@ TABLE: Dict[str, Spec] = {
     "FlaxLayer": _spec({"module": Make(_flax_module)}),
     "TorchModuleWrapper": _spec({"module": Make(_torch_module)}),
     "DenseFeatures": _spec({"feature_columns": Make(_feature_columns)}, call="dict"),
+    # tf.keras 2.x: the layers Keras makes when TensorFlow code meets a Keras tensor in a functional model
+    "TFOpLambda": _spec(op=lambda K, x: _tf().math.square(x)),
+    "SlicingOpLambda": _spec(None, SEQ, op=lambda K, x: x[:, 1:, :2]),
+    "ClassMethod": _spec(None, (5,), op=lambda K, x: _ragged(x).to_tensor(default_value=0.0)),
+    "InstanceMethod": _spec(None, (5,), op=lambda K, x: _ragged(x).row_lengths()),
+    "InstanceProperty": _spec(None, (5,), op=lambda K, x: _ragged(x).flat_values),
 }
 # The image layers that need no argument take an image too.
 for _name in (
