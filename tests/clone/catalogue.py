@@ -11,7 +11,7 @@ compat_clone and compares.
 What a class needs to be built is data: `TABLE` (tests/clone/catalogue_table.py)
 maps a class name to a `Spec` (constructor arguments, the inputs' per-sample
 shapes and dtype, how the layer is called, whether it is adapted, whether a
-cell goes inside an `RNN`). A class the table does not name is built by
+cell goes inside an `RNN` or a `ConvRNN2D`). A class the table does not name is built by
 convention: no arguments, one float input of shape ``(4,)``. Where the table cannot build a
 class (it needs JAX on a TensorFlow backend, it is abstract) `build` raises
 `NotBuilt` with the reason, and the test lists it by name; nothing is left
@@ -247,7 +247,7 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
             layer = _make(K, cls, spec, tmp)
             if spec.adapt:
                 layer.adapt(_inputs(spec, False)[0])
-            placed = K.layers.RNN(layer) if spec.cell else layer
+            placed = getattr(K.layers, spec.rnn)(layer) if spec.cell else layer
         masked = (
             spec.op is None
             and len(spec.inputs) == 1

@@ -50,7 +50,9 @@ class Spec:
         call: how the layer takes several inputs: ``"list"`` (one list),
             ``"args"`` (positional), ``"dict"`` (``{"x": input}``).
         adapt: the layer is adapted on the case's input before it is placed.
-        cell: the class is an RNN cell, placed inside ``RNN(cell)``.
+        cell: the class is an RNN cell, placed inside ``rnn(cell)``.
+        rnn: the layer a cell goes in: ``RNN``, or ``ConvRNN2D`` for
+            standalone Keras 2.2-2.3's convolutional cell.
         op: for a class Keras makes itself when a TensorFlow function meets a
             Keras tensor (tf.keras 2.x's TFOpLambda, SlicingOpLambda and the
             ragged tensor's ClassMethod, InstanceMethod and InstanceProperty):
@@ -67,6 +69,7 @@ class Spec:
     call: str = "one"
     adapt: bool = False
     cell: bool = False
+    rnn: str = "RNN"
     op: Optional[Callable[[Any, Any], Any]] = None
     gpu: bool = False
     skip: str = ""
@@ -159,6 +162,8 @@ TABLE: Dict[str, Spec] = {
     "SpectralNormalization": _spec({"layer": _layer("Dense", 3)}),
     "InputLayer": Spec(skip="the input of every model, not a layer one calls: every functional case holds one"),
     "AbstractRNNCell": Spec(skip="abstract: a cell subclasses it with its own `call` and `state_size`"),
+    "Recurrent": Spec(skip="abstract: standalone Keras 2's base of its recurrent layers, whose `step` is a template"),
+    "ConvRecurrent2D": Spec(skip="abstract: standalone Keras 2's base of ConvLSTM2D, whose `step` is a template"),
     # merging and attention
     "Add": _spec(**_TWO_VECTORS),
     "Subtract": _spec(**_TWO_VECTORS),
@@ -204,6 +209,7 @@ TABLE: Dict[str, Spec] = {
     "RNN": _spec({"cell": _layer("SimpleRNNCell", 2)}, SEQ),
     # standalone Keras 2.2-2.3: the convolutional RNN over its cell, and 2.0-2.2's legacy MaxoutDense
     "ConvRNN2D": _spec({"cell": _layer("ConvLSTM2DCell", 2, 2)}, (3, 4, 4, 2)),
+    "ConvLSTM2DCell": _spec({"filters": 2, "kernel_size": 2}, (3, 4, 4, 2), cell=True, rnn="ConvRNN2D"),
     "MaxoutDense": _spec({"output_dim": 2}),
     "LSTMCell": _spec({"units": 2}, SEQ, cell=True),
     "GRUCell": _spec({"units": 2}, SEQ, cell=True),

@@ -235,11 +235,8 @@ def _why_not_built(K: Any, family: str, name: str, cls: type, tmp: str) -> str:
 
 
 #: Standalone Keras 2's exported classes no table can run here: abstract bases (their `call` or
-#: constructor is a template), the CuDNN layers (a GPU's kernels only), the input of every model, and
-#: the convolutional RNN's cell (built inside ConvRNN2D, not on its own).
-KERAS2_UNBUILDABLE = frozenset(
-    {"Recurrent", "ConvRecurrent2D", "CuDNNGRU", "CuDNNLSTM", "InputLayer", "ConvLSTM2DCell", "Layer", "Wrapper"}
-)
+#: `step` is a template), the CuDNN layers (a GPU's kernels only) and the input of every model.
+KERAS2_UNBUILDABLE = frozenset({"Recurrent", "ConvRecurrent2D", "CuDNNGRU", "CuDNNLSTM", "InputLayer", "Layer", "Wrapper"})
 
 
 #: Classes no table builds in any family: the base classes themselves, and the input of every model.
