@@ -29,12 +29,13 @@ Each case is one class in one container (`CONTAINERS`):
   (as Keras asks), so the native `clone_model` can rebuild it: where native
   passes here, compat_clone must too.
 
-A class Keras makes itself when TensorFlow code meets a Keras tensor
-(tf.keras 2.12 exports TFOpLambda, SlicingOpLambda and the ragged tensor's
-ClassMethod, InstanceMethod, InstanceProperty) is built by running that code
-(the row's ``op``) in a functional model, which is the ``functional`` case; the
+A class Keras makes itself is built by running the code that makes it (the
+row's ``op``) in a functional model, which is the ``functional`` case; the
 other containers hold that model, as users hold the model such a layer lives
-in. A GPU-only class (CuDNNGRU, CuDNNLSTM) is not built where TensorFlow sees
+in: the InputLayer (``Input()``; its case: the input, a linear Activation) and
+the layers Keras makes when TensorFlow code meets a Keras tensor (tf.keras 2.12
+exports TFOpLambda, SlicingOpLambda and the ragged tensor's ClassMethod,
+InstanceMethod, InstanceProperty). A GPU-only class (CuDNNGRU, CuDNNLSTM) is not built where TensorFlow sees
 no GPU, and the reason says so.
 
 A layer that supports masks and takes one float sequence is preceded by

@@ -53,9 +53,11 @@ class Spec:
         cell: the class is an RNN cell, placed inside ``rnn(cell)``.
         rnn: the layer a cell goes in: ``RNN``, or ``ConvRNN2D`` for
             standalone Keras 2.2-2.3's convolutional cell.
-        op: for a class Keras makes itself when a TensorFlow function meets a
-            Keras tensor (tf.keras 2.x's TFOpLambda, SlicingOpLambda and the
-            ragged tensor's ClassMethod, InstanceMethod and InstanceProperty):
+        op: for a class Keras makes itself, never called by users' code:
+            the InputLayer (made by ``Input()``; its op adds a linear
+            Activation) and tf.keras 2.x's TFOpLambda, SlicingOpLambda and the
+            ragged tensor's ClassMethod, InstanceMethod and InstanceProperty
+            (made when a TensorFlow function meets a Keras tensor):
             ``op(K, x)`` is that code, run on a model's input; the class is
             built by running it, never by its constructor, as users get it.
         gpu: the class runs on a GPU only (no CPU kernel): not built where
@@ -160,7 +162,9 @@ TABLE: Dict[str, Spec] = {
     "SpatialDropout3D": _spec({"rate": 0.5}, VOL),
     "GroupNormalization": _spec({"groups": 2}),
     "SpectralNormalization": _spec({"layer": _layer("Dense", 3)}),
-    "InputLayer": Spec(skip="the input of every model, not a layer one calls: every functional case holds one"),
+    # the input of every model, made by `Input()`, never called by users: its case is the model of its input and a
+    # linear Activation (Keras 3.10-3.13 refuse a model whose output is its input; TF 1 cannot feed and fetch one tensor)
+    "InputLayer": _spec(op=lambda K, x: K.layers.Activation("linear")(x)),
     "AbstractRNNCell": Spec(skip="abstract: a cell subclasses it with its own `call` and `state_size`"),
     "Recurrent": Spec(skip="abstract: standalone Keras 2's base of its recurrent layers, whose `step` is a template"),
     "ConvRecurrent2D": Spec(skip="abstract: standalone Keras 2's base of ConvLSTM2D, whose `step` is a template"),

@@ -235,12 +235,12 @@ def _why_not_built(K: Any, family: str, name: str, cls: type, tmp: str) -> str:
 
 
 #: Standalone Keras 2's exported classes no table can run here: abstract bases (their `call` or
-#: `step` is a template), the CuDNN layers (a GPU's kernels only) and the input of every model.
-KERAS2_UNBUILDABLE = frozenset({"Recurrent", "ConvRecurrent2D", "CuDNNGRU", "CuDNNLSTM", "InputLayer", "Layer", "Wrapper"})
+#: `step` is a template) and the CuDNN layers (a GPU's kernels only).
+KERAS2_UNBUILDABLE = frozenset({"Recurrent", "ConvRecurrent2D", "CuDNNGRU", "CuDNNLSTM", "Layer", "Wrapper"})
 
 
-#: Classes no table builds in any family: the base classes themselves, and the input of every model.
-ABSTRACT = frozenset({"Layer", "Wrapper", "InputLayer", "AbstractRNNCell"})
+#: Classes no table builds in any family: the abstract base classes.
+ABSTRACT = frozenset({"Layer", "Wrapper", "AbstractRNNCell"})
 
 
 def _unavailable_here(family: str, name: str, why: str) -> bool:
