@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
@@ -225,6 +226,15 @@ def _op_model(K: Any, name: str, cls: type, spec: Spec) -> Any:
     return model
 
 
+def _rnn(K: Any, name: str, cell: type) -> Any:
+    """The layer class `name` a cell goes in: from ``K.layers``, else from the cell's own module (standalone Keras 2.3
+    exports ConvLSTM2DCell but not the ConvRNN2D beside it)."""
+    found = getattr(K.layers, name, None) or getattr(sys.modules[cell.__module__], name, None)
+    if found is None:
+        raise NotBuilt(f"no {name} to hold the cell {cell.__name__}: neither {K.__name__}.layers nor {cell.__module__} has one")
+    return found
+
+
 def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
     """The case of class `cls` (exported as `name`) in `container`, built, adapted and called once.
 
@@ -248,7 +258,7 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
             layer = _make(K, cls, spec, tmp)
             if spec.adapt:
                 layer.adapt(_inputs(spec, False)[0])
-            placed = getattr(K.layers, spec.rnn)(layer) if spec.cell else layer
+            placed = _rnn(K, spec.rnn, cls)(layer) if spec.cell else layer
         masked = (
             spec.op is None
             and len(spec.inputs) == 1
