@@ -35,8 +35,8 @@ other containers hold that model, as users hold the model such a layer lives
 in: the InputLayer (``Input()``; its case: the input, a linear Activation) and
 the layers Keras makes when TensorFlow code meets a Keras tensor (tf.keras 2.12
 exports TFOpLambda, SlicingOpLambda and the ragged tensor's ClassMethod,
-InstanceMethod, InstanceProperty). A GPU-only class (CuDNNGRU, CuDNNLSTM) is not built where TensorFlow sees
-no GPU, and the reason says so.
+InstanceMethod, InstanceProperty). A GPU-only class (CuDNNGRU, CuDNNLSTM) is
+not built where TensorFlow sees no GPU, and the reason says so.
 
 A layer that supports masks and takes one float sequence is preceded by
 ``Masking`` (the first sample's last step masked), in every container, so
@@ -217,8 +217,8 @@ def _gpu() -> bool:
 
 
 def _op_model(K: Any, name: str, cls: type, spec: Spec) -> Any:
-    """``Model(x, op(x))``: the functional model in which Keras makes class `cls` itself, from TensorFlow code run on
-    a Keras tensor; the other containers hold this model, as users hold the model such a layer lives in."""
+    """``Model(x, op(x))``: the functional model in which Keras makes class `cls` itself (``Input()``, or TensorFlow
+    code run on a Keras tensor); the other containers hold this model, as users hold the model such a layer lives in."""
     inputs = _input(K, spec.inputs[0], spec.dtype)
     model = K.models.Model(inputs, spec.op(K, inputs))
     if not any(type(layer) is cls for layer in layers_of(model)):
@@ -267,7 +267,7 @@ def build(K: Any, name: str, cls: type, container: str, tmp: str) -> Case:
             and bool(placed.supports_masking)
         )
         masking = K.layers.Masking(mask_value=0.0) if masked else None
-        # an op's ragged rows: the first sample one step shorter (its last step zero, which from_tensor drops)
+        # an op's inputs: the first sample's last step zero (from_tensor drops it: ragged rows of two lengths)
         x = _inputs(spec, masked or spec.op is not None)
         shapes = spec.inputs
         if spec.op is not None and container == "functional":
