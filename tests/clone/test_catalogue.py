@@ -37,8 +37,10 @@ import pytest
 
 import compat_clone
 from tests.clone.catalogue import (
+    ABSTRACT_REASON,
     CONTAINERS,
     MISSING,
+    NEEDS_GPU,
     PROPERTY,
     Case,
     NotBuilt,
@@ -234,20 +236,15 @@ def _why_not_built(K: Any, family: str, name: str, cls: type, tmp: str) -> str:
     return "; ".join(f"{container}: {why}" for container, why in reasons)
 
 
-#: Standalone Keras 2's exported classes no table can run here: abstract bases (their `call` or
-#: `step` is a template) and the CuDNN layers (a GPU's kernels only).
-KERAS2_UNBUILDABLE = frozenset({"Recurrent", "ConvRecurrent2D", "CuDNNGRU", "CuDNNLSTM", "Layer", "Wrapper"})
+#: Abstract bases the table tries to build, as every Keras exports them: tf_keras's `Layer` and `Wrapper`
+#: run (an identity, a wrapper's call), Keras 3's and standalone Keras 2's do not (a template `call`), and
+#: their reasons are the error that template raises. The table's own abstract rows say so in their reason.
+ABSTRACT = frozenset({"Layer", "Wrapper"})
 
 
-#: Classes no table builds in any family: the abstract base classes.
-ABSTRACT = frozenset({"Layer", "Wrapper", "AbstractRNNCell"})
-
-
-def _unavailable_here(family: str, name: str, why: str) -> bool:
+def _unavailable_here(name: str, why: str) -> bool:
     """Whether class `name` cannot run in this environment at all (not a gap of the table)."""
-    if name in ABSTRACT or (family == "keras2" and name in KERAS2_UNBUILDABLE):
-        return True
-    if why.startswith("needs a GPU"):  # the CuDNN layers, on a machine without one
+    if name in ABSTRACT or why.startswith((ABSTRACT_REASON, NEEDS_GPU)):
         return True
     return "ImportError" in why or "ModuleNotFoundError" in why  # a package this environment lacks (TensorFlow, flax)
 
@@ -261,7 +258,7 @@ def test_table_builds_most_exported_classes(K: Any, catalogue_tmp: str, record_p
     }
     record_property(MISSING, {"family": family, "exported": len(exported), "not_built": missing})
     built = len(exported) - len(missing)
-    known = {name for name, why in missing.items() if _unavailable_here(family, name, why)}
+    known = {name for name, why in missing.items() if _unavailable_here(name, why)}
     if built < MIN_BUILT * len(exported) and known == set(missing):
         # A known gap, shown as one (the assertion below holds instead once the table builds enough): every class
         # not built is an abstract base, a GPU-only layer on a machine without a GPU, or needs a package this
