@@ -177,6 +177,7 @@ TABLE: Dict[str, Spec] = {
     "Maximum": _spec(**_TWO_VECTORS),
     "Minimum": _spec(**_TWO_VECTORS),
     "Concatenate": _spec(**_TWO_VECTORS),
+    "Merge": _spec({"mode": "sum"}, **_TWO_VECTORS),  # standalone Keras 2.0-2.1's legacy merge layer
     "Dot": _spec({"axes": 1}, **_TWO_VECTORS),
     "Attention": _spec(call="list", **_TWO_SEQUENCES),
     "AdditiveAttention": _spec(call="list", **_TWO_SEQUENCES),

@@ -30,7 +30,7 @@ TensorFlow major; `make test-wide` everywhere.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -82,8 +82,13 @@ def catalogue_tmp(tmp_path_factory: Any) -> str:
     return str(tmp_path_factory.mktemp("catalogue"))
 
 
-def _flags(model: Any) -> List[Tuple[str, bool]]:
-    return [("<model>", bool(model.trainable))] + [(type(layer).__name__, bool(layer.trainable)) for layer in layers_of(model)]
+def _flag(layer: Any) -> Optional[bool]:
+    """The layer's `trainable` flag; None where it has none (standalone Keras 2.0's legacy Merge)."""
+    return bool(layer.trainable) if hasattr(layer, "trainable") else None
+
+
+def _flags(model: Any) -> List[Tuple[str, Optional[bool]]]:
+    return [("<model>", _flag(model))] + [(type(layer).__name__, _flag(layer)) for layer in layers_of(model)]
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -228,6 +233,8 @@ def _why_not_built(K: Any, family: str, name: str, cls: type, tmp: str) -> str:
                 _BUILT[(family, name, container)] = ""
             except (NotBuilt, NotApplicable) as exc:
                 _BUILT[(family, name, container)] = str(exc)
+            except pytest.skip.Exception:  # no such container here (standalone Keras 2.0-2.1: no subclassed models)
+                continue
         if not _BUILT[(family, name, container)]:
             return ""
         reasons.append((container, _BUILT[(family, name, container)]))
